@@ -1,0 +1,50 @@
+"""Append-only line logs that readers follow: `agent/events` and `agent/errors`.
+
+A Journal keeps the most recent lines in a ring, numbered from the start of
+the server. A reader holds the number of the next line it wants; if the ring
+has moved past it, the reader is told how many lines it missed.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+
+from .waitable import Changes
+
+
+def timestamp() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+class Journal:
+    """Recent lines, each with a sequence number; ``changes`` bumps on append."""
+
+    def __init__(self, keep: int = 1000):
+        self._lines: deque[str] = deque(maxlen=keep)
+        self.next_seq = 0
+        self.changes = Changes()
+
+    def append(self, text: str) -> None:
+        self._lines.append(f"{timestamp()} {text}\n")
+        self.next_seq += 1
+        self.changes.bump()
+
+    @property
+    def first_seq(self) -> int:
+        return self.next_seq - len(self._lines)
+
+    def since(self, seq: int) -> tuple[list[str], int]:
+        """Lines from `seq` on, and how many before them were already dropped."""
+        first = self.first_seq
+        missed = max(0, first - seq)
+        start = max(seq, first) - first
+        return list(self._lines)[start:], missed
+
+    def text(self) -> str:
+        return "".join(self._lines)
+
+    async def wait_after(self, seq: int) -> None:
+        """Return once a line numbered `seq` or later exists."""
+        while self.next_seq <= seq:
+            await self.changes.wait_changed(self.changes.version)

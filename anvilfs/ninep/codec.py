@@ -1,0 +1,196 @@
+"""Encode and decode 9P messages: bytes in, messages out, and back.
+
+Layouts come from the annotated fields of the message classes, compiled once
+per (class, dialect) into a tuple of (name, kind) steps. Everything here is
+pure: no I/O, no state beyond the compiled layouts.
+"""
+
+from __future__ import annotations
+
+import functools
+import struct
+import typing
+
+from .consts import HEADER_SIZE, Dialect
+from .errors import BadMessage, LocalProtocolError
+from .fields import Kind, Only, Qid, Stat
+from .messages import DOTL_ONLY, MESSAGE_TYPES, Message
+
+_HEADER = struct.Struct("<IBH")
+_QID = struct.Struct("<BIQ")
+_INTS = {
+    Kind.U8: struct.Struct("<B"),
+    Kind.U16: struct.Struct("<H"),
+    Kind.U32: struct.Struct("<I"),
+    Kind.U64: struct.Struct("<Q"),
+}
+_U16 = _INTS[Kind.U16]
+_U32 = _INTS[Kind.U32]
+
+Layout = tuple[tuple[str, Kind], ...]
+
+
+def _present(only: Only | None, dialect: Dialect) -> bool:
+    if only is None:
+        return True
+    if only is Only.DOTU:
+        return dialect.is_u
+    return dialect.is_u or dialect.is_l
+
+
+@functools.cache
+def layout(cls: type, dialect: Dialect) -> Layout:
+    """The wire layout of a message or Stat class in a dialect (tag excluded)."""
+    steps = []
+    for name, hint in typing.get_type_hints(cls, include_extras=True).items():
+        meta = getattr(hint, "__metadata__", None)
+        if not meta or name == "tag":
+            continue
+        kind = meta[0]
+        only = meta[1] if len(meta) > 1 else None
+        if _present(only, dialect):
+            steps.append((name, kind))
+    return tuple(steps)
+
+
+# ---------------------------------------------------------------- encoding
+
+def _put_str(out: bytearray, value: str) -> None:
+    raw = value.encode("utf-8")
+    if len(raw) > 0xFFFF:
+        raise LocalProtocolError(f"string of {len(raw)} bytes is longer than 65535")
+    out += _U16.pack(len(raw))
+    out += raw
+
+
+def _put(out: bytearray, kind: Kind, value, dialect: Dialect) -> None:
+    packer = _INTS.get(kind)
+    if packer is not None:
+        try:
+            out += packer.pack(value)
+        except struct.error as exc:
+            raise LocalProtocolError(f"{value!r} does not fit a {kind.value}") from exc
+    elif kind is Kind.STR:
+        _put_str(out, value)
+    elif kind is Kind.DATA:
+        out += _U32.pack(len(value))
+        out += value
+    elif kind is Kind.QID:
+        out += _QID.pack(value.type, value.version, value.path)
+    elif kind is Kind.QIDS:
+        out += _U16.pack(len(value))
+        for qid in value:
+            out += _QID.pack(qid.type, qid.version, qid.path)
+    elif kind is Kind.NAMES:
+        out += _U16.pack(len(value))
+        for name in value:
+            _put_str(out, name)
+    elif kind is Kind.STAT:
+        raw = encode_stat(value, dialect)
+        out += _U16.pack(len(raw))
+        out += raw
+    else:  # pragma: no cover - the Kind enum is closed
+        raise LocalProtocolError(f"unknown field kind {kind}")
+
+
+def encode_stat(stat: Stat, dialect: Dialect) -> bytes:
+    """A stat structure as stat(5) lays it out: size[2] then the fields."""
+    body = bytearray()
+    for name, kind in layout(Stat, dialect):
+        _put(body, kind, getattr(stat, name), dialect)
+    return _U16.pack(len(body)) + bytes(body)
+
+
+def encode(msg: Message, dialect: Dialect) -> bytes:
+    """The whole frame of a message, size prefix included."""
+    body = bytearray(HEADER_SIZE)
+    for name, kind in layout(type(msg), dialect):
+        _put(body, kind, getattr(msg, name), dialect)
+    try:
+        _HEADER.pack_into(body, 0, len(body), msg.TYPE, msg.tag)
+    except struct.error as exc:
+        raise LocalProtocolError(f"bad tag {msg.tag!r}") from exc
+    return bytes(body)
+
+
+# ---------------------------------------------------------------- decoding
+
+class _Reader:
+    __slots__ = ("buf", "pos", "end", "tag")
+
+    def __init__(self, buf, pos: int, end: int, tag: int | None):
+        self.buf, self.pos, self.end, self.tag = buf, pos, end, tag
+
+    def need(self, n: int, what: str) -> int:
+        at = self.pos
+        if at + n > self.end:
+            raise BadMessage(f"message ends inside {what}", tag=self.tag)
+        self.pos = at + n
+        return at
+
+    def int(self, kind: Kind, what: str) -> int:
+        unpacker = _INTS[kind]
+        return unpacker.unpack_from(self.buf, self.need(unpacker.size, what))[0]
+
+    def str(self, what: str) -> str:
+        n = _U16.unpack_from(self.buf, self.need(2, what))[0]
+        at = self.need(n, what)
+        try:
+            return bytes(self.buf[at:at + n]).decode("utf-8")
+        except UnicodeDecodeError:
+            raise BadMessage(f"{what} is not valid UTF-8", tag=self.tag) from None
+
+    def qid(self, what: str) -> Qid:
+        return Qid(*_QID.unpack_from(self.buf, self.need(_QID.size, what)))
+
+
+def _get(r: _Reader, kind: Kind, name: str, dialect: Dialect):
+    if kind in _INTS:
+        return r.int(kind, name)
+    if kind is Kind.STR:
+        return r.str(name)
+    if kind is Kind.DATA:
+        n = r.int(Kind.U32, name)
+        at = r.need(n, name)
+        return bytes(r.buf[at:at + n])
+    if kind is Kind.QID:
+        return r.qid(name)
+    if kind is Kind.QIDS:
+        return tuple(r.qid(name) for _ in range(r.int(Kind.U16, name)))
+    if kind is Kind.NAMES:
+        return tuple(r.str(name) for _ in range(r.int(Kind.U16, name)))
+    if kind is Kind.STAT:
+        n = r.int(Kind.U16, name)
+        at = r.need(n, name)
+        return _decode_stat(_Reader(r.buf, at, at + n, r.tag), dialect)
+    raise AssertionError(kind)  # pragma: no cover
+
+
+def _decode_stat(r: _Reader, dialect: Dialect) -> Stat:
+    size = r.int(Kind.U16, "stat size")
+    if size != r.end - r.pos:
+        raise BadMessage(f"stat size {size} does not match its {r.end - r.pos} bytes", tag=r.tag)
+    values = {name: _get(r, kind, name, dialect) for name, kind in layout(Stat, dialect)}
+    return Stat(**values)
+
+
+def decode_stat(raw: bytes, dialect: Dialect) -> Stat:
+    """One stat structure (size[2] first), e.g. an entry of a 9P2000 directory read."""
+    return _decode_stat(_Reader(raw, 0, len(raw), None), dialect)
+
+
+def decode(frame, dialect: Dialect) -> Message:
+    """Decode one whole frame (size prefix included) into a message."""
+    if len(frame) < HEADER_SIZE:
+        raise BadMessage(f"frame of {len(frame)} bytes is shorter than a header")
+    size, type_id, tag = _HEADER.unpack_from(frame, 0)
+    if size != len(frame):
+        raise BadMessage(f"size field {size} does not match frame of {len(frame)} bytes", tag=tag)
+    cls = MESSAGE_TYPES.get(type_id)
+    if cls is None or (type_id in DOTL_ONLY and not dialect.is_l):
+        raise BadMessage(f"unknown message type {type_id} in {dialect.value}", tag=tag, type_id=type_id)
+    r = _Reader(frame, HEADER_SIZE, size, tag)
+    values = {name: _get(r, kind, name, dialect) for name, kind in layout(cls, dialect)}
+    if r.pos != size:
+        raise BadMessage(f"{size - r.pos} bytes left over after {cls.__name__}", tag=tag, type_id=type_id)
+    return cls(tag=tag, **values)

@@ -1,0 +1,63 @@
+"""Split a byte stream into 9P frames (size[4] first), checking the size field."""
+
+from __future__ import annotations
+
+import struct
+
+from .consts import HEADER_SIZE
+from .errors import FramingError
+
+_SIZE = struct.Struct("<I")
+
+
+class FrameBuffer:
+    """Collects received bytes and hands out whole frames.
+
+    A size field smaller than a header or larger than ``max_size`` means the
+    stream can no longer be trusted, so it raises FramingError and the
+    connection should be closed.
+    """
+
+    __slots__ = ("_buf", "_pos", "max_size")
+
+    def __init__(self, max_size: int):
+        self._buf = bytearray()
+        self._pos = 0
+        self.max_size = max_size
+
+    def feed(self, data: bytes) -> None:
+        if self._pos and self._pos == len(self._buf):
+            self._buf.clear()
+            self._pos = 0
+        self._buf += data
+
+    def next_frame(self) -> bytes | None:
+        """The next whole frame, or None until more bytes arrive."""
+        buf, pos = self._buf, self._pos
+        if len(buf) - pos < 4:
+            return None
+        size = _SIZE.unpack_from(buf, pos)[0]
+        if size < HEADER_SIZE:
+            raise FramingError(f"frame size {size} is smaller than a {HEADER_SIZE}-byte header")
+        if size > self.max_size:
+            raise FramingError(f"frame size {size} is larger than msize {self.max_size}")
+        if len(buf) - pos < size:
+            return None
+        frame = bytes(buf[pos:pos + size])
+        self._pos = pos + size
+        if self._pos > 65536 and self._pos * 2 > len(buf):
+            del buf[:self._pos]
+            self._pos = 0
+        return frame
+
+    def frames(self) -> list[bytes]:
+        """All whole frames received so far."""
+        out = []
+        while (frame := self.next_frame()) is not None:
+            out.append(frame)
+        return out
+
+    @property
+    def pending(self) -> int:
+        """Bytes received that do not yet make a whole frame."""
+        return len(self._buf) - self._pos

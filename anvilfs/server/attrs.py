@@ -1,0 +1,78 @@
+"""How tree nodes look through 9P: qids, stat records, getattr, directory entries."""
+
+from __future__ import annotations
+
+import os
+import pwd
+import struct
+from functools import cache
+
+from ..ninep import Dialect, Qid, Stat, encode_stat
+from ..ninep import consts as c
+from ..tree import Node
+
+_DT_DIR, _DT_REG = 4, 8
+_DIRENT = struct.Struct("<BIQQB")  # qid(type version path) offset type
+
+
+@cache
+def _owner() -> tuple[str, int, int]:
+    uid, gid = os.getuid(), os.getgid()
+    try:
+        name = pwd.getpwuid(uid).pw_name
+    except KeyError:
+        name = str(uid)
+    return name, uid, gid
+
+
+def qid_of(node: Node) -> Qid:
+    return Qid(c.QTDIR if node.is_dir else c.QTFILE, 0, node.path)
+
+
+def stat_of(node: Node) -> Stat:
+    name, uid, gid = _owner()
+    mode = node.mode | (c.DMDIR if node.is_dir else 0)
+    return Stat(
+        qid=qid_of(node), mode=mode, atime=node.mtime, mtime=node.mtime,
+        length=0, name=node.name, uid=name, gid=name, muid=name,
+        n_uid=uid, n_gid=gid, n_muid=uid,
+    )
+
+
+def getattr_of(node: Node) -> dict:
+    """The fields of an Rgetattr for a node (9P2000.L)."""
+    _, uid, gid = _owner()
+    kind = c.S_IFDIR if node.is_dir else c.S_IFREG
+    return dict(
+        valid=c.GETATTR_BASIC, qid=qid_of(node), mode=kind | node.mode, uid=uid, gid=gid,
+        nlink=2 if node.is_dir else 1, size=0, blksize=4096, blocks=0,
+        atime_sec=node.mtime, mtime_sec=node.mtime, ctime_sec=node.mtime,
+    )
+
+
+def pack_stats(nodes: list[Node], start: int, count: int, dialect: Dialect) -> tuple[bytes, int]:
+    """9P2000 directory read: whole stat records from entry `start` that fit in count."""
+    out = bytearray()
+    index = start
+    while index < len(nodes):
+        record = encode_stat(stat_of(nodes[index]), dialect)
+        if len(out) + len(record) > count:
+            break
+        out += record
+        index += 1
+    return bytes(out), index
+
+
+def pack_dirents(nodes: list[Node], start: int, count: int) -> bytes:
+    """9P2000.L Treaddir: entries from index `start`; each entry's offset is the next index."""
+    out = bytearray()
+    for index in range(start, len(nodes)):
+        node = nodes[index]
+        qid = qid_of(node)
+        raw = node.name.encode()
+        entry = _DIRENT.pack(qid.type, qid.version, qid.path, index + 1, _DT_DIR if node.is_dir else _DT_REG)
+        entry += struct.pack("<H", len(raw)) + raw
+        if len(out) + len(entry) > count:
+            break
+        out += entry
+    return bytes(out)

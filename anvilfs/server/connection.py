@@ -1,0 +1,194 @@
+"""One client connection: the only place where 9P meets trio.
+
+Requests are answered inline as their frames arrive, and the replies of one
+received batch go out in one send. Only a read that must wait (the blocking
+files) gets a task, under a cancel scope kept in the tag table so a Tflush
+can cancel it. flush(5): Rflush goes out after any reply to the old request
+and never as an error; a flushed request gets no reply at all.
+"""
+
+from __future__ import annotations
+
+import errno
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import trio
+
+from ..ninep import BadMessage, Dialect, FrameBuffer, FramingError, TagTable, decode, encode, format_message
+from ..ninep import messages as m
+from ..ninep.consts import NOTAG
+from ..tree import Directory
+from .dispatch import Blocked, Dispatcher, Limits
+
+log = logging.getLogger("anvilfs.server")
+_RECV_SIZE = 1 << 16
+
+
+@dataclass(slots=True)
+class InFlight:
+    """A request whose reply is pending in a task."""
+
+    scope: trio.CancelScope
+    fid_number: int
+    flushes: list[int] = field(default_factory=list)  # Tflush tags waiting on it
+    outcome: str = ""  # why it was cancelled: "flush", "clunk" or "reset"
+
+
+class Connection:
+    """Serves one stream until the peer hangs up or breaks framing."""
+
+    def __init__(
+        self,
+        stream: trio.abc.Stream,
+        root: Directory,
+        *,
+        limits: Limits = Limits(),
+        trace: Callable[[str], None] | None = None,
+        on_error: Callable[[str, str], None] = lambda where, text: None,
+        name: str = "conn",
+    ):
+        self.stream = stream
+        self.name = name
+        self.dispatcher = Dispatcher(root, limits, on_error=on_error)
+        self.frames = FrameBuffer(limits.max_msize)
+        self.tags: TagTable[InFlight] = TagTable()
+        self.trace = trace
+        self._out = bytearray()
+        self._out_ready = trio.Event()
+        self._nursery: trio.Nursery | None = None
+
+    @property
+    def dialect(self) -> Dialect:
+        return self.dispatcher.dialect or Dialect.P2000
+
+    # ------------------------------------------------------------ replies
+
+    def send(self, reply: m.Message) -> None:
+        if self.trace:
+            self.trace(f"{self.name} <- {format_message(reply, data_limit=64)}")
+        self._out += encode(reply, self.dialect)
+        self._out_ready.set()
+
+    async def _writer(self) -> None:
+        while True:
+            await self._out_ready.wait()
+            self._out_ready = trio.Event()
+            data, self._out = bytes(self._out), bytearray()
+            await self.stream.send_all(data)
+
+    # ------------------------------------------------------------ the loop
+
+    async def serve(self) -> None:
+        try:
+            async with trio.open_nursery() as nursery:
+                self._nursery = nursery
+                nursery.start_soon(self._writer)
+                await self._receive_loop()
+                nursery.cancel_scope.cancel()
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            pass
+        finally:
+            for fid in self.dispatcher.reset():
+                if fid.handle is not None:
+                    fid.handle.abandon()
+            with trio.CancelScope(shield=True):
+                await trio.aclose_forcefully(self.stream)
+
+    async def _receive_loop(self) -> None:
+        while True:
+            data = await self.stream.receive_some(_RECV_SIZE)
+            if not data:
+                return
+            self.frames.feed(data)
+            try:
+                for frame in self.frames.frames():
+                    self._handle_frame(frame)
+            except FramingError as exc:
+                log.warning("%s: closing connection: %s", self.name, exc)
+                self.dispatcher.on_error(self.name, f"connection closed: {exc}")
+                return
+            finally:
+                self.frames.max_size = self.dispatcher.msize
+
+    def _handle_frame(self, frame: bytes) -> None:
+        try:
+            msg = decode(frame, self.dialect)
+        except BadMessage as exc:
+            if exc.tag is None:
+                raise FramingError(exc.reason) from None
+            self.send(self.dispatcher.error(m.Tclunk(tag=exc.tag, fid=0), exc.reason, 22))
+            return
+        if self.trace:
+            self.trace(f"{self.name} -> {format_message(msg, data_limit=64)}")
+        if not msg.is_request:
+            self.send(self.dispatcher.error(msg, f"{type(msg).__name__} is a reply, not a request", errno.EINVAL))
+        elif isinstance(msg, m.Tflush):
+            self._flush(msg)
+        elif msg.tag in self.tags:
+            self.send(self.dispatcher.error(msg, f"tag {msg.tag} is already in flight: use another tag", errno.EINVAL))
+        else:
+            if isinstance(msg, m.Tversion):
+                self._cancel_all("reset")
+            elif isinstance(msg, m.Tclunk | m.Tremove):
+                self._cancel_reads_of(msg.fid)
+            reply = self.dispatcher.handle(msg)
+            if isinstance(reply, Blocked):
+                self._start_blocked(reply)
+            else:
+                self.send(reply)
+
+    # ------------------------------------------------------------ blocking reads and flush
+
+    def _start_blocked(self, blocked: Blocked) -> None:
+        flight = InFlight(scope=trio.CancelScope(), fid_number=blocked.fid_number)
+        self.tags.begin(blocked.tag, flight)
+        self._nursery.start_soon(self._finish_blocked, blocked, flight)
+
+    async def _finish_blocked(self, blocked: Blocked, flight: InFlight) -> None:
+        try:
+            with flight.scope:
+                await blocked.fid.handle.wait_ready(blocked.offset)
+                # No checkpoint from here to send(): a flush cannot slip in
+                # between taking the data and queueing its reply.
+                self._end(blocked.tag, flight)
+                self.send(self.dispatcher.finish_read(blocked))
+                return
+            self._end(blocked.tag, flight)
+            if flight.outcome == "clunk":
+                self.send(m.Rread(tag=blocked.tag, data=b""))  # the file was closed: end of file
+        except Exception as exc:  # a bug in a file must not take the connection down
+            log.exception("%s: blocked read failed", self.name)
+            self._end(blocked.tag, flight)
+            self.send(self.dispatcher.error(m.Tread(tag=blocked.tag, fid=0, offset=0, count=0), f"internal error: {exc}", errno.EIO))
+        finally:
+            for tag in flight.flushes:
+                self.send(m.Rflush(tag=tag))
+
+    def _flush(self, msg: m.Tflush) -> None:
+        flight = self.tags.get(msg.oldtag)
+        if flight is None or msg.oldtag == NOTAG:
+            self.send(m.Rflush(tag=msg.tag))  # unknown or finished: nothing to cancel
+            return
+        flight.flushes.append(msg.tag)
+        flight.outcome = flight.outcome or "flush"
+        flight.scope.cancel()
+
+    def _end(self, tag: int, flight: InFlight) -> None:
+        if self.tags.get(tag) is flight:  # after a Tversion reset the tag may be reused
+            self.tags.end(tag)
+
+    def _cancel_all(self, why: str) -> None:
+        """Tversion: abort everything in flight; those requests get no reply."""
+        for flight in self.tags.values():
+            flight.outcome = why
+            flight.scope.cancel()
+        self.tags = TagTable()
+
+    def _cancel_reads_of(self, fid_number: int) -> None:
+        for flight in self.tags.values():
+            if flight.fid_number == fid_number:
+                flight.outcome = flight.outcome or "clunk"
+                flight.scope.cancel()
+

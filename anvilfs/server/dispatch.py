@@ -1,0 +1,375 @@
+"""Answer 9P requests from the synthetic tree (synchronous; no trio here).
+
+Every generic check happens here, before a file's handle is touched: the
+fid exists or is free, the file is open (or not) in the right mode, the walk
+has at most 16 names, counts are clamped to msize. A request ends in exactly
+one reply, returned by ``handle``; the one exception is a read that would
+block, which comes back as ``Blocked`` for the connection to finish in a
+task it can cancel.
+"""
+
+from __future__ import annotations
+
+import errno
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from ..errors import AnvilError, InvalidRequest, NotFound, NotPermitted, NotSupported, PermissionDenied
+from ..ninep import Dialect, RequestError, negotiate
+from ..ninep import consts as c
+from ..ninep import messages as m
+from ..ninep.dialect import MIN_MSIZE, UNKNOWN
+from ..ninep.fids import FidTable
+from ..tree import Caller, Directory, Handle, Node
+from .attrs import getattr_of, pack_dirents, pack_stats, qid_of, stat_of
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    max_msize: int = 1 << 20
+    max_fids: int = 4096
+
+
+@dataclass(slots=True)
+class Fid:
+    """What one fid names: a node, how it was reached, and its open state."""
+
+    trail: tuple[Node, ...]  # root ... node, so ".." can go back
+    caller: Caller
+    handle: Handle | None = None
+    can_read: bool = False
+    can_write: bool = False
+    listing: list[Node] | None = None  # directory snapshot taken at offset 0
+    list_index: int = 0  # 9P2000: next entry; .L uses the offset cookie
+    list_offset: int = 0  # 9P2000: byte offset the next read must ask for
+
+    @property
+    def node(self) -> Node:
+        return self.trail[-1]
+
+
+@dataclass(frozen=True, slots=True)
+class Blocked:
+    """A read that must wait: the connection awaits handle.wait_ready(offset) in a task."""
+
+    fid: Fid
+    fid_number: int
+    tag: int
+    offset: int
+    count: int
+
+
+@dataclass(slots=True)
+class Dispatcher:
+    root: Directory
+    limits: Limits = field(default_factory=Limits)
+    on_error: Callable[[str, str], None] = lambda where, text: None
+    dialect: Dialect | None = None
+    msize: int = 0
+    fids: FidTable = None  # type: ignore[assignment]
+
+    def __post_init__(self) -> None:
+        self.fids = FidTable(self.limits.max_fids)
+        self.msize = self.limits.max_msize
+
+    # ------------------------------------------------------------ entry point
+
+    def handle(self, msg: m.Message) -> m.Message | Blocked:
+        handler = _HANDLERS.get(type(msg))
+        try:
+            if handler is None:
+                raise NotSupported(f"{type(msg).__name__} is not a request this server answers")
+            if self.dialect is None and not isinstance(msg, m.Tversion):
+                raise InvalidRequest("no version negotiated: send Tversion first")
+            return handler(self, msg)
+        except (AnvilError, RequestError) as exc:
+            return self.error(msg, exc.message, exc.errno)
+
+    def error(self, msg: m.Message, text: str, code: int) -> m.Message:
+        self.on_error(self._where(msg), text)
+        if self.dialect is Dialect.P2000L:
+            return m.Rlerror(tag=msg.tag, ecode=code)
+        return m.Rerror(tag=msg.tag, ename=text, errno=code)
+
+    def _where(self, msg: m.Message) -> str:
+        fid = getattr(msg, "fid", None)
+        try:
+            if fid is not None:
+                return "/".join(n.name for n in self.fids.get(fid).trail[1:]) or "/"
+        except RequestError:
+            pass
+        return type(msg).__name__
+
+    def reset(self) -> list[Fid]:
+        """Forget every fid (Tversion or hang-up); the caller abandons their handles."""
+        return self.fids.clear()
+
+    @property
+    def iounit(self) -> int:
+        return self.msize - c.IOHDRSZ
+
+    # ------------------------------------------------------------ session setup
+
+    def version(self, msg: m.Tversion) -> m.Message:
+        for fid in self.reset():
+            if fid.handle is not None:
+                fid.handle.abandon()
+        if msg.msize < MIN_MSIZE:
+            raise InvalidRequest(f"msize {msg.msize} is too small: at least {MIN_MSIZE}")
+        self.msize = min(msg.msize, self.limits.max_msize)
+        dialect = negotiate(msg.version)
+        self.dialect = dialect
+        if dialect is None:
+            self.dialect = None
+            return m.Rversion(tag=msg.tag, msize=self.msize, version=UNKNOWN)
+        return m.Rversion(tag=msg.tag, msize=self.msize, version=dialect.value)
+
+    def auth(self, msg: m.Tauth) -> m.Message:
+        raise RequestError("authentication not required: Tattach with afid NOFID", errno.EOPNOTSUPP)
+
+    def attach(self, msg: m.Tattach) -> m.Message:
+        if msg.afid != c.NOFID:
+            raise RequestError("authentication not required: use afid NOFID", errno.EINVAL)
+        if msg.aname not in ("", "/", "agent"):
+            raise RequestError(f"no tree {msg.aname!r} to attach: use aname '' or 'agent'", errno.ENOENT)
+        uname = msg.uname or (str(msg.n_uname) if msg.n_uname != c.NONUNAME else "none")
+        self.fids.add(msg.fid, Fid(trail=(self.root,), caller=Caller(uname)))
+        return m.Rattach(tag=msg.tag, qid=qid_of(self.root))
+
+    # ------------------------------------------------------------ walking
+
+    def walk(self, msg: m.Twalk) -> m.Message:
+        fid = self.fids.get(msg.fid)
+        if fid.handle is not None:
+            raise RequestError("cannot walk a fid that is open: clone it first", errno.EBADF)
+        if msg.newfid != msg.fid:
+            self.fids.check_free(msg.newfid)
+        if len(msg.wnames) > c.MAXWELEM:
+            raise RequestError(f"walk of {len(msg.wnames)} names: at most {c.MAXWELEM} per Twalk", errno.E2BIG)
+        trail, qids = fid.trail, []
+        for name in msg.wnames:
+            step = _step(trail, name)
+            if isinstance(step, Exception):
+                if not qids:
+                    raise step
+                break
+            trail = step
+            qids.append(qid_of(trail[-1]))
+        if len(qids) == len(msg.wnames):
+            new = Fid(trail=trail, caller=fid.caller)
+            if msg.newfid == msg.fid:
+                self.fids.replace(msg.fid, new)
+            else:
+                self.fids.add(msg.newfid, new)
+        return m.Rwalk(tag=msg.tag, wqids=tuple(qids))
+
+    # ------------------------------------------------------------ opening
+
+    def _open(self, fid: Fid, read: bool, write: bool, trunc: bool) -> None:
+        node = fid.node
+        if fid.handle is not None or fid.listing is not None:
+            raise RequestError("fid is already open", errno.EBADF)
+        if node.is_dir:
+            if write or trunc:
+                raise RequestError(f"{node.name} is a directory: open it for reading only", errno.EISDIR)
+            fid.listing, fid.can_read = [], True
+            return
+        if read and not node.readable:
+            raise PermissionDenied(f"{node.name} is write-only (mode {node.mode:04o})")
+        if write and not node.writable:
+            raise PermissionDenied(f"{node.name} is read-only (mode {node.mode:04o})")
+        handle = node.open(fid.caller)
+        if trunc:
+            handle.truncate()
+        fid.handle, fid.can_read, fid.can_write = handle, read, write
+
+    def open(self, msg: m.Topen) -> m.Message:
+        fid = self.fids.get(msg.fid)
+        if msg.mode & c.ORCLOSE:
+            raise NotPermitted(f"{fid.node.name}: remove-on-close is not possible on a synthetic file")
+        access = msg.mode & 3
+        read = access in (c.OREAD, c.ORDWR, c.OEXEC)
+        write = access in (c.OWRITE, c.ORDWR)
+        self._open(fid, read, write, bool(msg.mode & c.OTRUNC))
+        return m.Ropen(tag=msg.tag, qid=qid_of(fid.node), iounit=self.iounit)
+
+    def lopen(self, msg: m.Tlopen) -> m.Message:
+        fid = self.fids.get(msg.fid)
+        access = msg.flags & c.L_O_ACCMODE
+        read = access in (0, 2)
+        write = access in (1, 2)
+        self._open(fid, read, write, bool(msg.flags & c.L_O_TRUNC) and write)
+        return m.Rlopen(tag=msg.tag, qid=qid_of(fid.node), iounit=self.iounit)
+
+    # ------------------------------------------------------------ reading and writing
+
+    def read(self, msg: m.Tread) -> m.Message | Blocked:
+        fid = self.fids.get(msg.fid)
+        if not fid.can_read:
+            raise RequestError("fid is not open for reading", errno.EBADF)
+        count = min(msg.count, self.iounit)
+        if fid.listing is not None:
+            return m.Rread(tag=msg.tag, data=self._read_dir(fid, msg.offset, count))
+        handle = fid.handle
+        if handle.blocking and not handle.ready(msg.offset):
+            return Blocked(fid, msg.fid, msg.tag, msg.offset, count)
+        return m.Rread(tag=msg.tag, data=handle.read(msg.offset, count))
+
+    def finish_read(self, blocked: Blocked) -> m.Message:
+        """Answer a blocked read once its handle is ready (no checkpoint in between)."""
+        try:
+            data = blocked.fid.handle.read(blocked.offset, blocked.count)
+        except AnvilError as exc:
+            return self.error(m.Tread(tag=blocked.tag, fid=0, offset=0, count=0), exc.message, exc.errno)
+        return m.Rread(tag=blocked.tag, data=data)
+
+    def _read_dir(self, fid: Fid, offset: int, count: int) -> bytes:
+        assert isinstance(fid.node, Directory)
+        if offset == 0:
+            fid.listing, fid.list_index, fid.list_offset = fid.node.children(), 0, 0
+        elif offset != fid.list_offset:
+            raise RequestError(f"directory read at offset {offset}: continue at {fid.list_offset} or restart at 0", errno.EINVAL)
+        data, fid.list_index = pack_stats(fid.listing, fid.list_index, count, self.dialect)
+        fid.list_offset += len(data)
+        return data
+
+    def readdir(self, msg: m.Treaddir) -> m.Message:
+        fid = self.fids.get(msg.fid)
+        if fid.listing is None:
+            raise RequestError("Treaddir needs a directory fid opened with Tlopen", errno.ENOTDIR if fid.handle else errno.EBADF)
+        if msg.offset == 0:
+            fid.listing = fid.node.children()
+        count = min(msg.count, self.iounit)
+        return m.Rreaddir(tag=msg.tag, data=pack_dirents(fid.listing, msg.offset, count))
+
+    def write(self, msg: m.Twrite) -> m.Message:
+        fid = self.fids.get(msg.fid)
+        if not fid.can_write:
+            raise RequestError("fid is not open for writing", errno.EBADF)
+        return m.Rwrite(tag=msg.tag, count=fid.handle.write(msg.offset, msg.data))
+
+    def clunk(self, msg: m.Tclunk) -> m.Message:
+        fid = self.fids.pop(msg.fid)
+        if fid.handle is not None:
+            fid.handle.clunk()
+        return m.Rclunk(tag=msg.tag)
+
+    def remove(self, msg: m.Tremove) -> m.Message:
+        fid = self.fids.pop(msg.fid)  # remove(5): the fid is clunked even if the remove fails
+        if fid.handle is not None:
+            fid.handle.clunk()
+        raise NotPermitted(f"{fid.node.name} cannot be removed")
+
+    # ------------------------------------------------------------ attributes
+
+    def stat(self, msg: m.Tstat) -> m.Message:
+        return m.Rstat(tag=msg.tag, stat=stat_of(self.fids.get(msg.fid).node))
+
+    def wstat(self, msg: m.Twstat) -> m.Message:
+        fid = self.fids.get(msg.fid)
+        s, node = msg.stat, fid.node
+        if s.name and s.name != node.name:
+            raise NotPermitted(f"{node.name} cannot be renamed")
+        if s.mode != 0xFFFFFFFF and s.mode != stat_of(node).mode:
+            raise NotPermitted(f"the mode of {node.name} cannot be changed")
+        self._truncate(fid, s.length, 0xFFFFFFFFFFFFFFFF)
+        return m.Rwstat(tag=msg.tag)
+
+    def getattr(self, msg: m.Tgetattr) -> m.Message:
+        return m.Rgetattr(tag=msg.tag, **getattr_of(self.fids.get(msg.fid).node))
+
+    def setattr(self, msg: m.Tsetattr) -> m.Message:
+        fid = self.fids.get(msg.fid)
+        if msg.valid & (c.SETATTR_MODE | c.SETATTR_UID | c.SETATTR_GID):
+            raise NotPermitted(f"the mode and owner of {fid.node.name} cannot be changed")
+        if msg.valid & c.SETATTR_SIZE:
+            self._truncate(fid, msg.size, None)
+        return m.Rsetattr(tag=msg.tag)
+
+    def _truncate(self, fid: Fid, length: int, dont_touch: int | None) -> None:
+        if length == dont_touch:
+            return
+        if length != 0:
+            raise InvalidRequest(f"{fid.node.name}: only truncation to length 0 is accepted")
+        if fid.node.is_dir:
+            raise RequestError(f"{fid.node.name} is a directory", errno.EISDIR)
+        if fid.handle is not None:
+            fid.handle.truncate()
+
+    def statfs(self, msg: m.Tstatfs) -> m.Message:
+        self.fids.get(msg.fid)
+        return m.Rstatfs(tag=msg.tag, type=0x01021997, bsize=4096, namelen=255)
+
+    # ------------------------------------------------------------ the rest
+
+    def fsync(self, msg: m.Tfsync) -> m.Message:
+        self.fids.get(msg.fid)
+        return m.Rfsync(tag=msg.tag)
+
+    def lock(self, msg: m.Tlock) -> m.Message:
+        self.fids.get(msg.fid)
+        return m.Rlock(tag=msg.tag, status=0)  # nothing to lock: every lock is granted
+
+    def getlock(self, msg: m.Tgetlock) -> m.Message:
+        self.fids.get(msg.fid)
+        return m.Rgetlock(tag=msg.tag, type=2, start=msg.start, length=msg.length, proc_id=msg.proc_id, client_id=msg.client_id)
+
+    def xattrwalk(self, msg: m.Txattrwalk) -> m.Message:
+        self.fids.get(msg.fid)
+        raise RequestError("synthetic files have no extended attributes", errno.EOPNOTSUPP)
+
+    def readlink(self, msg: m.Treadlink) -> m.Message:
+        raise RequestError(f"{self.fids.get(msg.fid).node.name} is not a symbolic link", errno.EINVAL)
+
+    def refuse_change(self, msg: m.Message) -> m.Message:
+        raise NotPermitted(f"{type(msg).__name__[1:]}: the tree of anvilfs cannot be changed that way; use the ctl files")
+
+
+def _step(trail: tuple[Node, ...], name: str) -> tuple[Node, ...] | Exception:
+    """One walk step, or the error that stops the walk there."""
+    node = trail[-1]
+    if not isinstance(node, Directory):
+        return RequestError(f"walk past {node.name}: not a directory", errno.ENOTDIR)
+    if name == "..":
+        return trail[:-1] or trail
+    if name == ".":
+        return trail
+    child = node.lookup(name)
+    if child is None:
+        return NotFound(f"{name!r} does not exist in {node.name}")
+    return trail + (child,)
+
+
+_HANDLERS: dict[type, Callable] = {
+    m.Tversion: Dispatcher.version,
+    m.Tauth: Dispatcher.auth,
+    m.Tattach: Dispatcher.attach,
+    m.Twalk: Dispatcher.walk,
+    m.Topen: Dispatcher.open,
+    m.Tlopen: Dispatcher.lopen,
+    m.Tread: Dispatcher.read,
+    m.Treaddir: Dispatcher.readdir,
+    m.Twrite: Dispatcher.write,
+    m.Tclunk: Dispatcher.clunk,
+    m.Tremove: Dispatcher.remove,
+    m.Tstat: Dispatcher.stat,
+    m.Twstat: Dispatcher.wstat,
+    m.Tgetattr: Dispatcher.getattr,
+    m.Tsetattr: Dispatcher.setattr,
+    m.Tstatfs: Dispatcher.statfs,
+    m.Tfsync: Dispatcher.fsync,
+    m.Tlock: Dispatcher.lock,
+    m.Tgetlock: Dispatcher.getlock,
+    m.Txattrwalk: Dispatcher.xattrwalk,
+    m.Treadlink: Dispatcher.readlink,
+    m.Tcreate: Dispatcher.refuse_change,
+    m.Tlcreate: Dispatcher.refuse_change,
+    m.Tmkdir: Dispatcher.refuse_change,
+    m.Tsymlink: Dispatcher.refuse_change,
+    m.Tmknod: Dispatcher.refuse_change,
+    m.Tlink: Dispatcher.refuse_change,
+    m.Trename: Dispatcher.refuse_change,
+    m.Trenameat: Dispatcher.refuse_change,
+    m.Tunlinkat: Dispatcher.refuse_change,
+    m.Txattrcreate: Dispatcher.refuse_change,
+}

@@ -1,0 +1,108 @@
+"""Where the server listens: the namespace's unix socket, optionally TCP.
+
+The namespace directory is plan9port's: $NAMESPACE, else /tmp/ns.$USER.$DISPLAY
+(DISPLAY defaulting to :0). It is made 0700 and the socket 0600, so only
+its user can reach the server. A socket left behind by a crashed server is
+replaced; one that still answers belongs to a live server and is an error.
+"""
+
+from __future__ import annotations
+
+import errno
+import getpass
+import ipaddress
+import os
+import socket as stdsocket
+import stat
+
+import trio
+
+
+class ListenError(Exception):
+    """The server cannot listen where it was asked to."""
+
+
+def default_namespace() -> str:
+    ns = os.environ.get("NAMESPACE")
+    if ns:
+        return ns
+    display = os.environ.get("DISPLAY") or ":0"
+    return f"/tmp/ns.{getpass.getuser()}.{display}"
+
+
+def prepare_namespace(path: str) -> None:
+    """Make the namespace directory, private to this user."""
+    try:
+        os.makedirs(path, mode=0o700, exist_ok=True)
+    except OSError as exc:
+        raise ListenError(f"cannot make namespace directory {path}: {exc.strerror}") from None
+    info = os.stat(path)
+    if info.st_uid != os.getuid():
+        raise ListenError(f"namespace directory {path} belongs to uid {info.st_uid}, not you; use --namespace")
+    if stat.S_IMODE(info.st_mode) & 0o077:
+        os.chmod(path, 0o700)
+
+
+def _clear_stale_socket(path: str) -> None:
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        return
+    if not stat.S_ISSOCK(info.st_mode):
+        raise ListenError(f"{path} exists and is not a socket; move it away")
+    probe = stdsocket.socket(stdsocket.AF_UNIX, stdsocket.SOCK_STREAM)
+    try:
+        probe.connect(path)
+    except OSError as exc:
+        if exc.errno in (errno.ECONNREFUSED, errno.ENOENT):
+            os.unlink(path)  # left by a server that died
+            return
+        raise ListenError(f"cannot check {path}: {exc.strerror}") from None
+    finally:
+        probe.close()
+    raise ListenError(f"another server is already listening on {path}")
+
+
+async def unix_listener(path: str) -> trio.SocketListener:
+    _clear_stale_socket(path)
+    sock = trio.socket.socket(trio.socket.AF_UNIX, trio.socket.SOCK_STREAM)
+    old = os.umask(0o177)
+    try:
+        await sock.bind(path)
+    except OSError as exc:
+        sock.close()
+        raise ListenError(f"cannot listen on {path}: {exc.strerror}") from None
+    finally:
+        os.umask(old)
+    os.chmod(path, 0o600)
+    sock.listen(128)
+    return trio.SocketListener(sock)
+
+
+def parse_tcp_address(address: str) -> tuple[str, int]:
+    """`tcp!host!port` (plan9 dial string) into host and port."""
+    parts = address.split("!")
+    if len(parts) != 3 or parts[0] != "tcp" or not parts[2].isdigit():
+        raise ListenError(f"bad address {address!r}: write tcp!HOST!PORT, e.g. tcp!127.0.0.1!5640")
+    return parts[1], int(parts[2])
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+async def tcp_listeners(address: str, *, allow_remote: bool) -> list[trio.SocketListener]:
+    host, port = parse_tcp_address(address)
+    if not is_loopback(host) and not allow_remote:
+        raise ListenError(
+            f"{host} is not a loopback address; 9P has no authentication here, so anyone who can reach "
+            "the port controls your agents. Pass --allow-remote if you mean it")
+    try:
+        return await trio.open_tcp_listeners(port, host=host)
+    except OSError as exc:
+        raise ListenError(f"cannot listen on {address}: {exc.strerror}") from None

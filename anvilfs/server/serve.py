@@ -1,0 +1,110 @@
+"""Run anvilfs: listeners, connections, the app's tasks, and clean shutdown."""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import os
+import signal
+import sys
+from dataclasses import dataclass
+
+import trio
+
+from ..app import App
+from .connection import Connection
+from .dispatch import Limits
+from .listen import ListenError, prepare_namespace, tcp_listeners, unix_listener
+
+log = logging.getLogger("anvilfs.server")
+
+
+@dataclass(frozen=True, slots=True)
+class ServerOptions:
+    namespace: str
+    state_dir: str
+    listen: tuple[str, ...] = ()  # extra addresses: tcp!host!port
+    allow_remote: bool = False
+    trace: bool = False
+    max_connections: int = 256
+    limits: Limits = Limits()
+
+    @property
+    def socket_path(self) -> str:
+        return os.path.join(self.namespace, "agent")
+
+
+class Server:
+    """Accepts connections and serves each with a Connection over the app's tree."""
+
+    def __init__(self, app: App, options: ServerOptions):
+        self.app = app
+        self.options = options
+        self.connections = 0
+        self._ids = itertools.count(1)
+
+    def _trace(self, line: str) -> None:
+        print(line, file=sys.stderr, flush=True)
+
+    async def handle(self, stream: trio.abc.Stream) -> None:
+        name = f"c{next(self._ids)}"
+        if self.connections >= self.options.max_connections:
+            self.app.record_error(name, f"refused: already {self.connections} connections, the most allowed")
+            await trio.aclose_forcefully(stream)
+            return
+        self.connections += 1
+        try:
+            conn = Connection(
+                stream, self.app.root, limits=self.options.limits, name=name,
+                trace=self._trace if self.options.trace else None,
+                on_error=lambda where, text: self.app.record_error(f"{name} {where}", text),
+            )
+            await conn.serve()
+        finally:
+            self.connections -= 1
+
+    async def listeners(self) -> list[trio.SocketListener]:
+        prepare_namespace(self.options.namespace)
+        listeners = [await unix_listener(self.options.socket_path)]
+        for address in self.options.listen:
+            if self.options.allow_remote:
+                log.warning("listening on %s with no authentication: anyone who reaches it controls your agents", address)
+            listeners += await tcp_listeners(address, allow_remote=self.options.allow_remote)
+        return listeners
+
+    async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
+        os.makedirs(self.options.state_dir, mode=0o700, exist_ok=True)
+        listeners = await self.listeners()
+        try:
+            async with trio.open_nursery() as nursery:
+                await nursery.start(self.app.run)
+                await nursery.start(trio.serve_listeners, self.handle, listeners)
+                nursery.start_soon(self._stop_on_signal, nursery.cancel_scope)
+                task_status.started(self.options.socket_path)
+        finally:
+            _unlink_quietly(self.options.socket_path)
+
+    async def _stop_on_signal(self, scope: trio.CancelScope) -> None:
+        with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+            async for signum in signals:
+                log.info("%s: shutting down", signal.Signals(signum).name)
+                scope.cancel()
+                return
+
+
+def _unlink_quietly(path: str) -> None:
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+
+
+def run_server(options: ServerOptions) -> int:
+    """Serve until SIGINT or SIGTERM; the exit status for the command line."""
+    server = Server(App(), options)
+    try:
+        trio.run(server.run)
+    except ListenError as exc:
+        print(f"anvilfs: {exc}", file=sys.stderr)
+        return 1
+    return 0

@@ -1,0 +1,134 @@
+"""The synthetic tree: directories and files, and their stable identities.
+
+A node's qid path is a hash of its key (e.g. "session/bot1/out"), so a file
+keeps its identity across walks, connections and server restarts, and needs
+no allocation table. Nodes know nothing of 9P: the server turns their
+name, key, mode and kind into qids and stat records.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from ..errors import PermissionDenied
+
+
+def qid_path(key: str) -> int:
+    """A stable 64-bit identity for a node key."""
+    return int.from_bytes(hashlib.blake2b(key.encode(), digest_size=8).digest(), "little")
+
+
+@dataclass(frozen=True, slots=True)
+class Caller:
+    """Who opened a file: the user name the client attached as."""
+
+    uname: str
+
+
+class Node:
+    """A file or directory of the tree."""
+
+    is_dir = False
+    __slots__ = ("name", "key", "path", "mode", "mtime")
+
+    def __init__(self, name: str, key: str, mode: int):
+        self.name = name
+        self.key = key
+        self.path = qid_path(key)
+        self.mode = mode
+        self.mtime = int(time.time())
+
+    @property
+    def readable(self) -> bool:
+        return bool(self.mode & 0o444)
+
+    @property
+    def writable(self) -> bool:
+        return bool(self.mode & 0o222)
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.key}>"
+
+
+class Directory(Node):
+    """A directory whose entries are fixed files plus, optionally, computed ones.
+
+    ``more`` returns the computed entries (e.g. one directory per session);
+    ``find`` looks one of them up by name without listing them all.
+    """
+
+    is_dir = True
+    __slots__ = ("_fixed", "_more", "_find")
+
+    def __init__(
+        self,
+        name: str,
+        key: str,
+        fixed: Iterable[Node] = (),
+        *,
+        more: Callable[[], Iterable[Node]] | None = None,
+        find: Callable[[str], Node | None] | None = None,
+        mode: int = 0o555,
+    ):
+        super().__init__(name, key, mode)
+        self._fixed = {node.name: node for node in fixed}
+        self._more = more
+        self._find = find
+
+    def lookup(self, name: str) -> Node | None:
+        node = self._fixed.get(name)
+        if node is None and self._find is not None:
+            node = self._find(name)
+        return node
+
+    def children(self) -> list[Node]:
+        nodes = list(self._fixed.values())
+        if self._more is not None:
+            nodes.extend(self._more())
+        return nodes
+
+
+class Handle:
+    """One open of a file. The server calls these; a file kind overrides them.
+
+    Reads that can block set ``blocking``: the server first asks
+    ``ready(offset)`` and, only if not, runs ``wait_ready(offset)`` in a task it can cancel (flush).
+    ``read`` itself never blocks, so the data is taken only when the reply is
+    about to be sent ("look first, commit after").
+    """
+
+    blocking = False
+
+    def ready(self, offset: int) -> bool:
+        return True
+
+    async def wait_ready(self, offset: int) -> None:  # pragma: no cover - only blocking handles
+        return None
+
+    def read(self, offset: int, count: int) -> bytes:
+        raise PermissionDenied("file is not readable")
+
+    def write(self, offset: int, data: bytes) -> int:
+        raise PermissionDenied("file is not writable")
+
+    def truncate(self) -> None:
+        """O_TRUNC or a length-0 wstat/setattr: accepted and ignored (SPEC §4)."""
+
+    def clunk(self) -> None:
+        """The client is done with this open: act on what it wrote."""
+
+    def abandon(self) -> None:
+        """The connection went away without a clunk; by default, same as clunk."""
+        self.clunk()
+
+
+class File(Node):
+    """A file; its kind decides what an open of it does."""
+
+    __slots__ = ()
+
+    def open(self, caller: Caller) -> Handle:
+        raise NotImplementedError
