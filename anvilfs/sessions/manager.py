@@ -72,9 +72,9 @@ class Sessions:
             raise NotFound(f"no backend {backend!r}; known backends: {known}")
         if not os.path.isabs(cwd) or not os.path.isdir(cwd):
             raise InvalidRequest(f"cwd {cwd!r} is not an existing directory given by its absolute path")
-        if len(self._sessions) >= self.limits.max_sessions:
-            raise LimitExceeded(f"already {len(self._sessions)} sessions, the most allowed; kill some first")
         name = self._check_name(name) if name else self._next_name()
+        if len(self._sessions) >= self.limits.max_sessions:
+            raise LimitExceeded(f"already {len(self._sessions)} sessions, the most allowed (max_sessions)")
         info = SessionInfo(name=name, cwd=os.path.normpath(cwd), role=role, model=model)
         session = Session(info, chosen, chosen.agent(info), ephemeral=ephemeral, on_change=self._changed)
         self._sessions[name] = session
@@ -136,13 +136,6 @@ class Sessions:
         session.abort_turn("stopped" if not kill else "killed")
         session.move(Event.STOP, f"{dropped} queued prompts dropped" if dropped else "")
         self._nursery.start_soon(session.agent.kill if kill else session.agent.stop)
-
-    def remove(self, name: str) -> None:
-        session = self.get(name)
-        if session.state not in (State.STOPPED, State.EXITED):
-            self.stop(name, kill=True)
-        del self._sessions[name]
-        self.events.append(f"{name} removed")
 
     def restart(self, name: str) -> None:
         session = self.get(name)

@@ -1,0 +1,242 @@
+"""Whole conversations with the server, in the canonical text form."""
+
+from __future__ import annotations
+
+import trio
+
+from harness.transcript import HELLO, served
+
+
+async def test_read_list_and_new_session():
+    async with served() as (app, [peer]):
+        await peer.play(HELLO + """
+> Twalk tag 2 fid 0 newfid 1 wnames [ctl]
+< Rwalk tag 2 wqids [(0x0 0 *)]
+> Topen tag 3 fid 1 mode 2
+< Ropen tag 3 qid (0x0 0 *) iounit 8168
+> Twrite tag 4 fid 1 offset 0 data "new sim /tmp name=bot1\\n"
+< Rwrite tag 4 count 23
+> Tread tag 5 fid 1 offset 0 count 100
+< Rread tag 5 data "bot1\\n"
+> Tclunk tag 6 fid 1
+< Rclunk tag 6
+> Twalk tag 7 fid 0 newfid 2 wnames [list]
+< Rwalk tag 7 wqids [(0x0 0 *)]
+> Topen tag 8 fid 2 mode 0
+< Ropen tag 8 qid * iounit 8168
+> Tread tag 9 fid 2 offset 0 count 8168
+< Rread tag 9 data "bot1 sim starting - /tmp simulated\\n"
+> Tread tag 10 fid 2 offset 36 count 8168
+< Rread tag 10 data ""
+""")
+
+
+async def test_flush_of_blocked_wait_read_gets_rflush_and_no_reply(autojump_clock):
+    async with served() as (app, [peer]):
+        app.sessions.new("sim", "/tmp", name="bot1")
+        app.sessions.submit("bot1", "sim:hang", "glenda")
+        await peer.play(HELLO + """
+> Twalk tag 2 fid 0 newfid 1 wnames [bot1 wait]
+< Rwalk tag 2 wqids [(0x80 0 *) (0x0 0 *)]
+> Topen tag 3 fid 1 mode 0
+< Ropen tag 3 qid * iounit 8168
+# the session is busy: this read blocks until flushed
+> Tread tag 4 fid 1 offset 0 count 100
+> Tflush tag 5 oldtag 4
+< Rflush tag 5
+# the old tag got no reply: the next reply is the clunk's
+> Tclunk tag 6 fid 1
+< Rclunk tag 6
+""")
+        assert app.sessions.get("bot1").busy  # still running: only the read was cancelled
+
+
+async def test_blocked_wait_read_answers_when_turn_ends(autojump_clock):
+    async with served() as (app, [peer]):
+        app.sessions.new("sim", "/tmp", name="bot1")
+        await peer.play(HELLO + """
+> Twalk tag 2 fid 0 newfid 1 wnames [bot1 in]
+< Rwalk tag 2 *
+> Topen tag 3 fid 1 mode 1
+< Ropen tag 3 *
+> Twrite tag 4 fid 1 offset 0 data "hello"
+< Rwrite tag 4 count 5
+> Tclunk tag 5 fid 1
+< Rclunk tag 5
+> Twalk tag 6 fid 0 newfid 2 wnames [bot1 wait]
+< Rwalk tag 6 *
+> Topen tag 7 fid 2 mode 0
+< Ropen tag 7 *
+> Tread tag 8 fid 2 offset 0 count 100
+< Rread tag 8 data "await\\n"
+> Tread tag 9 fid 2 offset 6 count 100
+< Rread tag 9 data ""
+""")
+        assert "[simulated]" in app.sessions.get("bot1").out
+
+
+async def test_flush_of_unknown_tag_is_rflush_not_rerror():
+    async with served() as (app, [peer]):
+        await peer.play(HELLO + """
+> Tflush tag 2 oldtag 77
+< Rflush tag 2
+""")
+
+
+async def test_reuse_of_a_tag_in_flight_is_an_error(autojump_clock):
+    async with served() as (app, [peer]):
+        app.sessions.new("sim", "/tmp", name="bot1")
+        app.sessions.submit("bot1", "sim:hang", "glenda")
+        await peer.play(HELLO + """
+> Twalk tag 2 fid 0 newfid 1 wnames [bot1 wait]
+< Rwalk tag 2 *
+> Topen tag 3 fid 1 mode 0
+< Ropen tag 3 *
+> Tread tag 4 fid 1 offset 0 count 100
+> Tstat tag 4 fid 0
+< Rerror tag 4 ename "tag 4 is already in flight: use another tag"
+> Tflush tag 5 oldtag 4
+< Rflush tag 5
+""")
+
+
+async def test_clunked_fid_used_again():
+    async with served() as (app, [peer]):
+        await peer.play(HELLO + """
+> Twalk tag 2 fid 0 newfid 1 wnames [list]
+< Rwalk tag 2 *
+> Tclunk tag 3 fid 1
+< Rclunk tag 3
+> Topen tag 4 fid 1 mode 0
+< Rerror tag 4 ename "unknown fid 1"
+> Tclunk tag 5 fid 1
+< Rerror tag 5 ename "unknown fid 1"
+""")
+
+
+async def test_walk_past_a_file():
+    async with served() as (app, [peer]):
+        await peer.play(HELLO + """
+> Twalk tag 2 fid 0 newfid 1 wnames [list x]
+< Rwalk tag 2 wqids [(0x0 0 *)]
+# a partial walk: newfid was not made
+> Tstat tag 3 fid 1
+< Rerror tag 3 ename "unknown fid 1"
+> Twalk tag 4 fid 0 newfid 1 wnames [list]
+< Rwalk tag 4 *
+> Twalk tag 5 fid 1 newfid 2 wnames [x]
+< Rerror tag 5 ename "walk past list: not a directory"
+> Twalk tag 6 fid 0 newfid 3 wnames [nosuch]
+< Rerror tag 6 ename "'nosuch' does not exist in /"
+""")
+
+
+async def test_walk_of_more_than_16_names():
+    names = " ".join(["a"] * 17)
+    async with served() as (app, [peer]):
+        await peer.play(HELLO + f"""
+> Twalk tag 2 fid 0 newfid 1 wnames [{names}]
+< Rerror tag 2 ename "walk of 17 names: at most 16 per Twalk"
+""")
+
+
+async def test_msize_larger_than_allowed_is_clamped():
+    async with served() as (app, [peer]):
+        await peer.play("""
+> Tversion tag 65535 msize 4294967295 version 9P2000.L
+< Rversion tag 65535 msize 1048576 version 9P2000.L
+""")
+
+
+async def test_unknown_version_and_suffix():
+    async with served() as (app, [peer]):
+        await peer.play("""
+> Tversion tag 65535 msize 8192 version 9P1999
+< Rversion tag 65535 msize 8192 version unknown
+> Tversion tag 65535 msize 8192 version 9P2000.foo
+< Rversion tag 65535 msize 8192 version 9P2000
+""")
+
+
+async def test_auth_is_refused_and_errors_are_readable_in_dotl():
+    async with served() as (app, [peer]):
+        await peer.play("""
+> Tversion tag 65535 msize 8192 version 9P2000.L
+< Rversion tag 65535 msize 8192 version 9P2000.L
+> Tauth tag 1 afid 5 uname glenda aname ""
+< Rlerror tag 1 ecode 95
+> Tattach tag 2 fid 0 afid 4294967295 uname glenda aname "" n_uname 1000
+< Rattach tag 2 *
+> Twalk tag 3 fid 0 newfid 1 wnames [ctl]
+< Rwalk tag 3 *
+> Tlopen tag 4 fid 1 flags 1
+< Rlopen tag 4 *
+> Twrite tag 5 fid 1 offset 0 data "bogus\\n"
+< Rlerror tag 5 ecode 22
+""")
+        assert "unknown command 'bogus'; commands: new <backend> <cwd>" in app.errors.text()
+        assert "unknown command 'bogus'" in app.events.text()
+
+
+async def test_write_to_read_only_file_and_read_of_write_only():
+    async with served() as (app, [peer]):
+        await peer.play(HELLO + """
+> Twalk tag 2 fid 0 newfid 1 wnames [list]
+< Rwalk tag 2 *
+> Topen tag 3 fid 1 mode 1
+< Rerror tag 3 ename "list is read-only (mode 0444)"
+> Topen tag 4 fid 1 mode 16
+< Ropen tag 4 *
+> Twrite tag 5 fid 1 offset 0 data "x"
+< Rerror tag 5 ename "fid is not open for writing"
+""")
+
+
+async def test_truncation_is_accepted_and_ignored():
+    async with served() as (app, [peer]):
+        await peer.play("""
+> Tversion tag 65535 msize 8192 version 9P2000.L
+< Rversion *
+> Tattach tag 1 fid 0 afid 4294967295 uname glenda aname "" n_uname 0
+< Rattach *
+> Twalk tag 2 fid 0 newfid 1 wnames [ctl]
+< Rwalk *
+> Tlopen tag 3 fid 1 flags 513
+< Rlopen *
+> Tsetattr tag 4 fid 1 valid 8 size 0
+< Rsetattr tag 4
+> Tsetattr tag 5 fid 1 valid 8 size 10
+< Rlerror tag 5 ecode 22
+""")
+
+
+async def test_ops_that_make_no_sense_get_errors_not_hangups():
+    async with served() as (app, [peer]):
+        await peer.play("""
+> Tversion tag 65535 msize 8192 version 9P2000.L
+< Rversion *
+> Tattach tag 1 fid 0 afid 4294967295 uname glenda aname "" n_uname 0
+< Rattach *
+> Tmkdir tag 2 dfid 0 name x mode 493 gid 0
+< Rlerror tag 2 ecode 1
+> Tlcreate tag 3 fid 0 name x flags 0 mode 420 gid 0
+< Rlerror tag 3 ecode 1
+> Tunlinkat tag 4 dirfid 0 name list flags 0
+< Rlerror tag 4 ecode 1
+> Trenameat tag 5 olddirfid 0 oldname list newdirfid 0 newname l2
+< Rlerror tag 5 ecode 1
+> Txattrwalk tag 6 fid 0 newfid 9 name security.selinux
+< Rlerror tag 6 ecode 95
+> Tfsync tag 7 fid 0 datasync 0
+< Rfsync tag 7
+> Tlock tag 8 fid 0 type 1 flags 0 start 0 length 0 proc_id 1 client_id x
+< Rlock tag 8 status 0
+> Tgetlock tag 9 fid 0 type 1 start 0 length 0 proc_id 1 client_id x
+< Rgetlock tag 9 type 2 start 0 length 0 proc_id 1 client_id x
+> Tstatfs tag 10 fid 0
+< Rstatfs tag 10 type 16914839 bsize 4096 *
+> Tgetattr tag 11 fid 0 request_mask 2047
+< Rgetattr tag 11 valid 2047 qid (0x80 0 *) mode 0o40555 *
+> Treaddir tag 12 fid 0 offset 0 count 100
+< Rlerror tag 12 ecode 9
+""")
