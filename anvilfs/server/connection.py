@@ -57,6 +57,8 @@ class Connection:
         self.trace = trace
         self._out = bytearray()
         self._out_ready = trio.Event()
+        self._send_lock = trio.Lock()
+        self._in_batch = False  # replies made while handling a batch go out with it
         self._nursery: trio.Nursery | None = None
 
     @property
@@ -69,14 +71,21 @@ class Connection:
         if self.trace:
             self.trace(f"{self.name} <- {format_message(reply, data_limit=64)}")
         self._out += encode(reply, self.dialect)
-        self._out_ready.set()
+        if not self._in_batch:
+            self._out_ready.set()
+
+    async def _flush_out(self) -> None:
+        async with self._send_lock:
+            while self._out:
+                data, self._out = bytes(self._out), bytearray()
+                await self.stream.send_all(data)
 
     async def _writer(self) -> None:
+        """Sends the replies that tasks (blocked reads) make outside a batch."""
         while True:
             await self._out_ready.wait()
             self._out_ready = trio.Event()
-            data, self._out = bytes(self._out), bytearray()
-            await self.stream.send_all(data)
+            await self._flush_out()
 
     # ------------------------------------------------------------ the loop
 
@@ -102,6 +111,7 @@ class Connection:
             if not data:
                 return
             self.frames.feed(data)
+            self._in_batch = True
             try:
                 for frame in self.frames.frames():
                     self._handle_frame(frame)
@@ -110,7 +120,9 @@ class Connection:
                 self.dispatcher.on_error(self.name, f"connection closed: {exc}")
                 return
             finally:
+                self._in_batch = False
                 self.frames.max_size = self.dispatcher.msize
+            await self._flush_out()  # the whole batch's replies in one send
 
     def _handle_frame(self, frame: bytes) -> None:
         try:
