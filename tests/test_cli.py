@@ -1,0 +1,258 @@
+"""The user story, end to end: a real ``anvilfs serve`` driven by the project's own client.
+
+Every command is a separate ``python -m anvilfs ...`` process (``srv.run_cli``),
+as a shell user would type it, with $NAMESPACE pointing at the server's
+namespace directory. Failures print the server's 9P trace.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+from harness.server import AnvilServer, start_server
+from harness.server import anvil_server as running_server
+
+USAGE_NEW = "new <backend> <cwd>"
+ROOT_FILES = {"ctl": "-rw-rw-rw-", "list": "-r--r--r--", "events": "-r--r--r--",
+              "backends": "-r--r--r--", "errors": "-r--r--r--"}  # fmt: skip
+
+
+def ok(srv: AnvilServer, *args: str, input: str | None = None) -> str:
+    """Run a client command that must succeed; return its stdout."""
+    r = srv.run_cli(*args, input=input)
+    assert r.returncode == 0, f"anvilfs {' '.join(args)} -> {r.returncode}\n{r.stderr}\n{srv.trace_tail()}"
+    assert r.stderr == "", r.stderr
+    return r.stdout
+
+
+def fails(srv: AnvilServer, *args: str, input: str | None = None) -> str:
+    """Run a client command that must fail; return its stderr."""
+    r = srv.run_cli(*args, input=input)
+    assert r.returncode != 0, f"anvilfs {' '.join(args)} succeeded:\n{r.stdout}\n{srv.trace_tail()}"
+    assert r.stdout == "", r.stdout
+    return r.stderr
+
+
+def list_rows(srv: AnvilServer) -> dict[str, list[str]]:
+    return {line.split()[0]: line.split() for line in ok(srv, "read", "agent/list").splitlines()}
+
+
+def test_user_story(anvil_server: AnvilServer) -> None:
+    srv = anvil_server
+    assert ok(srv, "write", "agent/ctl", "new sim /tmp name=bot1") == ""
+    assert ok(srv, "write", "agent/bot1/in", input="hello\n") == ""  # echo hello | anvilfs write ...
+    assert ok(srv, "read", "agent/bot1/wait").splitlines() == ["await"]
+
+    out = ok(srv, "read", "agent/bot1/out")
+    assert out.startswith("[simulated]"), out
+    assert "hello" in out, out
+
+    rows = list_rows(srv)
+    assert set(rows) == {"bot1"}, rows
+    name, backend, status, _role, cwd, *rest = rows["bot1"]  # name backend status role cwd
+    assert (backend, status, cwd) == ("sim", "await", "/tmp"), rows
+    assert "simulated" in rest, rows  # a fake agent never passes for a real one
+
+    assert ok(srv, "read", "agent/bot1/status").split()[0] == "await"
+    assert "hello" in ok(srv, "read", "agent/bot1/log")
+
+
+def test_ctl_read_after_write_on_the_same_fid_names_the_session(anvil_server: AnvilServer) -> None:
+    # rdwr: read, write a line, read again -- all on one open fid
+    out = ok(anvil_server, "rdwr", "agent/ctl", input="new sim /tmp name=bot2\n")
+    assert out.splitlines()[-1] == "bot2", out
+    assert "bot2" in list_rows(anvil_server)
+
+
+def test_failed_turn_is_reported_by_wait_and_list(anvil_server: AnvilServer) -> None:
+    srv = anvil_server
+    ok(srv, "write", "agent/ctl", "new sim /tmp name=bad")
+    ok(srv, "write", "agent/bad/in", input="sim:fail please\n")
+    assert ok(srv, "read", "agent/bad/wait").splitlines() == ["error"]
+    assert list_rows(srv)["bad"][2] == "error"
+
+
+@pytest.mark.parametrize(
+    ("path", "command", "expected"),
+    [
+        ("agent/ctl", "bogus thing", ["bogus", USAGE_NEW]),
+        ("agent/ctl", "new", ["new", "usage", USAGE_NEW]),
+        ("agent/ctl", "new nosuchbackend /tmp", ["nosuchbackend", "sim"]),
+        ("agent/s/ctl", "frobnicate", ["frobnicate", "stop", "kill", "restart"]),
+    ],
+    ids=["unknown-command", "missing-args", "unknown-backend", "session-ctl"],
+)
+def test_bad_ctl_command_fails_with_the_servers_text(
+    anvil_server: AnvilServer, path: str, command: str, expected: list[str]
+) -> None:
+    srv = anvil_server
+    ok(srv, "write", "agent/ctl", "new sim /tmp name=s")
+    err = fails(srv, "write", path, command)
+    for word in expected:
+        assert word in err, (word, err)
+    assert set(list_rows(srv)) == {"s"}, "a bad command must not create anything"
+    # the same full text is kept in agent/errors
+    first_line = err.strip().split(": ", 2)[-1]  # "anvilfs: agent/ctl: <server text>"
+    assert first_line in ok(srv, "read", "agent/errors"), (first_line, srv.trace_tail())
+
+
+def test_ls_and_stat(anvil_server: AnvilServer) -> None:
+    srv = anvil_server
+    ok(srv, "write", "agent/ctl", "new sim /tmp name=bot1")
+
+    names = ok(srv, "ls", "agent").split()
+    assert set(ROOT_FILES) | {"bot1"} <= set(names), names
+
+    modes = {line.split()[-1]: line.split()[0] for line in ok(srv, "ls", "-l", "agent").splitlines()}
+    for name, mode in ROOT_FILES.items():
+        assert modes[name] == mode, (name, modes)
+    assert modes["bot1"] == "dr-xr-xr-x", modes
+
+    st = ok(srv, "stat", "agent/list")
+    assert st.startswith("'list' "), st
+    assert " m 0o444 " in st, st
+    assert " q (" in st and " 00) " in st, st  # a plain file's qid type
+    st = ok(srv, "stat", "agent/bot1")
+    assert st.startswith("'bot1' ") and f" m {0x80000000 | 0o555:#o} " in st, st
+
+
+def test_dial_address_with_a(anvil_server: AnvilServer) -> None:
+    srv = anvil_server
+    ok(srv, "write", "agent/ctl", "new sim /tmp name=bot1")
+    nowhere = {"NAMESPACE": str(srv.base / "not-a-namespace")}  # so only -a can find the server
+    r = srv.run_cli("-a", srv.address, "read", "list", env=nowhere)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split()[0] == "bot1", r.stdout
+    r = srv.run_cli("read", "-a", srv.address, "/bot1/cwd", env=nowhere)
+    assert (r.returncode, r.stdout.strip()) == (0, "/tmp"), r
+    r = srv.run_cli("-a", srv.address, "write", "ctl", "new sim /tmp name=viaa", env=nowhere)
+    assert r.returncode == 0, r.stderr
+    assert "viaa" in list_rows(srv)
+    # and without -a, that NAMESPACE really does not reach the server
+    r = srv.run_cli("read", "agent/list", env=nowhere)
+    assert r.returncode != 0 and r.stdout == ""
+
+
+def test_tcp_listener() -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    tcp = f"tcp!127.0.0.1!{port}"
+    with running_server(extra_args=["--listen", tcp]) as srv:
+        r = srv.run_cli("-a", tcp, "write", "ctl", "new sim /tmp name=tcpbot")
+        assert r.returncode == 0, r.stderr + srv.trace_tail()
+        assert "tcpbot" in list_rows(srv)  # same server over the unix socket
+
+
+def test_reading_a_missing_file_fails(anvil_server: AnvilServer) -> None:
+    err = fails(anvil_server, "read", "agent/nope")
+    assert "nope" in err, err
+    err = fails(anvil_server, "read", "agent/nosession/out")
+    assert "nosession" in err, err
+    err = fails(anvil_server, "stat", "agent/nope")
+    assert "nope" in err, err
+
+
+# --- the server process -----------------------------------------------------
+
+
+def _wait_for_trace(srv: AnvilServer, predicate, what: str, timeout: float = 10) -> None:
+    """Poll the server's trace (an external process's output) until ``predicate`` holds."""
+    deadline = time.monotonic() + timeout
+    while not predicate(srv.trace()):
+        assert time.monotonic() < deadline, f"no {what} in the trace after {timeout}s\n{srv.trace_tail()}"
+        time.sleep(0.02)  # poll interval, bounded by the deadline
+
+
+def _blocked_reads(trace: str) -> int:
+    """Treads that have had no answer yet, counted per connection and tag."""
+    pending: set[tuple[str, str]] = set()
+    for line in trace.splitlines():
+        parts = line.split()
+        if len(parts) >= 5 and parts[1] == "->" and parts[2] == "Tread":
+            pending.add((parts[0], parts[4]))
+        elif len(parts) >= 5 and parts[1] == "<-" and parts[2] in ("Rread", "Rerror", "Rlerror"):
+            pending.discard((parts[0], parts[4]))
+    return len(pending)
+
+
+def test_sigterm_stops_cleanly_with_blocked_readers(anvil_server: AnvilServer) -> None:
+    srv = anvil_server
+    ok(srv, "write", "agent/ctl", "new sim /tmp name=hang")
+    ok(srv, "write", "agent/hang/in", input="sim:hang forever\n")
+    readers = [
+        subprocess.Popen([sys.executable, "-m", "anvilfs", "read", path], env=srv.env(),
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for path in ("agent/events", "agent/hang/wait")
+    ]  # fmt: skip
+    try:
+        _wait_for_trace(srv, lambda t: _blocked_reads(t) == 2, "two blocked Treads")
+        assert all(p.poll() is None for p in readers)
+        t0 = time.monotonic()
+        rc = srv.stop(sig=signal.SIGTERM, timeout=10)
+        assert rc == 0, f"exit status {rc} after SIGTERM\n{srv.trace_tail()}"
+        assert time.monotonic() - t0 < 5
+        assert not os.path.lexists(srv.socket), "the socket file was left behind"
+        assert "SIGTERM" in srv.trace()
+        for p in readers:  # the server going away ends the blocked reads
+            out, _ = p.communicate(timeout=10)
+            assert p.returncode != 0 or out == "", (p.args, p.returncode, out)
+    finally:
+        for p in readers:
+            if p.poll() is None:
+                p.kill()
+                p.communicate()
+
+
+def test_sigterm_idle_server(anvil_server: AnvilServer) -> None:
+    assert anvil_server.stop(sig=signal.SIGTERM) == 0, anvil_server.trace_tail()
+    assert not os.path.lexists(anvil_server.socket)
+
+
+def _stale_socket_left_by_sigkill(base: Path) -> AnvilServer:
+    old = start_server(base, log_name="old.trace")
+    ok(old, "write", "agent/ctl", "new sim /tmp name=before")
+    assert old.stop(sig=signal.SIGKILL) == -signal.SIGKILL
+    assert os.path.lexists(old.socket), "SIGKILL should leave the socket file behind"
+    with socket.socket(socket.AF_UNIX) as s, pytest.raises(ConnectionRefusedError):
+        s.connect(str(old.socket))
+    return old
+
+
+def test_stale_socket_is_replaced_by_a_new_server() -> None:
+    base = Path(tempfile.mkdtemp(prefix="anvil."))
+    new = None
+    try:
+        old = _stale_socket_left_by_sigkill(base)
+        new = start_server(base, namespace=old.namespace, state=old.state, log_name="new.trace")
+        assert new.proc.poll() is None
+        ok(new, "write", "agent/ctl", "new sim /tmp name=after")
+        ok(new, "write", "agent/after/in", input="hello again\n")
+        assert ok(new, "read", "agent/after/wait").splitlines() == ["await"]
+        assert "after" in list_rows(new)
+        assert os.stat(new.socket).st_mode & 0o777 == 0o600
+        assert new.stop() == 0, new.trace_tail()
+        assert not os.path.lexists(new.socket)
+    finally:
+        if new is not None:
+            new.stop(sig=signal.SIGKILL)
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def test_live_socket_is_not_taken_over(anvil_server: AnvilServer) -> None:
+    srv = anvil_server
+    ok(srv, "write", "agent/ctl", "new sim /tmp name=first")
+    with pytest.raises(RuntimeError, match="already listening") as info:
+        start_server(srv.base, namespace=srv.namespace, state=srv.base / "state2", log_name="second.trace")
+    assert "exited with 1" in str(info.value)
+    assert "first" in list_rows(srv)  # the first server still owns the socket
