@@ -72,17 +72,17 @@ def main(argv: list[str] | None = None) -> int:
             listen=tuple(args.listen), allow_remote=args.allow_remote, trace=args.trace,
             max_connections=args.max_connections, limits=Limits(max_msize=args.msize),
         )
-        print(f"anvilfs: serving unix!{options.socket_path}", file=sys.stderr, flush=True)
         return run_server(options)
     address = getattr(args, "sub_address", None) or args.address
     try:
         target = resolve(args.name, address)
         with Client(dial(target), uname=_user()) as client:
             return _COMMANDS[args.command](client, target.path, args)
-    except (AddressError, ServerError, ConnectionError) as exc:
+    except (AddressError, ServerError) as exc:
         print(f"anvilfs: {args.name}: {exc}", file=sys.stderr)
         return 1
-    except BrokenPipeError:
+    except (ConnectionError, EOFError):
+        print(f"anvilfs: {args.name}: the server closed the connection", file=sys.stderr)
         return 1
 
 

@@ -86,7 +86,8 @@ class Dispatcher:
             return self.error(msg, exc.message, exc.errno)
 
     def error(self, msg: m.Message, text: str, code: int) -> m.Message:
-        self.on_error(self._where(msg), text)
+        if not isinstance(msg, _ROUTINE_REFUSALS):
+            self.on_error(self._where(msg), text)
         if self.dialect is Dialect.P2000L:
             return m.Rlerror(tag=msg.tag, ecode=code)
         return m.Rerror(tag=msg.tag, ename=text, errno=code)
@@ -339,6 +340,11 @@ def _step(trail: tuple[Node, ...], name: str) -> tuple[Node, ...] | Exception:
         return NotFound(f"{name!r} does not exist in {node.name}")
     return trail + (child,)
 
+
+# Refusals every client provokes as a matter of course (Linux asks for
+# security.capability xattrs on each write; p9fs tries Tauth): answered, but
+# not recorded, so they do not push real errors out of `agent/errors`.
+_ROUTINE_REFUSALS = (m.Tauth, m.Txattrwalk)
 
 _HANDLERS: dict[type, Callable] = {
     m.Tversion: Dispatcher.version,

@@ -80,6 +80,7 @@ class Server:
                 await nursery.start(self.app.run)
                 await nursery.start(trio.serve_listeners, self.handle, listeners)
                 nursery.start_soon(self._stop_on_signal, nursery.cancel_scope)
+                log.info("serving unix!%s", self.options.socket_path)
                 task_status.started(self.options.socket_path)
         finally:
             _unlink_quietly(self.options.socket_path)
