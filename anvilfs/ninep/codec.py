@@ -66,10 +66,7 @@ def _put_str(out: bytearray, value: str) -> None:
 def _put(out: bytearray, kind: Kind, value, dialect: Dialect) -> None:
     packer = _INTS.get(kind)
     if packer is not None:
-        try:
-            out += packer.pack(value)
-        except struct.error as exc:
-            raise LocalProtocolError(f"{value!r} does not fit a {kind.value}") from exc
+        out += packer.pack(value)
     elif kind is Kind.STR:
         _put_str(out, value)
     elif kind is Kind.DATA:
@@ -87,25 +84,39 @@ def _put(out: bytearray, kind: Kind, value, dialect: Dialect) -> None:
             _put_str(out, name)
     elif kind is Kind.STAT:
         raw = encode_stat(value, dialect)
+        if len(raw) > 0xFFFF:
+            raise LocalProtocolError(f"stat of {len(raw)} bytes does not fit its 16-bit size")
         out += _U16.pack(len(raw))
         out += raw
     else:  # pragma: no cover - the Kind enum is closed
         raise LocalProtocolError(f"unknown field kind {kind}")
 
 
+def _put_fields(out: bytearray, record, dialect: Dialect) -> None:
+    """Every wire field of a message or stat; a value that cannot go on the wire is our error."""
+    for name, kind in layout(type(record), dialect):
+        value = getattr(record, name)
+        try:
+            _put(out, kind, value, dialect)
+        except LocalProtocolError:
+            raise
+        except (struct.error, UnicodeEncodeError, TypeError, AttributeError) as exc:
+            raise LocalProtocolError(f"{type(record).__name__}.{name} cannot be encoded as {kind.value}: {exc}") from None
+
+
 def encode_stat(stat: Stat, dialect: Dialect) -> bytes:
     """A stat structure as stat(5) lays it out: size[2] then the fields."""
     body = bytearray()
-    for name, kind in layout(Stat, dialect):
-        _put(body, kind, getattr(stat, name), dialect)
+    _put_fields(body, stat, dialect)
+    if len(body) > 0xFFFF:
+        raise LocalProtocolError(f"stat of {len(body)} bytes does not fit its 16-bit size")
     return _U16.pack(len(body)) + bytes(body)
 
 
 def encode(msg: Message, dialect: Dialect) -> bytes:
     """The whole frame of a message, size prefix included."""
     body = bytearray(HEADER_SIZE)
-    for name, kind in layout(type(msg), dialect):
-        _put(body, kind, getattr(msg, name), dialect)
+    _put_fields(body, msg, dialect)
     try:
         _HEADER.pack_into(body, 0, len(body), msg.TYPE, msg.tag)
     except struct.error as exc:
@@ -171,6 +182,8 @@ def _decode_stat(r: _Reader, dialect: Dialect) -> Stat:
     if size != r.end - r.pos:
         raise BadMessage(f"stat size {size} does not match its {r.end - r.pos} bytes", tag=r.tag)
     values = {name: _get(r, kind, name, dialect) for name, kind in layout(Stat, dialect)}
+    if r.pos != r.end:
+        raise BadMessage(f"{r.end - r.pos} bytes left over inside a stat", tag=r.tag)
     return Stat(**values)
 
 
