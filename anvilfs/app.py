@@ -6,7 +6,8 @@ import trio
 
 from .fs import ROOT_FILES, AgentTree
 from .journal import Journal
-from .sessions import Backend, SessionLimits, Sessions, SimBackend
+from .backends import SimBackend
+from .sessions import Backend, SessionLimits, Sessions
 
 
 class App:

@@ -19,7 +19,9 @@ PACKAGE = pathlib.Path(anvilfs.__file__).parent
 FORBIDDEN = {
     "ninep": {"server", "tree", "fs", "sessions", "client", "app", "trio"},
     "tree": {"ninep", "server", "fs", "sessions", "client", "app"},
-    "sessions": {"ninep", "server", "tree", "fs", "client", "app"},
+    "sessions": {"ninep", "server", "tree", "fs", "client", "app", "backends"},
+    "backends": {"ninep", "server", "tree", "fs", "client", "app"},
+    "config": {"ninep", "server", "tree", "fs", "client", "app", "sessions", "backends", "trio"},
     "fs": {"ninep", "server", "client"},
 }
 

@@ -3,7 +3,6 @@
 from .backend import Agent, AgentExited, AgentFailed, Backend, SessionInfo, TurnFailed
 from .manager import SessionLimits, Sessions
 from .session import Prompt, Session, Turn
-from .sim import SimBackend
 from .states import State
 
 __all__ = [
@@ -16,7 +15,6 @@ __all__ = [
     "SessionInfo",
     "SessionLimits",
     "Sessions",
-    "SimBackend",
     "State",
     "Turn",
     "TurnFailed",

@@ -4,12 +4,20 @@ A Backend is a named, configured way to run an agent (from configuration,
 never from a command line sent over 9P). For each session it makes an
 Agent, which the session's runner drives:
 
-    await agent.start()                 # once; raise AgentFailed if it cannot
-    await agent.turn(prompt, output)    # per prompt; output.write(text) streams
+    await agent.start()                 # once per (re)start; raise AgentFailed if it cannot
+    await agent.turn(prompt, output)    # per prompt; output.write(text) streams the answer
+    await agent.wait_exit()             # runs beside the turns: returns when the agent's
+                                        # process ended by itself (crash), with the reason
     await agent.stop() / agent.kill()   # when the session is stopped
 
 A turn that fails raises TurnFailed (the session goes to `error` and stays
-usable); an agent whose process is gone raises AgentExited (`exited`).
+usable); an agent whose process is gone raises AgentExited (`exited`, then
+a restart with backoff). Interrupting a turn cancels `turn()` (trio
+cancellation): an agent cleans up in `finally`/`except trio.Cancelled` —
+kill the turn's process, type Ctrl-C — and lets the cancellation through.
+
+Agents that can outlive the server (tmux) return in ``saved()`` what a new
+server needs to find them again, and their Backend's ``adopt`` does so.
 Backends whose answers do not come from a real model set ``simulated``, and
 everything that shows the session says so.
 """
@@ -17,8 +25,10 @@ everything that shows the session says so.
 from __future__ import annotations
 
 import abc
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
+
+import trio
 
 
 class TurnFailed(Exception):
@@ -34,7 +44,12 @@ class AgentExited(Exception):
 
 
 class Output(Protocol):
+    """Where a turn's answer goes, piece by piece (into `stream`, then `out` and `log`)."""
+
     def write(self, text: str) -> None: ...
+
+    def note(self, text: str) -> None:
+        """Text for the transcript (`log`) only, e.g. a failed command's stderr."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,21 +58,46 @@ class SessionInfo:
 
     name: str
     cwd: str
-    role: str
-    model: str
+    role: str = ""
+    model: str = ""
+    conversation: str = ""  # an id for CLIs that resume a conversation by id
+    env: dict[str, str] = field(default_factory=dict)  # ANVILFS_SESSION etc., for the agent's environment
 
 
 class Agent(abc.ABC):
     """One running agent, owned by one session."""
 
     simulated = False
-    pid: int | None = None
+    pid: int | None = None  # the agent's process, while there is one
 
     @abc.abstractmethod
     async def start(self) -> None: ...
 
     @abc.abstractmethod
     async def turn(self, prompt: str, output: Output) -> None: ...
+
+    async def wait_exit(self) -> str:
+        """Return (with the reason) when the agent's process ends by itself.
+
+        Agents with no long-lived process (a command per turn) never return.
+        """
+        await trio.sleep_forever()
+        raise AssertionError("unreachable")
+
+    def hook(self, word: str) -> bool:
+        """The agent's own hook wrote `running` or `await` to status.
+
+        Return True if this agent takes hook reports (its turn() waits for
+        `await`); the default refuses them.
+        """
+        return False
+
+    def clear(self) -> None:
+        """Forget the conversation: the next turn starts a fresh one."""
+
+    def saved(self) -> dict:
+        """What to keep on disk so a restarted server can carry on (TOML-able values)."""
+        return {}
 
     async def stop(self) -> None:
         """Ask the agent to finish; by default the same as kill."""
@@ -72,14 +112,19 @@ class Backend(abc.ABC):
 
     kind: str = ""
     simulated = False
-    accepts_hooks = False  # True where the agent's own hooks write running/await to status
+    description = ""
 
     def __init__(self, name: str):
         self.name = name
 
     @abc.abstractmethod
     def availability(self) -> str:
-        """"ready", or what is missing (e.g. "program claude not found on PATH")."""
+        """"ready", or what is missing (e.g. "missing: claude not found on PATH")."""
 
     @abc.abstractmethod
-    def agent(self, session: SessionInfo) -> Agent: ...
+    def agent(self, session: SessionInfo, saved: dict | None = None) -> Agent:
+        """A new agent for the session; ``saved`` is what a previous agent's saved() gave."""
+
+    async def adopt(self, session: SessionInfo, saved: dict) -> Agent | None:
+        """Find an agent that outlived the previous server; None if it is gone."""
+        return None

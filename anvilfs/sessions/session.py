@@ -27,6 +27,7 @@ class Turn:
 
     number: int
     chunks: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # for the log only (stderr, diagnostics)
     done: bool = False
     changes: Changes = field(default_factory=Changes)
 
@@ -34,6 +35,10 @@ class Turn:
         if text:
             self.chunks.append(text)
             self.changes.bump()
+
+    def note(self, text: str) -> None:
+        if text:
+            self.notes.append(text)
 
     def finish(self) -> None:
         self.done = True

@@ -15,7 +15,7 @@ import itertools
 
 import trio
 
-from .backend import Agent, AgentExited, Backend, Output, SessionInfo, TurnFailed
+from ..sessions.backend import Agent, AgentExited, Backend, Output, SessionInfo, TurnFailed
 
 
 class SimBackend(Backend):
@@ -29,7 +29,7 @@ class SimBackend(Backend):
     def availability(self) -> str:
         return "ready"
 
-    def agent(self, session: SessionInfo) -> Agent:
+    def agent(self, session: SessionInfo, saved: dict | None = None) -> Agent:
         return SimAgent(session, self.step_delay)
 
 

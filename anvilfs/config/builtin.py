@@ -1,0 +1,50 @@
+"""Backends anvilfs knows without configuration; each works once its program is installed.
+
+A user's [backends.NAME] table of the same name replaces one of these whole.
+Where a CLI can resume a conversation by id, {conversation} (made per
+session) keeps each session's turns in one conversation.
+"""
+
+from __future__ import annotations
+
+BUILTIN_BACKENDS: dict[str, dict] = {
+    "claude": {
+        "kind": "command",
+        "argv": ["claude", "-p", "--session-id", "{conversation}"],
+        "resume_argv": ["claude", "-p", "--resume", "{conversation}"],
+        "description": "Claude Code, print mode; each turn resumes the session's conversation",
+    },
+    "codex": {
+        "kind": "command",
+        "argv": ["codex", "exec", "--skip-git-repo-check", "-"],
+        "resume_argv": ["codex", "exec", "--skip-git-repo-check", "resume", "--last", "-"],
+        "description": "OpenAI Codex CLI; later turns resume the most recent codex session",
+    },
+    "gemini": {
+        "kind": "command",
+        "argv": ["gemini", "--prompt", "{prompt}"],
+        "prompt": "argument",
+        "description": "Gemini CLI, one prompt per run (no memory between turns)",
+    },
+    "llm": {
+        "kind": "command",
+        "argv": ["llm"],
+        "resume_argv": ["llm", "--continue"],
+        "description": "Simon Willison's llm; later turns continue the most recent conversation",
+    },
+    "ollama": {
+        "kind": "command",
+        "argv": ["ollama", "run", "{model}"],
+        "description": "ollama run MODEL (needs model=); no memory between turns",
+    },
+    "aider": {
+        "kind": "command",
+        "argv": ["aider", "--yes-always", "--no-pretty", "--no-stream", "--restore-chat-history", "--message", "{prompt}"],
+        "prompt": "argument",
+        "description": "aider, one message per run; chat history restored from the working directory",
+    },
+    "sim": {
+        "kind": "sim",
+        "description": "simulated agent for demos and tests; its answers say so",
+    },
+}

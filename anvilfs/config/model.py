@@ -1,0 +1,144 @@
+"""The configuration file's schema (pydantic v2), one model per backend kind.
+
+    [backends.mybot]
+    kind = "command"            # command | tmux | openai | sim
+    argv = ["mybot", "--quiet"]
+
+Placeholders in argv and resume_argv: {prompt} {model} {cwd} {name}
+{conversation} (an id anvilfs makes per session, for CLIs that resume a
+conversation by id). Unknown placeholders are an error at load time.
+"""
+
+from __future__ import annotations
+
+import re
+import string
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+PLACEHOLDERS = frozenset({"prompt", "model", "cwd", "name", "conversation"})
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}\Z")
+
+
+def placeholders(words: list[str]) -> set[str]:
+    found = set()
+    for word in words:
+        for _, field, _, _ in string.Formatter().parse(word):
+            if field is not None:
+                found.add(field)
+    return found
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def _check_argv(argv: list[str] | None) -> list[str] | None:
+    if argv is None:
+        return None
+    if not argv or not argv[0]:
+        raise ValueError("must name a program first, e.g. [\"claude\", \"-p\"]")
+    unknown = placeholders(argv) - PLACEHOLDERS
+    if unknown:
+        raise ValueError(f"unknown placeholder {{{sorted(unknown)[0]}}}; known: {', '.join(sorted(PLACEHOLDERS))}")
+    return argv
+
+
+class CommandBackendConfig(_Strict):
+    """A per-turn command: each prompt runs argv; stdout is the answer."""
+
+    kind: Literal["command"]
+    argv: list[str]
+    resume_argv: list[str] | None = None  # turns after the first (continue the conversation)
+    prompt: Literal["stdin", "argument"] = "stdin"  # argument: argv holds {prompt}
+    env: dict[str, str] = {}
+    timeout: float | None = Field(default=None, gt=0)  # seconds a turn may take
+    description: str = ""
+
+    _argv = field_validator("argv", "resume_argv")(_check_argv)
+
+    @model_validator(mode="after")
+    def _prompt_placement(self):
+        for argv in filter(None, (self.argv, self.resume_argv)):
+            has = "prompt" in placeholders(argv)
+            if self.prompt == "argument" and not has:
+                raise ValueError('prompt = "argument" needs {prompt} in argv')
+            if self.prompt == "stdin" and has:
+                raise ValueError('{prompt} in argv needs prompt = "argument"')
+        return self
+
+
+class TmuxBackendConfig(_Strict):
+    """An interactive program in a tmux window; prompts are typed in."""
+
+    kind: Literal["tmux"]
+    argv: list[str]
+    turn_end: Literal["hook", "quiet"] = "hook"  # hook: the agent writes await to status
+    quiet_seconds: float = Field(default=5.0, gt=0)  # quiet: pane unchanged this long ends a turn
+    ready_seconds: float = Field(default=2.0, ge=0)  # time the program gets to start before the first prompt
+    env: dict[str, str] = {}
+    description: str = ""
+
+    _argv = field_validator("argv")(_check_argv)
+
+
+class OpenAIBackendConfig(_Strict):
+    """An OpenAI-compatible chat-completions endpoint, streamed."""
+
+    kind: Literal["openai"]
+    url: str  # base URL, e.g. http://127.0.0.1:11434/v1
+    model: str = ""  # default model when the session gives none
+    api_key_env: str = ""  # name of the environment variable holding the key
+    system: str = ""
+    timeout: float = Field(default=600.0, gt=0)
+    description: str = ""
+
+    @field_validator("url")
+    @classmethod
+    def _url(cls, url: str) -> str:
+        if not url.startswith(("http://", "https://")):
+            raise ValueError("must start with http:// or https://")
+        return url.rstrip("/")
+
+
+class SimBackendConfig(_Strict):
+    """The simulated agent (answers say so)."""
+
+    kind: Literal["sim"]
+    step_delay: float = Field(default=0.02, ge=0)
+    description: str = ""
+
+
+BackendConfig = Annotated[
+    CommandBackendConfig | TmuxBackendConfig | OpenAIBackendConfig | SimBackendConfig,
+    Field(discriminator="kind"),
+]
+
+
+class LimitsConfig(_Strict):
+    max_sessions: int = Field(default=256, ge=1)
+    max_prompt_bytes: int = Field(default=1 << 20, ge=1)
+
+
+class RestartConfig(_Strict):
+    """How sessions whose agent crashed are restarted (not ephemeral ones)."""
+
+    enabled: bool = True
+    first_delay: float = Field(default=1.0, gt=0)  # seconds before the first restart
+    max_delay: float = Field(default=60.0, gt=0)  # the backoff doubles up to this
+    max_restarts: int = Field(default=5, ge=0)  # in a row, without a turn that worked
+
+
+class Config(_Strict):
+    backends: dict[str, BackendConfig] = {}
+    limits: LimitsConfig = LimitsConfig()
+    restart: RestartConfig = RestartConfig()
+
+    @field_validator("backends")
+    @classmethod
+    def _names(cls, backends: dict) -> dict:
+        for name in backends:
+            if not _NAME.match(name):
+                raise ValueError(f"backend name {name!r}: use letters, digits, '.', '_' or '-'")
+        return backends
