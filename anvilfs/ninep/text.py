@@ -215,7 +215,10 @@ def parse_message(text: str) -> Message:
     cls = _BY_NAME.get(name)
     if cls is None:
         raise LocalProtocolError(f"unknown message {name!r}")
-    values = _parse_pairs(t, cls, closer=None)
+    try:
+        values = _parse_pairs(t, cls, closer=None)
+    except (ValueError, KeyError, IndexError) as exc:
+        raise LocalProtocolError(f"{name}: cannot read {text!r}: {exc}") from None
     try:
         return cls(**values)
     except TypeError as exc:

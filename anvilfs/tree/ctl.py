@@ -89,7 +89,8 @@ class CommandTable:
     def run_text(self, text: str) -> str | None:
         """Run each line of a write in order; the first failure stops the rest."""
         result = None
-        for line in text.splitlines():
+        for line in text.split("\n"):  # only newline ends a command (not \v, U+2028, ...)
+            line = line.removesuffix("\r")
             if line.strip():
                 result = self.run_line(line)
         return result
