@@ -2,23 +2,39 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from pathlib import Path
+
 import trio
 
+from .backends import SimBackend
 from .fs import ROOT_FILES, AgentTree
 from .journal import Journal
-from .backends import SimBackend
-from .sessions import Backend, SessionLimits, Sessions
+from .sessions import Backend, RestartPolicy, SessionLimits, Sessions, SessionStore
 
 
 class App:
     """Everything a server serves, independent of how clients connect."""
 
-    def __init__(self, *, backends: dict[str, Backend] | None = None, limits: SessionLimits = SessionLimits()):
+    def __init__(
+        self,
+        *,
+        backends: dict[str, Backend] | None = None,
+        limits: SessionLimits = SessionLimits(),
+        restart: RestartPolicy = RestartPolicy(),
+        state_dir: str | Path | None = None,
+        roles: Callable[[], dict[str, str]] = dict,
+        agent_env: Callable[[str], dict[str, str]] | None = None,
+    ):
         self.events = Journal(keep=1000)
         self.errors = Journal(keep=200)
         if backends is None:
             backends = {"sim": SimBackend()}
-        self.sessions = Sessions(backends, self.events, limits=limits, reserved=ROOT_FILES)
+        self.sessions = Sessions(
+            backends, self.events, limits=limits, restart=restart, reserved=ROOT_FILES, roles=roles,
+            store=SessionStore(state_dir) if state_dir is not None else None,
+            **({"agent_env": agent_env} if agent_env else {}),
+        )
         self.tree = AgentTree(self.sessions, self.events, self.errors)
 
     @property

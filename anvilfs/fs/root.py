@@ -16,6 +16,7 @@ class AgentTree:
     """Builds `agent/` and keeps one directory object per session."""
 
     def __init__(self, sessions: Sessions, events: Journal, errors: Journal):
+        """`agent/`; roles come from sessions.roles (name -> prompt text)."""
         self.sessions = sessions
         self._dirs: dict[str, tuple[Session, Directory]] = {}
         files = [
@@ -26,6 +27,7 @@ class AgentTree:
             TextFile("list", "list", self._list),
             StreamFile("events", "events", lambda: JournalCursor(events)),
             TextFile("backends", "backends", self._backends),
+            TextFile("roles", "roles", lambda: "".join(f"{name}\n" for name in sorted(sessions.roles()))),
             TextFile("errors", "errors", errors.text),
         ]
         self.root = Directory("/", "/", files, more=self._session_dirs, find=self._find)
@@ -54,7 +56,7 @@ class AgentTree:
     def _list(self) -> str:
         lines = []
         for s in self.sessions.all():
-            line = f"{s.name} {s.backend.name} {s.state.value} {s.info.role or '-'} {s.info.cwd}"
+            line = f"{s.name} {s.backend.name} {s.state.value} {s.definition.role or '-'} {s.definition.cwd}"
             lines.append(line + (" simulated\n" if s.simulated else "\n"))
         return "".join(lines)
 

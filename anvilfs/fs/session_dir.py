@@ -4,16 +4,14 @@ from __future__ import annotations
 
 from ..errors import InvalidRequest
 from ..sessions import Session, Sessions
-from ..sessions.states import Event
-from ..tree import Caller, CollectFile, Command, CommandTable, CtlFile, Directory, StreamFile, TextFile
+from ..tree import CollectFile, Command, CommandTable, CtlFile, Directory, StreamFile, TextFile
 from .cursors import StreamCursor, WaitCursor
-
-_HOOK_WORDS = {"running": Event.TURN_BEGAN, "await": Event.TURN_DONE}
 
 
 def session_directory(sessions: Sessions, session: Session) -> Directory:
     name = session.name
     key = f"session/{name}"
+    d = session.definition
 
     def text(file: str, render) -> TextFile:
         return TextFile(file, f"{key}/{file}", lambda: _line(render()))
@@ -30,18 +28,30 @@ def session_directory(sessions: Sessions, session: Session) -> Directory:
         TextFile("out", f"{key}/out", lambda: session.out),
         TextFile("log", f"{key}/log", session.log_text),
         StreamFile("stream", f"{key}/stream", lambda: StreamCursor(session)),
-        TextFile("status", f"{key}/status", lambda: _line(session.status_line()), lambda line, caller: _hook_status(session, line)),
+        TextFile("status", f"{key}/status", lambda: _line(session.status_line()),
+                 lambda line, caller: sessions.hook(name, line.split()[0])),
         StreamFile("wait", f"{key}/wait", lambda: WaitCursor(session)),
         text("backend", lambda: session.backend.name + (" simulated" if session.simulated else "")),
-        text("cwd", lambda: session.info.cwd),
-        text("role", lambda: session.info.role),
-        text("model", lambda: session.info.model),
+        text("cwd", lambda: d.cwd),
+        text("role", lambda: d.role),
+        text("model", lambda: d.model),
+        text("pid", lambda: str(session.agent.pid or "")),
+        TextFile("queue", f"{key}/queue", lambda: _queue(session)),
     ]
     return Directory(name, key, files)
 
 
 def _line(text: str) -> str:
     return text + "\n" if text else ""
+
+
+def _queue(session: Session) -> str:
+    """One line per waiting prompt: position, sender, size, and its first line."""
+    lines = []
+    for i, prompt in enumerate(session.queue, 1):
+        first = prompt.text.strip().splitlines()[0] if prompt.text.strip() else ""
+        lines.append(f"{i} {prompt.sender} {len(prompt.text.encode())} {first[:80]}\n")
+    return "".join(lines)
 
 
 def _prompt_text(data: bytes) -> str:
@@ -51,25 +61,16 @@ def _prompt_text(data: bytes) -> str:
         raise InvalidRequest(f"prompt is not valid UTF-8 at byte {exc.start}; write text") from None
 
 
-def _hook_status(session: Session, line: str) -> None:
-    event = _HOOK_WORDS.get(line.split()[0])
-    if event is None:
-        raise InvalidRequest(f"status: {line!r} cannot be written; an agent's hook writes 'running' or 'await'")
-    if not session.backend.accepts_hooks:
-        raise InvalidRequest(
-            f"status: session {session.name} runs on {session.backend.kind} backend {session.backend.name}, "
-            "which reports its own turns; only agents started by hook-driven backends (tmux) write their status")
-    session.move(event)
-
-
 def _session_commands(sessions: Sessions, name: str) -> CommandTable:
-    def run(action):
-        def command(args) -> None:
-            action()
-        return command
+    def command(action):
+        def run(args) -> None:
+            action(name)
+        return run
 
     return CommandTable([
-        Command("stop", run(lambda: sessions.stop(name)), "stop"),
-        Command("kill", run(lambda: sessions.stop(name, kill=True)), "kill"),
-        Command("restart", run(lambda: sessions.restart(name)), "restart"),
+        Command("stop", command(sessions.stop), "stop"),
+        Command("kill", command(lambda n: sessions.stop(n, kill=True)), "kill"),
+        Command("restart", command(sessions.restart), "restart"),
+        Command("interrupt", command(sessions.interrupt), "interrupt"),
+        Command("clear", command(sessions.clear), "clear"),
     ])

@@ -1,8 +1,9 @@
 """Agent sessions: states, backends, and the manager that runs them (no 9P here)."""
 
 from .backend import Agent, AgentExited, AgentFailed, Backend, SessionInfo, TurnFailed
-from .manager import SessionLimits, Sessions
-from .session import Prompt, Session, Turn
+from .manager import RestartPolicy, SessionLimits, Sessions
+from .session import Definition, Prompt, Session, Turn
+from .store import SessionStore
 from .states import State
 
 __all__ = [
@@ -10,10 +11,13 @@ __all__ = [
     "AgentExited",
     "AgentFailed",
     "Backend",
+    "Definition",
     "Prompt",
+    "RestartPolicy",
     "Session",
     "SessionInfo",
     "SessionLimits",
+    "SessionStore",
     "Sessions",
     "State",
     "Turn",

@@ -12,9 +12,12 @@ Agent, which the session's runner drives:
 
 A turn that fails raises TurnFailed (the session goes to `error` and stays
 usable); an agent whose process is gone raises AgentExited (`exited`, then
-a restart with backoff). Interrupting a turn cancels `turn()` (trio
-cancellation): an agent cleans up in `finally`/`except trio.Cancelled` —
-kill the turn's process, type Ctrl-C — and lets the cancellation through.
+a restart with backoff). A turn ends early by trio cancellation of `turn()`,
+either because a person interrupted it (then ``interrupt()`` is awaited
+first) or because the server is shutting down. An agent cleans up in
+`finally`/`except trio.Cancelled` and lets the cancellation through; an
+agent that can outlive the server (tmux) must leave its program alone on a
+plain cancellation and act (type Ctrl-C) only in ``interrupt()``.
 
 Agents that can outlive the server (tmux) return in ``saved()`` what a new
 server needs to find them again, and their Backend's ``adopt`` does so.
@@ -91,6 +94,9 @@ class Agent(abc.ABC):
         `await`); the default refuses them.
         """
         return False
+
+    async def interrupt(self) -> None:
+        """A person interrupted the current turn; turn() is cancelled right after."""
 
     def clear(self) -> None:
         """Forget the conversation: the next turn starts a fresh one."""

@@ -1,25 +1,29 @@
-"""Creating, finding and running sessions.
+"""Creating, finding, restoring and controlling sessions.
 
-``Sessions.run`` owns a nursery; each session gets a runner task there that
-starts its agent, feeds it the queued prompts one turn at a time, and moves
-the session through the transition table. ``new``, ``submit``, ``stop`` and
-``kill`` are synchronous so ctl writes act inline: they only change state
-and start or cancel tasks.
+``Sessions.run`` owns a nursery; each session gets a runner task there
+(runner.py). ``new``, ``submit``, ``interrupt``, ``stop``, ``restart`` and
+``clear`` are synchronous, so ctl writes act inline: they only change state
+(saved to disk before they return) and start or cancel tasks.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import trio
 
 from ..errors import Busy, InvalidRequest, LimitExceeded, NameTaken, NotFound
-from ..journal import Journal
-from .backend import AgentExited, AgentFailed, Backend, SessionInfo, TurnFailed
-from .session import Prompt, Session
+from ..journal import Journal, timestamp
+from .backend import Backend, SessionInfo
+from .restore import restore_session
+from .runner import run_session
+from .session import Definition, Prompt, Session
 from .states import ACCEPTS_PROMPTS, Event, State
+from .store import SessionStore
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}\Z")
 
@@ -30,14 +34,40 @@ class SessionLimits:
     max_prompt_bytes: int = 1 << 20
 
 
+@dataclass(frozen=True, slots=True)
+class RestartPolicy:
+    enabled: bool = True
+    first_delay: float = 1.0
+    max_delay: float = 60.0
+    max_restarts: int = 5
+
+    def delay(self, attempt: int) -> float:
+        return min(self.first_delay * 2 ** attempt, self.max_delay)
+
+
 class Sessions:
     """All sessions of one server."""
 
-    def __init__(self, backends: dict[str, Backend], events: Journal, *, limits: SessionLimits = SessionLimits(), reserved: frozenset[str] = frozenset()):
+    def __init__(
+        self,
+        backends: dict[str, Backend],
+        events: Journal,
+        *,
+        store: SessionStore | None = None,
+        limits: SessionLimits = SessionLimits(),
+        restart: RestartPolicy = RestartPolicy(),
+        reserved: frozenset[str] = frozenset(),
+        roles: Callable[[], dict[str, str]] = dict,
+        agent_env: Callable[[str], dict[str, str]] = lambda name: {"ANVILFS_SESSION": name},
+    ):
         self.backends = backends
         self.events = events
+        self.store = store
         self.limits = limits
+        self.restart_policy = restart
         self.reserved = reserved  # names taken by the files beside the sessions
+        self.roles = roles  # role name -> prompt text, read when needed
+        self.agent_env = agent_env
         self._sessions: dict[str, Session] = {}
         self._scopes: dict[str, trio.CancelScope] = {}
         self._counter = 0
@@ -46,6 +76,8 @@ class Sessions:
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
+            if self.store is not None:
+                await self._restore_all()
             task_status.started()
             await trio.sleep_forever()
 
@@ -63,6 +95,10 @@ class Sessions:
     def all(self) -> list[Session]:
         return list(self._sessions.values())
 
+    def info(self, definition: Definition) -> SessionInfo:
+        return SessionInfo(name=definition.name, cwd=definition.cwd, role=definition.role, model=definition.model,
+                           conversation=definition.conversation, env=self.agent_env(definition.name))
+
     # ------------------------------------------------------------ creating
 
     def new(self, backend: str, cwd: str, *, name: str = "", role: str = "", model: str = "", ephemeral: bool = False) -> Session:
@@ -72,15 +108,25 @@ class Sessions:
             raise NotFound(f"no backend {backend!r}; known backends: {known}")
         if not os.path.isabs(cwd) or not os.path.isdir(cwd):
             raise InvalidRequest(f"cwd {cwd!r} is not an existing directory given by its absolute path")
+        if role and role not in self.roles():
+            known = ", ".join(sorted(self.roles())) or "none (add ROLE.md files to the roles directory)"
+            raise NotFound(f"no role {role!r}; known roles: {known}")
         name = self._check_name(name) if name else self._next_name()
         if len(self._sessions) >= self.limits.max_sessions:
             raise LimitExceeded(f"already {len(self._sessions)} sessions, the most allowed (max_sessions)")
-        info = SessionInfo(name=name, cwd=os.path.normpath(cwd), role=role, model=model)
-        session = Session(info, chosen, chosen.agent(info), ephemeral=ephemeral, on_change=self._changed)
-        self._sessions[name] = session
+        definition = Definition(name=name, backend=backend, cwd=os.path.normpath(cwd), role=role, model=model,
+                                ephemeral=ephemeral, conversation=str(uuid.uuid4()), created=timestamp())
+        session = self._make(definition, chosen, saved=None)
         marks = " ephemeral" * ephemeral + " simulated" * chosen.simulated
-        self.events.append(f"{name} new backend={backend} cwd={info.cwd}{marks}")
+        self.events.append(f"{name} new backend={backend} cwd={definition.cwd}{marks}")
+        self._changed(session)
         self._start_runner(session)
+        return session
+
+    def _make(self, definition: Definition, backend: Backend, saved: dict | None) -> Session:
+        session = Session(definition, backend, backend.agent(self.info(definition), saved),
+                          on_change=self._changed, on_log=self._logged)
+        self._sessions[definition.name] = session
         return session
 
     def _check_name(self, name: str) -> str:
@@ -99,13 +145,25 @@ class Sessions:
             if name not in self._sessions and name not in self.reserved:
                 return name
 
-    def _changed(self, session: Session, before: State, event: Event) -> None:
+    # ------------------------------------------------------------ reporting and saving
+
+    def _changed(self, session: Session) -> None:
+        if self.store is not None:
+            self.store.save(session)
+            if session.turn is not None and session.turn.done and session.state in (State.AWAIT, State.IDLE):
+                self.store.save_out(session)
         line = f"{session.name} {session.state.value}"
         if session.detail:
             line += f" {session.detail}"
         if session.simulated:
             line += " simulated"
-        self.events.append(line)
+        if line != getattr(session, "_last_event", None):
+            session._last_event = line
+            self.events.append(line)
+
+    def _logged(self, session: Session, text: str) -> None:
+        if self.store is not None:
+            self.store.append_log(session, text)
 
     # ------------------------------------------------------------ prompts
 
@@ -113,16 +171,33 @@ class Sessions:
         session = self.get(name)
         if size > self.limits.max_prompt_bytes:
             raise LimitExceeded(f"prompt for {name} is {size} bytes; at most {self.limits.max_prompt_bytes}")
-        if session.state not in ACCEPTS_PROMPTS:
-            raise Busy(f"session {name} is {session.state.value}: write 'restart' to its ctl before prompting it")
+        if session.state is State.STOPPED:
+            if session.definition.ephemeral:
+                raise Busy(f"session {name} is ephemeral and has done its turn: start a new one")
+            raise Busy(f"session {name} is stopped: write 'restart' to its ctl before prompting it")
         return session
 
     def submit(self, name: str, text: str, sender: str) -> None:
+        """Queue a prompt; it runs when the agent is ready (after a restart, if it is down)."""
         session = self.check_prompt(name, len(text.encode()))
         session.enqueue(Prompt(text, sender))
-        self.events.append(f"{name} prompt queued ({len(session.queue)} waiting) from {sender}")
+        waiting = "" if session.state in ACCEPTS_PROMPTS else f"; session is {session.state.value}: write 'restart' to run it"
+        self.events.append(f"{name} prompt queued ({len(session.queue)} waiting) from {sender}{waiting}")
 
     # ------------------------------------------------------------ lifecycle
+
+    def interrupt(self, name: str) -> None:
+        session = self.get(name)
+        scope = session.turn_scope
+        if session.state is not State.RUNNING or scope is None:
+            raise Busy(f"session {name} is {session.state.value}: there is no turn to interrupt")
+        agent = session.agent
+
+        async def interrupt_then_cancel() -> None:
+            await agent.interrupt()
+            scope.cancel()
+
+        self._nursery.start_soon(interrupt_then_cancel)
 
     def stop(self, name: str, *, kill: bool = False) -> None:
         session = self.get(name)
@@ -130,62 +205,94 @@ class Sessions:
             raise Busy(f"session {name} is already {session.state.value}")
         dropped = len(session.queue)
         session.queue.clear()
-        scope = self._scopes.pop(name, None)
-        if scope is not None:
-            scope.cancel()
-        session.abort_turn("stopped" if not kill else "killed")
+        self._cancel_runner(name)
+        session.abort_turn("killed" if kill else "stopped")
         session.move(Event.STOP, f"{dropped} queued prompts dropped" if dropped else "")
         self._nursery.start_soon(session.agent.kill if kill else session.agent.stop)
 
     def restart(self, name: str) -> None:
+        """Start the agent again; prompts still queued are kept and run."""
         session = self.get(name)
-        if session.ephemeral:
+        if session.definition.ephemeral:
             raise InvalidRequest(f"session {name} is ephemeral: it does one turn and never restarts; start a new one")
+        if session.state not in (State.STOPPED, State.EXITED, State.ERROR):
+            queue = list(session.queue)
+            self.stop(name, kill=True)
+            session.queue.extend(queue)
+        self._cancel_runner(name)
         session.move(Event.RESTART)
-        session.agent = session.backend.agent(session.info)
+        session.agent = session.backend.agent(self.info(session.definition), session.agent.saved())
         self._start_runner(session)
 
-    def _start_runner(self, session: Session) -> None:
+    def clear(self, name: str) -> None:
+        session = self.get(name)
+        if session.state not in (State.IDLE, State.AWAIT, State.ERROR) or name not in self._scopes:
+            raise Busy(f"session {name} is {session.state.value}: clear works on a started session between turns")
+        session.agent.clear()
+        session.out = ""
+        session.role_pending = bool(session.definition.role)
+        session.record(f"--- cleared at {timestamp()}: a fresh conversation begins\n")
+        session.move(Event.CLEAR)
+
+    def hook(self, name: str, word: str) -> None:
+        """An agent's hook wrote running/await to its status."""
+        session = self.get(name)
+        event = {"running": Event.TURN_BEGAN, "await": Event.TURN_DONE}.get(word)
+        if event is None:
+            raise InvalidRequest(f"status: {word!r} cannot be written; an agent's hook writes 'running' or 'await'")
+        if not session.agent.hook(word):
+            raise InvalidRequest(
+                f"status: session {name} runs on {session.backend.kind} backend {session.backend.name}, which reports "
+                "its own turns; only agents of hook-driven backends (tmux) write their status")
+        if session.turn_scope is not None:
+            return  # the runner's turn ends when the agent sees await
+        if event is Event.TURN_BEGAN:  # a person typed into the agent directly
+            session.begin_turn(Prompt("(typed into the agent's terminal)", "terminal"))
+        else:
+            session.end_turn(Event.TURN_DONE)
+
+    # ------------------------------------------------------------ runners
+
+    def _cancel_runner(self, name: str) -> None:
+        scope = self._scopes.pop(name, None)
+        if scope is not None:
+            scope.cancel()
+
+    def _start_runner(self, session: Session, *, adopted: bool = False) -> None:
         scope = trio.CancelScope()
         self._scopes[session.name] = scope
-        self._nursery.start_soon(self._run_session, session, scope)
+        self._nursery.start_soon(lambda: run_session(session, scope, adopted=adopted, role_text=self._role_text,
+                                                     on_exit=self._after_exit))
 
-    async def _run_session(self, session: Session, scope: trio.CancelScope) -> None:
-        # After every await, `scope.cancel_called` means stop/kill already moved
-        # the session on while this task was waking up: it must not touch it.
-        with scope:
-            try:
-                await session.agent.start()
-            except AgentFailed as exc:
-                if not scope.cancel_called:
-                    session.move(Event.START_FAILED, f"start failed: {exc}")
-                return
-            if scope.cancel_called:
-                return
-            session.move(Event.STARTED)
-            while True:
-                while not session.queue:
-                    await session.changes.wait_changed(session.changes.version)
-                if scope.cancel_called:
-                    return
-                prompt = session.queue.popleft()
-                turn = session.begin_turn(prompt)
-                try:
-                    await session.agent.turn(prompt.text, turn)
-                except TurnFailed as exc:
-                    if not scope.cancel_called:
-                        session.end_turn(Event.TURN_FAILED, str(exc))
-                    continue
-                except AgentExited as exc:
-                    if not scope.cancel_called:
-                        session.end_turn(Event.TURN_FAILED, str(exc))
-                        session.move(Event.EXIT, str(exc))
-                    return
-                if scope.cancel_called:
-                    return
-                session.end_turn(Event.TURN_DONE)
-                if session.ephemeral:
-                    self._scopes.pop(session.name, None)
-                    session.move(Event.STOP, "ephemeral: one turn done")
-                    await session.agent.stop()
-                    return
+    def _role_text(self, role: str) -> str:
+        return self.roles().get(role, "")
+
+    def _after_exit(self, session: Session, reason: str) -> None:
+        """The agent ended by itself: restart it with backoff, unless policy says no."""
+        self._scopes.pop(session.name, None)
+        policy = self.restart_policy
+        if session.definition.ephemeral or not policy.enabled:
+            return
+        if session.restarts >= policy.max_restarts:
+            self.events.append(f"{session.name} not restarting: {session.restarts} restarts in a row failed; write 'restart' to its ctl")
+            return
+        delay = policy.delay(session.restarts)
+        session.restarts += 1
+        self.events.append(f"{session.name} restarting in {delay:g}s (restart {session.restarts} of at most {policy.max_restarts} in a row)")
+        scope = trio.CancelScope()
+        self._scopes[session.name] = scope
+
+        async def restart_later() -> None:
+            with scope:
+                await trio.sleep(delay)
+                self._scopes.pop(session.name, None)
+                self.restart(session.name)
+
+        self._nursery.start_soon(restart_later)
+
+    async def _restore_all(self) -> None:
+        saved_sessions, problems = self.store.load_all()
+        for problem in problems:
+            self.events.append(f"- restore: {problem}")
+        for saved in saved_sessions:
+            await restore_session(self, saved)

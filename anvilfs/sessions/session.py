@@ -1,24 +1,42 @@
 """One session's observable state: status, queue, turns, output, transcript.
 
-This is plain data plus the rules of SPEC §5; the runner in manager.py
-drives it and the files in anvilfs.fs read it.
+This is plain data plus the rules of SPEC §5; the runner drives it, the
+store saves it, and the files in anvilfs.fs read it. Every change goes
+through ``move`` (the transition table) or ``enqueue``, and each calls
+``on_change`` so the manager can save it and report it.
 """
 
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..journal import timestamp
 from ..waitable import Changes
-from .backend import Agent, Backend, SessionInfo
+from .backend import Agent, Backend
 from .states import BUSY, Event, State, advance
+
+
+@dataclass(frozen=True, slots=True)
+class Definition:
+    """What `new` said, fixed for the session's life."""
+
+    name: str
+    backend: str
+    cwd: str
+    role: str = ""
+    model: str = ""
+    ephemeral: bool = False
+    conversation: str = ""
+    created: str = ""
 
 
 @dataclass(slots=True)
 class Prompt:
     text: str
     sender: str
+    at: str = field(default_factory=timestamp)
 
 
 @dataclass(slots=True)
@@ -51,11 +69,11 @@ class Turn:
 class Session:
     """A session: its definition, state, prompt queue and what it has said."""
 
-    def __init__(self, info: SessionInfo, backend: Backend, agent: Agent, *, ephemeral: bool, on_change):
-        self.info = info
+    def __init__(self, definition: Definition, backend: Backend, agent: Agent, *,
+                 on_change: Callable[[Session], None], on_log: Callable[[Session, str], None]):
+        self.definition = definition
         self.backend = backend
         self.agent = agent
-        self.ephemeral = ephemeral
         self.state = State.STARTING
         self.detail = ""  # why it is in error / exited, shown after the state word
         self.queue: deque[Prompt] = deque()
@@ -63,12 +81,16 @@ class Session:
         self.turn_count = 0
         self.out = ""
         self.transcript: list[str] = []
-        self.changes = Changes()  # bumps on every state, queue or turn change
+        self.restarts = 0  # automatic restarts in a row without a good turn
+        self.role_pending = bool(definition.role)  # the role prompt goes before the next first turn
+        self.turn_scope = None  # the runner's cancel scope while it drives a turn
+        self.changes = Changes()  # bumps on every state or queue change
         self._on_change = on_change
+        self._on_log = on_log
 
     @property
     def name(self) -> str:
-        return self.info.name
+        return self.definition.name
 
     @property
     def simulated(self) -> bool:
@@ -88,32 +110,41 @@ class Session:
         return " ".join(words)
 
     def move(self, event: Event, detail: str = "") -> None:
-        before = self.state
         self.state = advance(self.state, event)
         self.detail = detail
+        self.changed()
+
+    def changed(self) -> None:
         self.changes.bump()
-        self._on_change(self, before, event)
+        self._on_change(self)
 
     def enqueue(self, prompt: Prompt) -> None:
         self.queue.append(prompt)
-        self.changes.bump()
+        self.changed()
+
+    def record(self, text: str) -> None:
+        self.transcript.append(text)
+        self._on_log(self, text)
 
     def begin_turn(self, prompt: Prompt) -> Turn:
         self.turn_count += 1
         self.turn = Turn(self.turn_count)
-        self.transcript.append(f"--- prompt {self.turn_count} from {prompt.sender} at {timestamp()}\n{_ends_line(prompt.text)}")
+        self.record(f"--- prompt {self.turn_count} from {prompt.sender} at {timestamp()}\n{_ends_line(prompt.text)}")
         self.move(Event.TURN_BEGAN)
         return self.turn
 
     def end_turn(self, event: Event, detail: str = "") -> None:
         turn = self.turn
         assert turn is not None
-        text = turn.text()
         turn.finish()
-        if event is Event.TURN_DONE:
+        text = turn.text()
+        if event in (Event.TURN_DONE, Event.INTERRUPTED):
             self.out = text
-        outcome = "answer" if event is Event.TURN_DONE else f"failed: {detail}"
-        self.transcript.append(f"--- {outcome} {turn.number} at {timestamp()}\n{_ends_line(text)}")
+        outcome = {Event.TURN_DONE: "answer", Event.INTERRUPTED: "interrupted"}.get(event, f"failed: {detail}")
+        notes = "".join(f"--- note\n{_ends_line(n)}" for n in turn.notes)
+        self.record(f"--- {outcome} {turn.number} at {timestamp()}\n{_ends_line(text)}{notes}")
+        if event is Event.TURN_DONE:
+            self.restarts = 0
         self.move(event, detail)
 
     def abort_turn(self, reason: str) -> None:
@@ -121,7 +152,7 @@ class Session:
         turn = self.turn
         if turn is not None and not turn.done:
             turn.finish()
-            self.transcript.append(f"--- {reason}, turn {turn.number} at {timestamp()}\n{_ends_line(turn.text())}")
+            self.record(f"--- {reason}, turn {turn.number} at {timestamp()}\n{_ends_line(turn.text())}")
 
     def log_text(self) -> str:
         return "".join(self.transcript)

@@ -29,6 +29,8 @@ class Event(enum.StrEnum):
     TURN_BEGAN = "turn-began"  # a prompt went in (or a hook wrote running)
     TURN_DONE = "turn-done"  # the answer is in out (or a hook wrote await)
     TURN_FAILED = "turn-failed"
+    INTERRUPTED = "interrupted"  # a person cancelled the turn; partial answer in out
+    CLEAR = "clear"  # fresh conversation
     STOP = "stop"  # stop or kill
     EXIT = "exit"  # the agent process ended by itself
     RESTART = "restart"
@@ -49,6 +51,10 @@ TRANSITIONS: dict[tuple[State, Event], State] = {
     (S.ERROR, E.TURN_BEGAN): S.RUNNING,  # a failed turn leaves the agent usable
     (S.RUNNING, E.TURN_DONE): S.AWAIT,
     (S.RUNNING, E.TURN_FAILED): S.ERROR,
+    (S.RUNNING, E.INTERRUPTED): S.AWAIT,
+    (S.IDLE, E.CLEAR): S.IDLE,
+    (S.AWAIT, E.CLEAR): S.IDLE,
+    (S.ERROR, E.CLEAR): S.IDLE,
     **{(state, E.STOP): S.STOPPED for state in _ALIVE},
     **{(state, E.EXIT): S.EXITED for state in _ALIVE},
     (S.STOPPED, E.RESTART): S.STARTING,

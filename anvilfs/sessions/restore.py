@@ -1,0 +1,74 @@
+"""Bringing saved sessions back when the server starts.
+
+Agents that can outlive the server (tmux) are adopted where they still run
+and carry on in the state they had. The rest come back `exited`, with
+their queued prompts kept: `restart` runs them.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .backend import Agent, AgentFailed, Backend, SessionInfo
+from .session import Turn
+from .states import Event, State
+from .store import SavedSession
+
+if TYPE_CHECKING:
+    from .manager import Sessions
+
+_ALIVE = (State.STARTING, State.IDLE, State.RUNNING, State.AWAIT, State.ERROR)
+
+
+class MissingBackend(Backend):
+    """Stands in for a backend that was configured when the session was made, and is not now."""
+
+    kind = "missing"
+
+    def availability(self) -> str:
+        return "missing: not in the configuration any more"
+
+    def agent(self, session: SessionInfo, saved: dict | None = None) -> Agent:
+        return _NoAgent(self.name)
+
+
+class _NoAgent(Agent):
+    def __init__(self, backend: str):
+        self.backend = backend
+
+    async def start(self) -> None:
+        raise AgentFailed(f"backend {self.backend!r} is not configured; add it back to the configuration")
+
+    async def turn(self, prompt, output) -> None:  # pragma: no cover - never started
+        raise AgentFailed("not started")
+
+    async def kill(self) -> None:
+        return None
+
+
+async def restore_session(sessions: Sessions, saved: SavedSession) -> None:
+    definition = saved.definition
+    backend = sessions.backends.get(definition.backend) or MissingBackend(definition.backend)
+    session = sessions._make(definition, backend, saved.agent)
+    state = State(saved.state)
+    session.state, session.detail = state, saved.detail
+    session.turn_count, session.restarts = saved.turn_count, saved.restarts
+    session.queue.extend(saved.queue)
+    session.out, session.role_pending = saved.out, saved.role_pending
+    session.transcript.append(saved.log)
+    if state is State.RUNNING:
+        session.turn = Turn(saved.turn_count)  # the turn the server was in when it stopped
+    agent = None
+    if state in _ALIVE and saved.agent:
+        agent = await backend.adopt(sessions.info(definition), saved.agent)
+    if agent is not None:
+        session.agent = agent
+        sessions.events.append(f"{definition.name} adopted: its agent outlived the server ({state.value})")
+        sessions._start_runner(session, adopted=True)
+        session.changed()
+        return
+    if state in _ALIVE:
+        session.abort_turn("lost: the server stopped during the turn")
+        session.move(Event.EXIT, "the server restarted; write 'restart' to its ctl to resume")
+    else:
+        sessions.events.append(f"{definition.name} restored {state.value}")

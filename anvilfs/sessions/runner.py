@@ -1,0 +1,103 @@
+"""The task that runs one session: start the agent, feed it prompts, watch it.
+
+One runner per agent life. It moves the session through the transition
+table and never touches it after its cancel scope was cancelled (stop,
+kill or restart already moved the session on while it was waking up).
+When the agent ends by itself, the runner reports the exit and asks the
+manager for a restart (with backoff).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+
+import trio
+
+from .backend import AgentExited, AgentFailed, TurnFailed
+from .session import Prompt, Session
+from .states import Event
+
+
+async def run_session(
+    session: Session,
+    scope: trio.CancelScope,
+    *,
+    adopted: bool,
+    role_text: Callable[[str], str],
+    on_exit: Callable[[Session, str], Awaitable[None] | None],
+) -> None:
+    with scope:
+        if not adopted:
+            try:
+                await session.agent.start()
+            except AgentFailed as exc:
+                if not scope.cancel_called:
+                    session.move(Event.START_FAILED, f"start failed: {exc}")
+                    on_exit(session, f"start failed: {exc}")
+                return
+            if scope.cancel_called:
+                return
+            session.move(Event.STARTED)
+        reason = await _turns_until_exit(session, role_text)
+        if scope.cancel_called:
+            return
+        if reason is EPHEMERAL_DONE:
+            session.move(Event.STOP, "ephemeral: one turn done")
+            await session.agent.stop()
+            return
+        session.abort_turn(f"agent exited ({reason})")
+        if session.state.value == "running":
+            session.move(Event.TURN_FAILED, reason)
+        session.move(Event.EXIT, reason)
+        on_exit(session, reason)
+
+
+EPHEMERAL_DONE = "an ephemeral session did its one turn"
+
+
+async def _turns_until_exit(session: Session, role_text: Callable[[str], str]) -> str:
+    """Run turns until the agent ends by itself (returns why) or an ephemeral turn is done."""
+    exit_reason = ""
+    async with trio.open_nursery() as nursery:
+
+        async def watch() -> None:
+            nonlocal exit_reason
+            exit_reason = await session.agent.wait_exit()
+            nursery.cancel_scope.cancel()
+
+        nursery.start_soon(watch)
+        while True:
+            while not session.queue:
+                await session.changes.wait_changed(session.changes.version)
+            try:
+                await _one_turn(session, session.queue.popleft(), role_text)
+            except AgentExited as exc:
+                exit_reason = str(exc)
+                nursery.cancel_scope.cancel()
+                break
+            if session.definition.ephemeral:
+                exit_reason = EPHEMERAL_DONE
+                nursery.cancel_scope.cancel()
+                break
+    return exit_reason or "the agent ended"
+
+
+async def _one_turn(session: Session, prompt: Prompt, role_text: Callable[[str], str]) -> None:
+    text = prompt.text
+    if session.role_pending:
+        text = role_text(session.definition.role) + "\n\n" + text
+        session.role_pending = False
+    turn = session.begin_turn(prompt)
+    with trio.CancelScope() as turn_scope:
+        session.turn_scope = turn_scope
+        try:
+            await session.agent.turn(text, turn)
+        except TurnFailed as exc:
+            session.end_turn(Event.TURN_FAILED, str(exc))
+            return
+        finally:
+            session.turn_scope = None
+        session.end_turn(Event.TURN_DONE)
+        return
+    # only an interrupt cancels this scope by itself (a stop cancels the runner)
+    session.end_turn(Event.INTERRUPTED, "interrupted")

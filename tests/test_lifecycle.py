@@ -1,0 +1,171 @@
+"""Interrupt, clear, roles, crash restarts with backoff, and restore after a server restart."""
+
+from __future__ import annotations
+
+import pytest
+import trio
+
+from anvilfs.app import App
+from anvilfs.errors import Busy, NotFound
+from anvilfs.sessions import RestartPolicy, State
+
+
+async def until(predicate) -> None:
+    """Let the server's tasks run until predicate() holds (autojump clock moves time)."""
+    while not predicate():
+        await trio.sleep(0.001)
+
+
+@pytest.fixture
+async def running():
+    """Start an App's tasks; yields a function making and running apps."""
+    async with trio.open_nursery() as nursery:
+        async def start(**kwargs) -> App:
+            app = App(**kwargs)
+            await nursery.start(app.run)
+            return app
+        yield start
+        nursery.cancel_scope.cancel()
+
+
+async def test_interrupt_ends_the_turn_in_await_and_the_queue_goes_on(autojump_clock, running):
+    app = await running()
+    s = app.sessions.new("sim", "/tmp", name="bot1")
+    app.sessions.submit("bot1", "sim:hang", "glenda")
+    app.sessions.submit("bot1", "next one", "glenda")
+    await until(lambda: s.state is State.RUNNING)
+    app.sessions.interrupt("bot1")
+    await until(lambda: s.turn_count == 2 and not s.busy)
+    assert "--- interrupted 1" in s.log_text()
+    assert s.state is State.AWAIT and "turn 2" in s.out
+    with pytest.raises(Busy, match="no turn to interrupt"):
+        app.sessions.interrupt("bot1")
+
+
+async def test_status_line_says_interrupted(autojump_clock, running):
+    app = await running()
+    s = app.sessions.new("sim", "/tmp", name="bot1")
+    app.sessions.submit("bot1", "sim:hang", "glenda")
+    await until(lambda: s.state is State.RUNNING)
+    app.sessions.interrupt("bot1")
+    await until(lambda: s.state is State.AWAIT)
+    assert s.status_line() == "await interrupted (simulated)"
+
+
+async def test_clear_starts_afresh_and_repeats_the_role(autojump_clock, running):
+    roles = {"reviewer": "You review code. Be terse."}
+    app = await running(roles=lambda: roles)
+    with pytest.raises(NotFound, match="known roles: reviewer"):
+        app.sessions.new("sim", "/tmp", role="writer")
+    s = app.sessions.new("sim", "/tmp", name="rev", role="reviewer")
+    app.sessions.submit("rev", "look at this", "glenda")
+    await until(lambda: s.state is State.AWAIT)
+    assert "first line was: You review code. Be terse." in s.out
+    app.sessions.submit("rev", "and this", "glenda")
+    await until(lambda: s.turn_count == 2 and not s.busy)
+    assert "first line was: and this" in s.out  # the role goes only before the first turn
+    app.sessions.clear("rev")
+    assert s.state is State.IDLE and s.out == ""
+    app.sessions.submit("rev", "again", "glenda")
+    await until(lambda: s.turn_count == 3 and not s.busy)
+    assert "first line was: You review code." in s.out
+
+
+async def test_clear_is_refused_while_running(autojump_clock, running):
+    app = await running()
+    s = app.sessions.new("sim", "/tmp", name="bot1")
+    app.sessions.submit("bot1", "sim:hang", "glenda")
+    await until(lambda: s.state is State.RUNNING)
+    with pytest.raises(Busy, match="between turns"):
+        app.sessions.clear("bot1")
+
+
+async def test_crash_restarts_with_backoff_and_keeps_the_queue(autojump_clock, running):
+    app = await running(restart=RestartPolicy(first_delay=1, max_delay=4, max_restarts=5))
+    s = app.sessions.new("sim", "/tmp", name="bot1")
+    app.sessions.submit("bot1", "sim:exit", "glenda")
+    app.sessions.submit("bot1", "after the crash", "glenda")
+    await until(lambda: s.state is State.EXITED)
+    assert s.busy  # a prompt is still queued
+    start = trio.current_time()
+    await until(lambda: s.state is State.AWAIT)
+    assert trio.current_time() - start >= 1  # the first restart waits first_delay
+    assert "after the crash" in s.out
+    assert "bot1 restarting in 1s (restart 1 of at most 5 in a row)" in app.events.text()
+    assert s.restarts == 0  # a good turn resets the count
+
+
+async def test_backoff_doubles_up_to_the_cap_then_gives_up(autojump_clock, running):
+    app = await running(restart=RestartPolicy(first_delay=1, max_delay=4, max_restarts=4))
+    s = app.sessions.new("sim", "/tmp", name="bot1")
+    for _ in range(6):  # the first start and 4 restarts each take one; one is left
+        app.sessions.submit("bot1", "sim:exit", "glenda")
+    await until(lambda: "not restarting" in app.events.text())
+    events = app.events.text()
+    for delay, n in ((1, 1), (2, 2), (4, 3), (4, 4)):
+        assert f"bot1 restarting in {delay}s (restart {n} of at most 4 in a row)" in events
+    assert s.state is State.EXITED and len(s.queue) == 1
+    app.sessions.restart("bot1")  # a person can always restart by hand
+    await until(lambda: s.state is State.EXITED and not s.queue)
+
+
+async def test_ephemeral_crash_is_not_restarted(autojump_clock, running):
+    app = await running()
+    s = app.sessions.new("sim", "/tmp", name="once", ephemeral=True)
+    app.sessions.submit("once", "sim:exit", "glenda")
+    await until(lambda: s.state is State.EXITED)
+    await trio.sleep(120)
+    assert s.state is State.EXITED and "restarting" not in app.events.text()
+
+
+async def test_restart_of_a_live_session_keeps_its_queue(autojump_clock, running):
+    app = await running()
+    s = app.sessions.new("sim", "/tmp", name="bot1")
+    app.sessions.submit("bot1", "sim:hang", "glenda")
+    app.sessions.submit("bot1", "kept", "glenda")
+    await until(lambda: s.state is State.RUNNING)
+    app.sessions.restart("bot1")
+    await until(lambda: s.state is State.AWAIT)
+    assert "kept" in s.out
+
+
+async def test_a_restarted_server_restores_sessions_as_exited_with_their_queue(autojump_clock, tmp_path):
+    async with trio.open_nursery() as nursery:
+        first = App(state_dir=tmp_path)
+        await nursery.start(first.run)
+        s = first.sessions.new("sim", "/tmp", name="bot1", role="", model="m1")
+        first.sessions.submit("bot1", "hello", "glenda")
+        await until(lambda: s.state is State.AWAIT)
+        first.sessions.submit("bot1", "sim:hang", "glenda")
+        first.sessions.submit("bot1", "queued when the server died", "glenda")
+        await until(lambda: s.state is State.RUNNING)
+        answer = s.out
+        nursery.cancel_scope.cancel()  # the server goes away mid-turn
+    async with trio.open_nursery() as nursery:
+        second = App(state_dir=tmp_path)
+        await nursery.start(second.run)
+        r = second.sessions.get("bot1")
+        assert r.state is State.EXITED and "server restarted" in r.detail
+        assert [p.text for p in r.queue] == ["queued when the server died"]
+        assert r.out == answer and r.definition.model == "m1"
+        assert "--- prompt 1 from glenda" in r.log_text() and "lost: the server stopped" in r.log_text()
+        second.sessions.restart("bot1")
+        await until(lambda: r.state is State.AWAIT)
+        assert "queued when the server died" in r.out
+        nursery.cancel_scope.cancel()
+    async with trio.open_nursery() as nursery:  # and once more: the answer survived too
+        third = App(state_dir=tmp_path)
+        await nursery.start(third.run)
+        assert "queued when the server died" in third.sessions.get("bot1").out
+        nursery.cancel_scope.cancel()
+
+
+async def test_a_damaged_session_file_is_reported_not_fatal(autojump_clock, tmp_path):
+    (tmp_path / "sessions").mkdir()
+    (tmp_path / "sessions" / "bad.toml").write_text("this is [not toml")
+    async with trio.open_nursery() as nursery:
+        app = App(state_dir=tmp_path)
+        await nursery.start(app.run)
+        assert app.sessions.all() == []
+        assert "bad.toml: cannot be read" in app.events.text()
+        nursery.cancel_scope.cancel()
