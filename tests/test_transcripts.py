@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import trio
 
 from harness.transcript import HELLO, served
 

@@ -47,6 +47,7 @@ class SimAgent(Agent):
     async def turn(self, prompt: str, output: Output) -> None:
         number = next(self.turns)
         if "sim:hang" in prompt:
+            output.write(f"[simulated] {self.session.name}, turn {number}: hanging until interrupted\n")
             await trio.sleep_forever()
         if "sim:exit" in prompt:
             raise AgentExited("the simulated agent exited because the prompt said sim:exit")

@@ -12,6 +12,10 @@ from dataclasses import dataclass
 import trio
 
 from ..app import App
+from ..backends import build_backends, tmux_session_for
+from ..config import ConfigError, load_config
+from ..roles import Roles
+from ..sessions import RestartPolicy, SessionLimits
 from .connection import Connection
 from .dispatch import Limits
 from .listen import ListenError, prepare_namespace, tcp_listeners, unix_listener
@@ -26,6 +30,8 @@ class ServerOptions:
     listen: tuple[str, ...] = ()  # extra addresses: tcp!host!port
     allow_remote: bool = False
     trace: bool = False
+    config_path: str | None = None  # default $XDG_CONFIG_HOME/anvilfs/config.toml
+    tmux_socket: str | None = None  # tmux -L name for tmux agents (default: the user's tmux server)
     max_connections: int = 256
     limits: Limits = Limits()
 
@@ -73,7 +79,6 @@ class Server:
         return listeners
 
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
-        os.makedirs(self.options.state_dir, mode=0o700, exist_ok=True)
         listeners = await self.listeners()
         try:
             async with trio.open_nursery() as nursery:
@@ -100,12 +105,33 @@ def _unlink_quietly(path: str) -> None:
         pass
 
 
+def build_app(options: ServerOptions) -> App:
+    """The app a server serves: backends, limits and roles from the configuration."""
+    loaded = load_config(options.config_path)
+    config = loaded.config
+    os.makedirs(options.state_dir, mode=0o700, exist_ok=True)
+    tmux_session = tmux_session_for(options.namespace)
+    address = f"unix!{options.socket_path}"
+
+    def agent_env(name: str) -> dict[str, str]:
+        return {"ANVILFS_SESSION": name, "ANVILFS_ADDRESS": address, "NAMESPACE": options.namespace}
+
+    log.info("configuration: %s%s", loaded.path, "" if loaded.found else " (not there: built-in backends only)")
+    log.info("tmux agents run in tmux session %s", tmux_session)
+    return App(
+        backends=build_backends(config, tmux_session=tmux_session, tmux_socket=options.tmux_socket),
+        limits=SessionLimits(**config.limits.model_dump()),
+        restart=RestartPolicy(**config.restart.model_dump()),
+        state_dir=options.state_dir, roles=Roles(loaded.directory / "roles"), agent_env=agent_env,
+    )
+
+
 def run_server(options: ServerOptions) -> int:
     """Serve until SIGINT or SIGTERM; the exit status for the command line."""
-    server = Server(App(), options)
     try:
+        server = Server(build_app(options), options)
         trio.run(server.run)
-    except ListenError as exc:
+    except (ListenError, ConfigError) as exc:
         print(f"anvilfs: {exc}", file=sys.stderr)
         return 1
     return 0

@@ -106,6 +106,9 @@ class Sessions:
         if chosen is None:
             known = ", ".join(sorted(self.backends)) or "none"
             raise NotFound(f"no backend {backend!r}; known backends: {known}")
+        available = chosen.availability()
+        if available != "ready":
+            raise InvalidRequest(f"backend {backend} cannot start sessions here: {available}")
         if not os.path.isabs(cwd) or not os.path.isdir(cwd):
             raise InvalidRequest(f"cwd {cwd!r} is not an existing directory given by its absolute path")
         if role and role not in self.roles():

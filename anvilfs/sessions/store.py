@@ -57,10 +57,11 @@ class SessionStore:
             "restarts": session.restarts, "role_pending": session.role_pending,
         }
         doc["agent"] = session.agent.saved()
-        queue = tomlkit.aot()
-        for prompt in session.queue:
-            queue.append(tomlkit.item({"sender": prompt.sender, "at": prompt.at, "text": prompt.text}))
-        doc["queue"] = queue
+        if session.queue:
+            queue = tomlkit.aot()
+            for prompt in session.queue:
+                queue.append(tomlkit.item({"sender": prompt.sender, "at": prompt.at, "text": prompt.text}))
+            doc["queue"] = queue
         self._replace(self._path(session.name, ".toml"), tomlkit.dumps(doc))
 
     def save_out(self, session: Session) -> None:

@@ -40,7 +40,6 @@ from __future__ import annotations
 import argparse
 import getpass
 import json
-import socket
 import sys
 
 import py9p

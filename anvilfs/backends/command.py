@@ -1,0 +1,248 @@
+"""The per-turn command backend: every prompt runs a configured program.
+
+    [backends.claude]
+    kind = "command"
+    argv = ["claude", "-p", "--session-id", "{conversation}"]
+    resume_argv = ["claude", "-p", "--resume", "{conversation}"]
+
+The first turn of a conversation runs `argv`, later ones `resume_argv` (when
+set). The prompt goes on stdin, or as one argv element for {prompt}; it is
+data and never reaches a shell. stdout is the answer, streamed as it comes;
+stderr goes to the transcript only. Each turn's process leads its own
+process group, so an interrupt takes its children with it.
+
+How a turn ends:
+    exit 0                      the answer is complete
+    exit N                      TurnFailed("exit status N: <last stderr line>")
+    a signal not sent by us     AgentExited("killed by signal SIGSEGV")
+    config.timeout passed       TurnFailed("timed out after N s"), process killed
+    cancelled (interrupt/stop)  process group killed, trio.Cancelled goes on
+"""
+
+from __future__ import annotations
+
+import codecs
+import os
+import shutil
+import signal
+import subprocess
+import uuid
+from collections.abc import Callable
+
+import trio
+
+from ..config.model import CommandBackendConfig, placeholders
+from ..sessions.backend import Agent, AgentExited, AgentFailed, Backend, Output, SessionInfo, TurnFailed
+
+KILL_GRACE = 2.0  # seconds between SIGTERM and SIGKILL
+DRAIN_GRACE = 1.0  # seconds to finish reading after exit (a leftover child may hold the pipes)
+STDERR_KEEP = 64 * 1024  # bytes of stderr kept for the transcript
+READ_SIZE = 64 * 1024
+
+# What to set when a placeholder has no value; cwd and name always have one.
+_HINTS = {
+    "model": "give the session a model (model=NAME when creating it)",
+    "conversation": "the session has no conversation id",
+}
+
+
+def _missing(config: CommandBackendConfig) -> str | None:
+    """Why the program cannot be run, or None."""
+    program = config.argv[0]
+    if placeholders([program]):
+        return None  # only a session can fill it in; the turn will tell
+    # subprocess searches the PATH of the child's environment, so check that one
+    path = config.env.get("PATH", os.environ.get("PATH", os.defpath))
+    if shutil.which(program, path=path) is None:
+        return f"missing: {program} not found on PATH"
+    return None
+
+
+class CommandBackend(Backend):
+    kind = "command"
+
+    def __init__(self, name: str, config: CommandBackendConfig):
+        super().__init__(name)
+        self.config = config
+        self.description = config.description
+
+    def availability(self) -> str:
+        return _missing(self.config) or "ready"
+
+    def agent(self, session: SessionInfo, saved: dict | None = None) -> Agent:
+        return CommandAgent(session, self.config, saved or {})
+
+
+class CommandAgent(Agent):
+    def __init__(self, session: SessionInfo, config: CommandBackendConfig, saved: dict):
+        self.session = session
+        self.config = config
+        self.turns = int(saved.get("turns", 0))  # turns run in this conversation
+        # clear() needs a fresh id (claude refuses a reused --session-id), so the
+        # agent owns the id from here on and keeps it in saved().
+        self.conversation = saved.get("conversation") or session.conversation or str(uuid.uuid4())
+        self.pid: int | None = None
+        self._process: trio.Process | None = None
+        self._signalled = ""  # the signal stop()/kill() sent to the running turn
+
+    async def start(self) -> None:
+        why = _missing(self.config)
+        if why:
+            raise AgentFailed(why)
+
+    def clear(self) -> None:
+        self.turns = 0
+        self.conversation = str(uuid.uuid4())
+
+    def saved(self) -> dict:
+        return {"turns": self.turns, "conversation": self.conversation}
+
+    async def stop(self) -> None:
+        self._signal(signal.SIGTERM)
+
+    async def kill(self) -> None:
+        self._signal(signal.SIGKILL)
+
+    def _signal(self, sig: signal.Signals) -> None:
+        if self._process is not None and self._process.returncode is None:
+            self._signalled = sig.name
+            _killpg(self._process, sig)
+
+    # ------------------------------------------------------------ a turn
+
+    async def turn(self, prompt: str, output: Output) -> None:
+        argv = self._argv(prompt)
+        process = await self._spawn(argv)
+        # The CLI may have recorded the conversation even if the turn fails,
+        # so from now on it is resumed rather than started again.
+        self.turns += 1
+        stderr = _Tail(STDERR_KEEP)
+        try:
+            with trio.move_on_after(self.config.timeout or float("inf")) as timer:
+                await self._communicate(process, prompt, output.write, stderr)
+        finally:
+            with trio.CancelScope(shield=True):
+                await _reap(process)
+            self.pid = self._process = None
+            if stderr.text():
+                output.note(stderr.text())
+        if timer.cancelled_caught:
+            raise TurnFailed(f"timed out after {self.config.timeout:g} s")
+        self._judge(process.returncode, stderr)
+
+    def _argv(self, prompt: str) -> list[str]:
+        template = self.config.resume_argv if self.turns and self.config.resume_argv else self.config.argv
+        values = {
+            "prompt": prompt,
+            "model": self.session.model,
+            "cwd": self.session.cwd,
+            "name": self.session.name,
+            "conversation": self.conversation,
+        }
+        for needed in sorted(placeholders(template) - {"prompt"}):
+            if not values[needed]:
+                raise TurnFailed(f"backend needs {{{needed}}} but it is empty: {_HINTS.get(needed, 'set it')}")
+        return [word.format_map(values) for word in template]
+
+    async def _spawn(self, argv: list[str]) -> trio.Process:
+        env = {**os.environ, **self.config.env, **self.session.env}
+        stdin = subprocess.PIPE if self.config.prompt == "stdin" else subprocess.DEVNULL
+        try:
+            process = await trio.lowlevel.open_process(
+                argv, stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                cwd=self.session.cwd, env=env, start_new_session=True,
+            )
+        except (OSError, ValueError) as exc:  # ValueError: a NUL byte in an argument
+            raise TurnFailed(f"cannot run {argv[0]} in {self.session.cwd}: {getattr(exc, 'strerror', None) or exc}") from exc
+        self._process, self._signalled, self.pid = process, "", process.pid
+        return process
+
+    async def _communicate(self, process: trio.Process, prompt: str, write: Callable[[str], None], stderr: _Tail) -> None:
+        async with trio.open_nursery() as nursery:
+            if process.stdin is not None:
+                nursery.start_soon(_feed, process.stdin, prompt.encode("utf-8", "surrogateescape"))
+            nursery.start_soon(_pump, process.stdout, write)
+            nursery.start_soon(stderr.collect, process.stderr)
+            await process.wait()
+            # A child the command left running can hold the pipes open forever.
+            nursery.cancel_scope.deadline = trio.current_time() + DRAIN_GRACE
+
+    def _judge(self, status: int | None, stderr: _Tail) -> None:
+        if status is None or status == 0:
+            return
+        if status < 0:
+            name = _signal_name(-status)
+            if self._signalled:
+                raise TurnFailed(f"killed by {name}: the session was stopped")
+            raise AgentExited(f"killed by signal {name}")
+        line = stderr.last_line()
+        raise TurnFailed(f"exit status {status}: {line}" if line else f"exit status {status}")
+
+
+# ---------------------------------------------------------------- helpers
+
+
+async def _feed(stdin: trio.abc.SendStream, data: bytes) -> None:
+    try:
+        await stdin.send_all(data)
+    except (trio.BrokenResourceError, trio.ClosedResourceError):
+        pass  # the program stopped reading; its exit status tells the story
+    finally:
+        await stdin.aclose()  # EOF: the prompt is complete
+
+
+async def _pump(stream: trio.abc.ReceiveStream, write: Callable[[str], None]) -> None:
+    """Stream stdout as text; the incremental decoder never splits a character."""
+    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    while chunk := await stream.receive_some(READ_SIZE):
+        if text := decoder.decode(chunk):
+            write(text)
+    if text := decoder.decode(b"", final=True):
+        write(text)
+
+
+class _Tail:
+    """The last `keep` bytes of a stream."""
+
+    def __init__(self, keep: int):
+        self.keep = keep
+        self.data = bytearray()
+
+    async def collect(self, stream: trio.abc.ReceiveStream) -> None:
+        while chunk := await stream.receive_some(READ_SIZE):
+            self.data += chunk
+            del self.data[: -self.keep]
+
+    def text(self) -> str:
+        return self.data.decode("utf-8", "replace")
+
+    def last_line(self) -> str:
+        lines = [line.strip() for line in self.text().splitlines() if line.strip()]
+        return lines[-1] if lines else ""
+
+
+async def _reap(process: trio.Process) -> None:
+    """Close the pipes and wait for the process, killing its group if it still runs."""
+    if process.returncode is None:
+        _killpg(process, signal.SIGTERM)
+        with trio.move_on_after(KILL_GRACE):
+            await process.wait()
+        _killpg(process, signal.SIGKILL)  # also children that ignored SIGTERM
+        await process.wait()
+    for stream in (process.stdin, process.stdout, process.stderr):
+        if stream is not None:
+            await stream.aclose()
+
+
+def _killpg(process: trio.Process, sig: signal.Signals) -> None:
+    try:
+        os.killpg(process.pid, sig)  # start_new_session: the group id is the pid
+    except (ProcessLookupError, PermissionError):
+        pass  # the whole group is gone already
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return str(number)

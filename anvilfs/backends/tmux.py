@@ -1,0 +1,323 @@
+"""Interactive agents in tmux windows: prompts are typed in, the pane is the answer.
+
+One tmux session per anvilfs namespace (named by the caller), one window
+per anvilfs session, on the default tmux server, so a person can
+`tmux attach -t <session>` to watch an agent or take over from it.
+
+    start      new-window (new-session the first time) running argv ({model}
+               {name} {cwd} {conversation} filled in) in the session's cwd,
+               with config.env + session.env; then ready_seconds for the
+               program to come up
+    turn       load-buffer (prompt on stdin) + paste-buffer + send-keys Enter;
+               the turn ends when the agent's hook reports `await`
+               (turn_end = "hook") or the pane has been unchanged for
+               quiet_seconds (turn_end = "quiet"). The answer is what the
+               pane gained from the cursor's row at the moment of typing
+               (echoed prompt included), streamed a line at a time. A
+               person resizing the window during a turn can shift it.
+    interrupt  Ctrl-C into the pane
+    stop       Ctrl-C, then kill-window; kill: kill-window
+
+tmux is only ever run with argv lists, never through a shell: the prompt is
+data. A cancelled turn leaves the program alone (the server may be shutting
+down; the agent outlives it), and a restarted server finds the pane again
+through ``adopt`` with what ``saved`` returned.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from dataclasses import dataclass
+
+import trio
+
+from ..config.model import TmuxBackendConfig, placeholders
+from ..sessions.backend import Agent, AgentExited, AgentFailed, Backend, Output, SessionInfo
+
+POLL = 0.1  # seconds between looks at the pane during a turn
+EXIT_POLL = 0.5  # seconds between looks for a pane that went away
+STOP_GRACE = 1.0  # seconds a stopped agent gets after Ctrl-C before its window is killed
+ANCHOR_ROWS = 3  # rows above a turn's start that find it again after the history was trimmed
+_PANE_FORMAT = "\t".join("#{%s}" % name for name in (
+    "pane_id", "pane_pid", "window_id", "pane_dead", "pane_dead_status", "history_size", "history_limit", "cursor_y"))
+
+
+@dataclass(frozen=True, slots=True)
+class Pane:
+    """One look at a pane; ``row`` is the cursor's row counted from the top of the history."""
+
+    id: str
+    pid: int
+    window: str
+    dead: bool
+    status: str
+    history: int  # rows in the history now
+    limit: int  # rows the history keeps; when full, tmux drops the oldest tenth
+    row: int
+
+    @classmethod
+    def parse(cls, line: str) -> Pane | None:
+        fields = line.rstrip("\n").split("\t")
+        if len(fields) != 8 or not fields[0].startswith("%"):
+            return None  # tmux answers an unknown pane with empty formats
+        pane, pid, window, dead, status, history, limit, cursor = fields
+        return cls(pane, int(pid), window, dead == "1", status, int(history), int(limit), int(history) + int(cursor))
+
+
+@dataclass(slots=True)
+class _Start:
+    """The row where a turn's text begins, found again as output scrolls and tmux trims the history.
+
+    A full history loses its oldest tenth (history_limit // 10 rows) at a
+    time. The rows seen at each look tell how many such trims happened, unless
+    a burst of output went past in between: then the rows just above the
+    start (the anchor) tell which of the possible places is right.
+    """
+
+    row: int  # counted from the top of the history
+    history: int  # history_size at the last look
+    anchor: list[str]  # the rows just above the start row
+
+    def find(self, pane: Pane, rows: list[str]) -> int:
+        """The start row's index in rows (the whole history and screen, as they are now)."""
+        chunk = max(pane.limit // 10, 1)
+        if pane.history < self.history:
+            self.row -= chunk * -((pane.history - self.history) // chunk)  # the fewest trims that explain it
+        self.history = pane.history
+        for row in range(self.row, 0, -chunk):  # the fewest trims first, then more
+            if rows[max(row - len(self.anchor), 0):row] == self.anchor[max(len(self.anchor) - row, 0):]:
+                self.row = row
+                break
+        return max(self.row, 0)
+
+
+class Tmux:
+    """tmux commands on one server: the default one, or a private one (-L socket) for tests."""
+
+    def __init__(self, socket: str | None = None):
+        self.argv = ["tmux", "-u", "-L", socket] if socket else ["tmux", "-u"]  # -u: UTF-8 whatever the locale
+
+    async def run(self, *args: str, stdin: bytes = b"") -> subprocess.CompletedProcess:
+        try:
+            return await trio.run_process([*self.argv, *args], stdin=stdin, capture_stdout=True,
+                                          capture_stderr=True, check=False)
+        except OSError as exc:
+            return subprocess.CompletedProcess(args, 127, b"", str(exc).encode())
+
+    async def pane(self, pane_id: str) -> Pane | None:
+        """The pane now, or None if it (or the whole tmux server) is gone."""
+        result = await self.run("display-message", "-p", "-t", pane_id, _PANE_FORMAT)
+        pane = Pane.parse(result.stdout.decode()) if result.returncode == 0 else None
+        return pane if pane is not None and pane.id == pane_id else None
+
+
+class TmuxBackend(Backend):
+    kind = "tmux"
+
+    def __init__(self, name: str, config: TmuxBackendConfig, *, tmux_session: str, tmux_socket: str | None = None):
+        super().__init__(name)
+        self.config = config
+        self.description = config.description
+        self.tmux_session = tmux_session
+        self.tmux = Tmux(tmux_socket)
+
+    def availability(self) -> str:
+        missing = [] if shutil.which("tmux") else ["tmux"]
+        program = self.config.argv[0]
+        path = self.config.env.get("PATH", os.environ.get("PATH", os.defpath))  # as the agent will see it
+        if not placeholders([program]) and not shutil.which(program, path=path):
+            missing.append(program)
+        return "missing: " + "; ".join(f"{name} not found on PATH" for name in missing) if missing else "ready"
+
+    def agent(self, session: SessionInfo, saved: dict | None = None) -> TmuxAgent:
+        return TmuxAgent(self, session)  # a previous agent's pane is not reused: start() makes a new one
+
+    async def adopt(self, session: SessionInfo, saved: dict) -> TmuxAgent | None:
+        pane = await self.tmux.pane(str(saved.get("pane", "")))
+        if pane is None or pane.dead or pane.pid != saved.get("pid"):
+            return None  # gone, or a new tmux server reused the pane id for something else
+        return TmuxAgent(self, session, pane)
+
+
+class TmuxAgent(Agent):
+    def __init__(self, backend: TmuxBackend, session: SessionInfo, pane: Pane | None = None):
+        self.backend = backend
+        self.session = session
+        self.config = backend.config
+        self.tmux = backend.tmux
+        self.pane = pane
+        self.pid = pane.pid if pane else None
+        self._turn_done: trio.Event | None = None  # while a hook-ended turn runs: set by hook("await")
+
+    # ------------------------------------------------------------ lifecycle
+
+    async def start(self) -> None:
+        if not os.path.isdir(self.session.cwd):
+            raise AgentFailed(f"cwd {self.session.cwd} is not a directory")
+        self.pane = await self._spawn()
+        self.pid = self.pane.pid
+        await trio.sleep(self.config.ready_seconds)
+        if await self._gone():
+            ready = self.config.ready_seconds
+            raise AgentFailed(f"{self.config.argv[0]} ended within ready_seconds ({ready:g}s) of starting")
+
+    def _argv(self) -> list[str]:
+        values = {"model": self.session.model, "cwd": self.session.cwd, "name": self.session.name,
+                  "conversation": self.session.conversation}
+        for needed in sorted(placeholders(self.config.argv)):
+            if needed == "prompt":
+                raise AgentFailed("a tmux agent's prompts are typed in: take {prompt} out of its argv")
+            if not values[needed]:
+                raise AgentFailed(f"argv needs {{{needed}}}, which session {self.session.name} does not have")
+        argv = [word.format_map(values) for word in self.config.argv]
+        return argv if len(argv) > 1 else ["env", *argv]  # tmux gives a lone word to the shell; more are exec'd
+
+    async def _spawn(self) -> Pane:
+        env = {**self.config.env, **self.session.env}
+        argv = self._argv()
+        window = ["-d", "-n", self.session.name, "-c", self.session.cwd,
+                  *(arg for key, value in env.items() for arg in ("-e", f"{key}={value}")),
+                  "-P", "-F", _PANE_FORMAT, "--", *argv]
+        tmux_session = self.backend.tmux_session
+        result = None
+        if (await self.tmux.run("has-session", "-t", f"={tmux_session}")).returncode != 0:
+            result = await self.tmux.run("new-session", "-s", tmux_session, *window)
+        if result is None or result.returncode != 0:  # it existed, or another session's start made it first
+            result = await self.tmux.run("new-window", "-t", f"={tmux_session}:", *window)
+        pane = Pane.parse(result.stdout.decode()) if result.returncode == 0 else None
+        if pane is None:
+            raise AgentFailed(f"tmux could not open a window in session {tmux_session}: "
+                              f"{result.stderr.decode().strip() or 'no pane reported'}")
+        return pane
+
+    async def wait_exit(self) -> str:
+        while not (reason := await self._gone()):
+            await trio.sleep(EXIT_POLL)
+        return reason
+
+    async def interrupt(self) -> None:
+        if self.pane is not None:
+            await self.tmux.run("send-keys", "-t", self.pane.id, "C-c")
+
+    async def stop(self) -> None:
+        await self.interrupt()
+        with trio.move_on_after(STOP_GRACE):
+            while not await self._gone():
+                await trio.sleep(POLL)
+        await self.kill()
+
+    async def kill(self) -> None:
+        pane = await self.tmux.pane(self.pane.id) if self.pane else None
+        if pane is not None and pane.pid == self.pid:
+            await self.tmux.run("kill-window", "-t", pane.window)  # the window the pane is in now
+
+    def saved(self) -> dict:
+        if self.pane is None:
+            return {}
+        return {"pane": self.pane.id, "window": self.pane.window, "pid": self.pane.pid}
+
+    async def _gone(self) -> str:
+        """Why the agent is gone, or "" while it runs."""
+        return self._reason(await self.tmux.pane(self.pane.id) if self.pane else None)
+
+    def _reason(self, pane: Pane | None) -> str:
+        if pane is None or pane.pid != self.pid:  # a new tmux server may give the id to another pane
+            return f"its tmux pane {self.pane.id if self.pane else '(none)'} is gone"
+        if pane.dead:
+            return f"{self.config.argv[0]} exited with status {pane.status or '?'} (its tmux pane {pane.id} remains)"
+        return ""
+
+    # ------------------------------------------------------------ turns
+
+    def hook(self, word: str) -> bool:
+        if self.config.turn_end != "hook":
+            return False
+        if word == "await" and self._turn_done is not None:
+            self._turn_done.set()
+        return True  # outside a turn: a person typed into the pane; the session records it
+
+    async def turn(self, prompt: str, output: Output) -> None:
+        self._turn_done = trio.Event() if self.config.turn_end == "hook" else None
+        try:
+            pane, rows = await self._snapshot()
+            rows += [""] * (pane.row - len(rows))  # blank rows at the end come without text
+            start = _Start(pane.row, pane.history, rows[max(pane.row - ANCHOR_ROWS, 0):pane.row])
+            await self._type(pane.id, prompt)
+            await self._follow(start, output)
+        finally:
+            self._turn_done = None  # cancelled or not, the program is left alone (see interrupt)
+
+    async def _type(self, pane_id: str, prompt: str) -> None:
+        text = prompt.rstrip("\r\n")
+        if text:
+            buffer = f"anvilfs-{pane_id}"
+            await self._run("load-buffer", "-b", buffer, "-", stdin=text.encode())
+            # -p: bracketed paste where the program asked for it, so a multi-line prompt is one prompt
+            await self._run("paste-buffer", "-p", "-d", "-b", buffer, "-t", pane_id)
+        await self._run("send-keys", "-t", pane_id, "Enter")
+
+    async def _follow(self, start: _Start, output: Output) -> None:
+        """Stream what the pane gains until the turn ends, then write the rest."""
+        written = 0
+        last: list[str] | None = None
+        quiet_since = trio.current_time()
+        while True:
+            lines = await self._gained(start)
+            written = _write_lines(output, lines[:-1], written)  # the last line may still change
+            if self._turn_done is not None:
+                if self._turn_done.is_set():
+                    break  # after one more look, taken once the hook had fired
+                with trio.move_on_after(POLL):
+                    await self._turn_done.wait()
+                continue
+            if lines != last:
+                last, quiet_since = lines, trio.current_time()
+            elif trio.current_time() - quiet_since >= self.config.quiet_seconds:
+                break
+            await trio.sleep(POLL)
+        _write_lines(output, lines, written)
+
+    async def _gained(self, start: _Start) -> list[str]:
+        """The pane's lines from the start row on (wrapped lines joined, trailing blanks dropped)."""
+        for _ in range(5):  # if output scrolls between the two looks, the start moved: look again
+            pane, rows = await self._snapshot()
+            top = start.find(pane, rows) - pane.history  # 0 is the first visible row, history is negative
+            first = str(top) if top > -pane.history else "-"  # the start may have left the history
+            answer = await self._run("capture-pane", "-p", "-J", "-t", pane.id, "-S", first, "-E", "-",
+                                     ";", "display-message", "-p", "-t", pane.id, "#{history_size}")
+            text, _, history = answer.rstrip("\n").rpartition("\n")
+            if history == str(pane.history):
+                break
+        return _lines(text)
+
+    async def _snapshot(self) -> tuple[Pane, list[str]]:
+        """The pane and all its rows (history, then screen), seen at one moment; AgentExited if it is gone."""
+        pane_id = self.pane.id if self.pane else "(none)"
+        result = await self.tmux.run("display-message", "-p", "-t", pane_id, _PANE_FORMAT,
+                                     ";", "capture-pane", "-p", "-t", pane_id, "-S", "-", "-E", "-")
+        line, _, text = result.stdout.decode(errors="replace").partition("\n")
+        pane = Pane.parse(line) if result.returncode == 0 else None
+        if reason := self._reason(pane):
+            raise AgentExited(reason)
+        return pane, _lines(text)
+
+    async def _run(self, *args: str, stdin: bytes = b"") -> str:
+        result = await self.tmux.run(*args, stdin=stdin)
+        if result.returncode != 0:
+            raise AgentExited(await self._gone() or f"tmux {args[0]}: {result.stderr.decode().strip()}")
+        return result.stdout.decode(errors="replace")
+
+
+def _lines(text: str) -> list[str]:
+    """capture-pane's rows or lines, without the blank ones at the end."""
+    return text.rstrip().split("\n") if text.strip() else []
+
+
+def _write_lines(output: Output, lines: list[str], written: int) -> int:
+    """Write lines[written:] (each ending in a newline); return how many are written now."""
+    if len(lines) > written:
+        output.write("".join(line + "\n" for line in lines[written:]))
+        return len(lines)
+    return written

@@ -1,0 +1,171 @@
+#!/usr/bin/env python3
+"""A fake coding agent for tests; it behaves like `claude -p` and says it is fake.
+
+    fake_agent.py [-p] [--session-id ID | --resume ID] [--prompt TEXT] [--model M]
+    fake_agent.py --interactive [--session-id ID]
+
+The prompt comes from --prompt or stdin. Conversations live in
+$FAKE_AGENT_STATE (default: $TMPDIR/fake-agent-state), one file per id,
+and, like claude, --session-id refuses an id already used and --resume
+refuses one never started. The answer names "conversation ID turn N".
+
+Directives anywhere in the prompt:
+    fake:fail   message on stderr, exit 3
+    fake:hang   say so, then sleep until killed
+    fake:family like hang, with a child process in the same group (prints its pid)
+    fake:crash  SIGKILL itself
+    fake:slow   the answer in pieces 0.2 s apart; with $FAKE_AGENT_GATE set,
+                wait after the first piece until that file exists
+    fake:env    print ANVILFS_SESSION, FAKE_AGENT_STATE and the cwd
+    fake:utf8   print "x" then "é" * 5000, written in odd-sized byte pieces
+
+--interactive: print a prompt marker, answer each line read from the
+terminal; if $ANVILFS_HOOK is set, run `$ANVILFS_HOOK running` before and
+`$ANVILFS_HOOK await` after each answer. `/quit` or EOF ends it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shlex
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+MARKER = "fake> "
+_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}\Z")
+
+
+def say(text: str) -> None:
+    sys.stdout.write(text)
+    sys.stdout.flush()
+
+
+def fail(text: str, status: int) -> None:
+    sys.stderr.write(f"[fake agent] {text}\n")
+    sys.stderr.flush()
+    sys.exit(status)
+
+
+def state_dir() -> str:
+    path = os.environ.get("FAKE_AGENT_STATE") or os.path.join(tempfile.gettempdir(), "fake-agent-state")
+    os.makedirs(path, exist_ok=True)
+    return path
+
+
+def next_turn(conversation: str, new: bool) -> int:
+    """Count one more run of the conversation; claude's rules for new and resumed ids."""
+    if not _ID.match(conversation):
+        fail(f"bad conversation id {conversation!r}", 2)
+    path = os.path.join(state_dir(), conversation + ".turns")
+    exists = os.path.exists(path)
+    if new and exists:
+        fail(f"session id {conversation} is already in use", 1)
+    if not new and not exists:
+        fail(f"no conversation found with session id {conversation}", 1)
+    with open(path, "a+") as f:
+        f.seek(0)
+        turn = int(f.read() or 0) + 1
+        f.seek(0)
+        f.truncate()
+        f.write(str(turn))
+    return turn
+
+
+def act(prompt: str) -> None:
+    """Directives that end or stall the run before any answer."""
+    if "fake:fail" in prompt:
+        fail("failing because the prompt said fake:fail", 3)
+    if "fake:crash" in prompt:
+        os.kill(os.getpid(), signal.SIGKILL)
+    if "fake:family" in prompt:
+        child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3600)"])
+        say(f"[fake agent] child {child.pid}\n")
+    if "fake:hang" in prompt or "fake:family" in prompt:
+        say("[fake agent] hanging until killed\n")
+        while True:
+            time.sleep(3600)
+
+
+def answer(prompt: str, conversation: str, turn: int) -> None:
+    act(prompt)
+    if "fake:env" in prompt:
+        for name in ("ANVILFS_SESSION", "FAKE_AGENT_STATE"):
+            say(f"{name}={os.environ.get(name, '')}\n")
+        say(f"cwd={os.getcwd()}\n")
+    if "fake:utf8" in prompt:
+        data = ("x" + "é" * 5000).encode()
+        for i in range(0, len(data), 999):  # odd sizes: most pieces end mid-character
+            sys.stdout.buffer.write(data[i : i + 999])
+            sys.stdout.flush()
+            time.sleep(0.01)
+        say("\n")
+    first = prompt.strip().splitlines()[0] if prompt.strip() else ""
+    pieces = [
+        f"[fake agent] conversation {conversation} turn {turn}: ",
+        "this answer comes from tests/fakes/fake_agent.py, not from a model.\n",
+        f"You wrote {len(prompt.encode())} bytes; the first line was: {first}\n",
+    ]
+    slow = "fake:slow" in prompt
+    for number, piece in enumerate(pieces):
+        if slow and number:
+            time.sleep(0.2)
+        say(piece)
+        if slow and number == 0:
+            wait_for_gate()
+
+
+def wait_for_gate() -> None:
+    gate = os.environ.get("FAKE_AGENT_GATE")
+    while gate and not os.path.exists(gate):
+        time.sleep(0.01)
+
+
+def hook(word: str) -> None:
+    command = os.environ.get("ANVILFS_HOOK")
+    if command:
+        subprocess.run([*shlex.split(command), word], check=False)
+
+
+def interactive(conversation: str) -> None:
+    turn = 0
+    while True:
+        say(MARKER)
+        line = sys.stdin.readline()
+        if not line or line.strip() == "/quit":
+            return
+        turn += 1
+        hook("running")
+        if "fake:fail" in line:
+            sys.stderr.write("[fake agent] failing because the prompt said fake:fail\n")
+        else:
+            answer(line, conversation, turn)
+        hook("await")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description="a fake coding agent for anvilfs tests")
+    parser.add_argument("-p", "--print", action="store_true", help="ignored (claude compatibility)")
+    parser.add_argument("--session-id")
+    parser.add_argument("--resume")
+    parser.add_argument("--prompt")
+    parser.add_argument("--model", default="")
+    parser.add_argument("--interactive", action="store_true")
+    args = parser.parse_args()
+    if args.interactive:
+        interactive(args.session_id or args.resume or "-")
+        return
+    prompt = args.prompt if args.prompt is not None else sys.stdin.read()
+    conversation = args.session_id or args.resume
+    turn = next_turn(conversation, new=args.resume is None) if conversation else 1
+    if args.model:
+        say(f"[fake agent] model {args.model}\n")
+    answer(prompt, conversation or "-", turn)
+
+
+if __name__ == "__main__":
+    main()

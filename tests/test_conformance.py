@@ -1,0 +1,190 @@
+"""One conformance suite that every backend kind passes (SPEC §5).
+
+Each kind runs a real agent: `sim`; the fake agent CLI as a per-turn
+`command`; the same fake inside real tmux, reporting turns through the
+shipped hook script over a real 9P connection; and an OpenAI-compatible
+streaming server on loopback. The suite drives sessions through the
+session manager and waits on their change signals, never on sleeps.
+
+"Crash" means the agent's process dies (the fake kills itself, the tmux
+pane's program exits): the session goes `exited` and is restarted with
+backoff. An HTTP endpoint has no process of ours to crash; its hard
+failure (HTTP 500) leaves the session in `error`, still usable.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import trio
+
+from anvilfs.app import App
+from anvilfs.backends import CommandBackend, OpenAIBackend, SimBackend
+from anvilfs.config import CommandBackendConfig, OpenAIBackendConfig
+from anvilfs.fs.cursors import WaitCursor
+from anvilfs.sessions import Backend, RestartPolicy, Session, State
+from harness.fakes import FAKE_AGENT, fake_openai_server
+
+GUARD = 60  # seconds: a broken backend fails the test instead of hanging it
+
+
+@dataclass(frozen=True)
+class Kind:
+    """How the suite drives one backend kind."""
+
+    name: str
+    backends: Callable[[Path], contextlib.AbstractContextManager[Backend]]
+    mark: str  # text in every answer
+    hang: str  # a prompt whose turn never ends by itself
+    crash: str  # a prompt whose turn kills the agent
+    crash_state: State  # where a crash leaves the session before any restart
+
+
+@contextlib.contextmanager
+def sim_backend(tmp: Path) -> Iterator[Backend]:
+    yield SimBackend("agent")
+
+
+@contextlib.contextmanager
+def command_backend(tmp: Path) -> Iterator[Backend]:
+    yield CommandBackend("agent", CommandBackendConfig(
+        kind="command",
+        argv=[sys.executable, str(FAKE_AGENT), "-p", "--session-id", "{conversation}"],
+        resume_argv=[sys.executable, str(FAKE_AGENT), "-p", "--resume", "{conversation}"],
+        env={"FAKE_AGENT_STATE": str(tmp / "fake-state")},
+    ))
+
+
+@contextlib.contextmanager
+def openai_backend(tmp: Path) -> Iterator[Backend]:
+    with fake_openai_server(tmp) as server:
+        yield OpenAIBackend("agent", OpenAIBackendConfig(kind="openai", url=server.url, model="fake-model"))
+
+
+KINDS = [
+    Kind("sim", sim_backend, "[simulated]", "sim:hang", "sim:exit", State.EXITED),
+    Kind("command", command_backend, "[fake agent]", "fake:hang", "fake:crash", State.EXITED),
+    Kind("openai", openai_backend, "[fake openai]", "fake:hang", "fake:fail", State.ERROR),
+]
+
+
+@pytest.fixture(params=KINDS, ids=lambda k: k.name)
+async def world(request, tmp_path):
+    """A running App whose only backend is `agent` of the kind under test."""
+    kind: Kind = request.param
+    with kind.backends(tmp_path) as backend:
+        app = App(backends={"agent": backend}, restart=RestartPolicy(first_delay=0.05, max_delay=0.2, max_restarts=3))
+        async with trio.open_nursery() as nursery:
+            await nursery.start(app.run)
+            yield kind, app
+            for session in app.sessions.all():
+                if session.state not in (State.STOPPED, State.EXITED):
+                    app.sessions.stop(session.name, kill=True)
+            await trio.testing.wait_all_tasks_blocked()
+            nursery.cancel_scope.cancel()
+
+
+async def settle(session: Session, predicate: Callable[[], bool]) -> None:
+    """Wait for the session's state to satisfy predicate (woken by its changes)."""
+    with trio.fail_after(GUARD):
+        while not predicate():
+            await session.changes.wait_changed(session.changes.version)
+
+
+async def hanging(app: App, session: Session, prompt: str) -> None:
+    """Submit a prompt that hangs, and return once its turn has said something.
+
+    Only then is the agent surely past its start (a CLI has read its prompt
+    and recorded the conversation).
+    """
+    app.sessions.submit(session.name, prompt, "tester")
+    await settle(session, lambda: session.state is State.RUNNING)
+    turn = session.turn
+    with trio.fail_after(GUARD):
+        while not turn.chunks:
+            await turn.changes.wait_changed(turn.changes.version)
+
+
+async def answered(app: App, session: Session, prompt: str) -> str:
+    turns = session.turn_count
+    app.sessions.submit(session.name, prompt, "tester")
+    await settle(session, lambda: session.turn_count > turns and not session.busy)
+    return session.out
+
+
+async def test_start_reaches_idle(world):
+    kind, app = world
+    s = app.sessions.new("agent", "/tmp", name="c1")
+    await settle(s, lambda: s.state is not State.STARTING)
+    assert s.state is State.IDLE, s.status_line()
+
+
+async def test_two_turns_put_their_answers_in_out(world):
+    kind, app = world
+    s = app.sessions.new("agent", "/tmp", name="c1")
+    first = await answered(app, s, "first question")
+    assert s.state is State.AWAIT, s.status_line()
+    assert kind.mark in first
+    second = await answered(app, s, "second question")
+    assert kind.mark in second and second != first
+    log = s.log_text()
+    assert log.index("first question") < log.index("second question")
+
+
+async def test_wait_blocks_until_the_turn_ends(world):
+    kind, app = world
+    s = app.sessions.new("agent", "/tmp", name="c1")
+    app.sessions.submit("c1", "hello", "tester")
+    cursor = WaitCursor(s)
+    assert not cursor.ready(0)  # a queued prompt makes the session busy at once
+    with trio.fail_after(GUARD):
+        await cursor.wait_ready(0)
+    assert cursor.read(0, 100) == b"await\n"
+    assert kind.mark in s.out
+
+
+async def test_interrupt_ends_a_hanging_turn(world):
+    kind, app = world
+    s = app.sessions.new("agent", "/tmp", name="c1")
+    await hanging(app, s, kind.hang)
+    app.sessions.interrupt("c1")
+    await settle(s, lambda: s.state is not State.RUNNING)
+    assert s.state is State.AWAIT and s.detail == "interrupted"
+    assert kind.mark in s.out  # what the turn said before it was interrupted
+    assert kind.mark in await answered(app, s, "still there?"), s.status_line() + s.log_text()
+
+
+async def test_crash_then_recovery(world):
+    kind, app = world
+    s = app.sessions.new("agent", "/tmp", name="c1")
+    await answered(app, s, "before")
+    app.sessions.submit("c1", kind.crash, "tester")
+    app.sessions.submit("c1", "after the crash", "tester")  # must not be lost
+    await settle(s, lambda: not s.busy)
+    assert s.state is State.AWAIT, s.status_line()
+    # the crash state may last no time at all (the queued prompt runs at once): the events show it
+    assert f"c1 {kind.crash_state.value}" in app.events.text()
+    assert "after the crash" in s.log_text() and kind.mark in s.out
+    if kind.crash_state is State.EXITED:
+        assert "c1 restarting in" in app.events.text()
+
+
+async def test_stop_ends_the_agent(world):
+    kind, app = world
+    s = app.sessions.new("agent", "/tmp", name="c1")
+    await hanging(app, s, kind.hang)
+    pid = s.agent.pid
+    app.sessions.stop("c1")
+    assert s.state is State.STOPPED and not s.busy
+    await trio.testing.wait_all_tasks_blocked()
+    if pid is not None:  # the agent's process is gone
+        with pytest.raises(ProcessLookupError):
+            for _ in range(200):
+                os.kill(pid, 0)
+                await trio.sleep(0.05)  # bounded wait for an external process to be reaped
