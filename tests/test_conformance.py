@@ -1,10 +1,12 @@
 """One conformance suite that every backend kind passes (SPEC §5).
 
 Each kind runs a real agent: `sim`; the fake agent CLI as a per-turn
-`command`; the same fake inside real tmux, reporting turns through the
-shipped hook script over a real 9P connection; and an OpenAI-compatible
-streaming server on loopback. The suite drives sessions through the
-session manager and waits on their change signals, never on sleeps.
+`command`; the same fake inside real tmux (a private tmux server),
+reporting turns through the shipped hook script, which writes `status`
+over a real 9P connection to the server under test; and an
+OpenAI-compatible streaming server on loopback. The suite drives sessions
+through the session manager and waits on their change signals, never on
+sleeps.
 
 "Crash" means the agent's process dies (the fake kills itself, the tmux
 pane's program exits): the session goes `exited` and is restarted with
@@ -16,7 +18,11 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
+import subprocess
 import sys
+import tempfile
+import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,11 +31,15 @@ import pytest
 import trio
 
 from anvilfs.app import App
-from anvilfs.backends import CommandBackend, OpenAIBackend, SimBackend
-from anvilfs.config import CommandBackendConfig, OpenAIBackendConfig
+from anvilfs.backends import CommandBackend, OpenAIBackend, SimBackend, TmuxBackend
+from anvilfs.config import CommandBackendConfig, OpenAIBackendConfig, TmuxBackendConfig
 from anvilfs.fs.cursors import WaitCursor
+from anvilfs.server import Server, ServerOptions
 from anvilfs.sessions import Backend, RestartPolicy, Session, State
 from harness.fakes import FAKE_AGENT, fake_openai_server
+
+HOOK = Path(__file__).resolve().parent.parent / "hooks" / "anvilfs-status"
+BIN = Path(sys.executable).parent  # where the `anvilfs` command the hook runs lives
 
 GUARD = 60  # seconds: a broken backend fails the test instead of hanging it
 
@@ -39,7 +49,7 @@ class Kind:
     """How the suite drives one backend kind."""
 
     name: str
-    backends: Callable[[Path], contextlib.AbstractContextManager[Backend]]
+    backends: Callable[[Path], contextlib.AbstractContextManager[Backend]]  # given a scratch dir
     mark: str  # text in every answer
     hang: str  # a prompt whose turn never ends by itself
     crash: str  # a prompt whose turn kills the agent
@@ -67,9 +77,22 @@ def openai_backend(tmp: Path) -> Iterator[Backend]:
         yield OpenAIBackend("agent", OpenAIBackendConfig(kind="openai", url=server.url, model="fake-model"))
 
 
+@contextlib.contextmanager
+def tmux_backend(tmp: Path) -> Iterator[Backend]:
+    socket = f"anvilfs-test-{uuid.uuid4().hex[:8]}"
+    try:
+        yield TmuxBackend("agent", TmuxBackendConfig(
+            kind="tmux", argv=[sys.executable, str(FAKE_AGENT), "--interactive"], turn_end="hook", ready_seconds=0.3,
+            env={"ANVILFS_HOOK": str(HOOK), "PATH": f"{BIN}:{os.environ['PATH']}", "FAKE_AGENT_STATE": str(tmp / "fake-state")},
+        ), tmux_session="anvilfs-conformance", tmux_socket=socket)
+    finally:
+        subprocess.run(["tmux", "-L", socket, "kill-server"], capture_output=True)
+
+
 KINDS = [
     Kind("sim", sim_backend, "[simulated]", "sim:hang", "sim:exit", State.EXITED),
     Kind("command", command_backend, "[fake agent]", "fake:hang", "fake:crash", State.EXITED),
+    Kind("tmux", tmux_backend, "[fake agent]", "fake:hang", "fake:crash", State.EXITED),
     Kind("openai", openai_backend, "[fake openai]", "fake:hang", "fake:fail", State.ERROR),
 ]
 
@@ -78,16 +101,21 @@ KINDS = [
 async def world(request, tmp_path):
     """A running App whose only backend is `agent` of the kind under test."""
     kind: Kind = request.param
-    with kind.backends(tmp_path) as backend:
-        app = App(backends={"agent": backend}, restart=RestartPolicy(first_delay=0.05, max_delay=0.2, max_restarts=3))
+    scratch = Path(tempfile.mkdtemp(prefix="anvc.", dir="/tmp"))  # short: a socket path has 108 bytes
+    options = ServerOptions(namespace=str(scratch / "ns"), state_dir=str(scratch / "state"))
+    address = f"unix!{options.socket_path}"
+    with kind.backends(scratch) as backend:
+        app = App(backends={"agent": backend}, restart=RestartPolicy(first_delay=0.05, max_delay=0.2, max_restarts=3),
+                  state_dir=options.state_dir, agent_env=lambda name: {"ANVILFS_SESSION": name, "ANVILFS_ADDRESS": address})
         async with trio.open_nursery() as nursery:
-            await nursery.start(app.run)
+            await nursery.start(Server(app, options).run)  # the hook of tmux agents writes status over 9P
             yield kind, app
             for session in app.sessions.all():
                 if session.state not in (State.STOPPED, State.EXITED):
                     app.sessions.stop(session.name, kill=True)
             await trio.testing.wait_all_tasks_blocked()
             nursery.cancel_scope.cancel()
+    shutil.rmtree(scratch, ignore_errors=True)
 
 
 async def settle(session: Session, predicate: Callable[[], bool]) -> None:
@@ -97,17 +125,17 @@ async def settle(session: Session, predicate: Callable[[], bool]) -> None:
             await session.changes.wait_changed(session.changes.version)
 
 
-async def hanging(app: App, session: Session, prompt: str) -> None:
-    """Submit a prompt that hangs, and return once its turn has said something.
+async def hanging(app: App, session: Session, kind: Kind) -> None:
+    """Submit a prompt that hangs, and return once its turn has answered something.
 
     Only then is the agent surely past its start (a CLI has read its prompt
     and recorded the conversation).
     """
-    app.sessions.submit(session.name, prompt, "tester")
+    app.sessions.submit(session.name, kind.hang, "tester")
     await settle(session, lambda: session.state is State.RUNNING)
     turn = session.turn
     with trio.fail_after(GUARD):
-        while not turn.chunks:
+        while kind.mark not in turn.text():
             await turn.changes.wait_changed(turn.changes.version)
 
 
@@ -152,7 +180,7 @@ async def test_wait_blocks_until_the_turn_ends(world):
 async def test_interrupt_ends_a_hanging_turn(world):
     kind, app = world
     s = app.sessions.new("agent", "/tmp", name="c1")
-    await hanging(app, s, kind.hang)
+    await hanging(app, s, kind)
     app.sessions.interrupt("c1")
     await settle(s, lambda: s.state is not State.RUNNING)
     assert s.state is State.AWAIT and s.detail == "interrupted"
@@ -178,7 +206,7 @@ async def test_crash_then_recovery(world):
 async def test_stop_ends_the_agent(world):
     kind, app = world
     s = app.sessions.new("agent", "/tmp", name="c1")
-    await hanging(app, s, kind.hang)
+    await hanging(app, s, kind)
     pid = s.agent.pid
     app.sessions.stop("c1")
     assert s.state is State.STOPPED and not s.busy
@@ -187,4 +215,4 @@ async def test_stop_ends_the_agent(world):
         with pytest.raises(ProcessLookupError):
             for _ in range(200):
                 os.kill(pid, 0)
-                await trio.sleep(0.05)  # bounded wait for an external process to be reaped
+                await trio.sleep(0.05)  # bounded wait for an external process to end

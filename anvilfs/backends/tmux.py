@@ -171,15 +171,16 @@ class TmuxAgent(Agent):
                 raise AgentFailed("a tmux agent's prompts are typed in: take {prompt} out of its argv")
             if not values[needed]:
                 raise AgentFailed(f"argv needs {{{needed}}}, which session {self.session.name} does not have")
-        argv = [word.format_map(values) for word in self.config.argv]
-        return argv if len(argv) > 1 else ["env", *argv]  # tmux gives a lone word to the shell; more are exec'd
+        return [word.format_map(values) for word in self.config.argv]
 
     async def _spawn(self) -> Pane:
         env = {**self.config.env, **self.session.env}
-        argv = self._argv()
-        window = ["-d", "-n", self.session.name, "-c", self.session.cwd,
-                  *(arg for key, value in env.items() for arg in ("-e", f"{key}={value}")),
-                  "-P", "-F", _PANE_FORMAT, "--", *argv]
+        # Through env(1) rather than tmux's -e: tmux 3.3 ignores -e PATH (the
+        # client's PATH wins), and env makes even a lone word an exec'd
+        # argv (tmux gives a single word to the shell). env execs, so the
+        # pane's pid is the program's.
+        argv = ["env", *(f"{key}={value}" for key, value in env.items()), *self._argv()]
+        window = ["-d", "-n", self.session.name, "-c", self.session.cwd, "-P", "-F", _PANE_FORMAT, "--", *argv]
         tmux_session = self.backend.tmux_session
         result = None
         if (await self.tmux.run("has-session", "-t", f"={tmux_session}")).returncode != 0:
@@ -265,7 +266,7 @@ class TmuxAgent(Agent):
         quiet_since = trio.current_time()
         while True:
             lines = await self._gained(start)
-            written = _write_lines(output, lines[:-1], written)  # the last line may still change
+            written = _write_lines(output, lines[:-1], written)  # the cursor's line may still change
             if self._turn_done is not None:
                 if self._turn_done.is_set():
                     break  # after one more look, taken once the hook had fired
@@ -277,20 +278,24 @@ class TmuxAgent(Agent):
             elif trio.current_time() - quiet_since >= self.config.quiet_seconds:
                 break
             await trio.sleep(POLL)
-        _write_lines(output, lines, written)
+        _write_lines(output, _lines("\n".join(lines)), written)
 
     async def _gained(self, start: _Start) -> list[str]:
-        """The pane's lines from the start row on (wrapped lines joined, trailing blanks dropped)."""
+        """The pane's lines from the start row to the cursor's row (wrapped lines joined).
+
+        Every line but the last (the cursor's) is complete.
+        """
         for _ in range(5):  # if output scrolls between the two looks, the start moved: look again
             pane, rows = await self._snapshot()
             top = start.find(pane, rows) - pane.history  # 0 is the first visible row, history is negative
             first = str(top) if top > -pane.history else "-"  # the start may have left the history
-            answer = await self._run("capture-pane", "-p", "-J", "-t", pane.id, "-S", first, "-E", "-",
+            cursor = str(pane.row - pane.history)
+            answer = await self._run("capture-pane", "-p", "-J", "-t", pane.id, "-S", first, "-E", cursor,
                                      ";", "display-message", "-p", "-t", pane.id, "#{history_size}")
             text, _, history = answer.rstrip("\n").rpartition("\n")
             if history == str(pane.history):
                 break
-        return _lines(text)
+        return text.split("\n")
 
     async def _snapshot(self) -> tuple[Pane, list[str]]:
         """The pane and all its rows (history, then screen), seen at one moment; AgentExited if it is gone."""

@@ -21,7 +21,8 @@ Directives anywhere in the prompt:
 
 --interactive: print a prompt marker, answer each line read from the
 terminal; if $ANVILFS_HOOK is set, run `$ANVILFS_HOOK running` before and
-`$ANVILFS_HOOK await` after each answer. `/quit` or EOF ends it.
+`$ANVILFS_HOOK await` after each answer. Ctrl-C cancels the answer being
+given (no await then) and waits for the next line. `/quit` or EOF ends it.
 """
 
 from __future__ import annotations
@@ -140,10 +141,14 @@ def interactive(conversation: str) -> None:
             return
         turn += 1
         hook("running")
-        if "fake:fail" in line:
-            sys.stderr.write("[fake agent] failing because the prompt said fake:fail\n")
-        else:
-            answer(line, conversation, turn)
+        try:
+            if "fake:fail" in line:
+                sys.stderr.write("[fake agent] failing because the prompt said fake:fail\n")
+            else:
+                answer(line, conversation, turn)
+        except KeyboardInterrupt:  # Ctrl-C cancels the answer, as in claude; no await hook then
+            say("\n[fake agent] interrupted\n")
+            continue
         hook("await")
 
 
