@@ -239,3 +239,19 @@ async def test_ops_that_make_no_sense_get_errors_not_hangups():
 > Treaddir tag 12 fid 0 offset 0 count 100
 < Rlerror tag 12 ecode 9
 """)
+
+
+async def test_a_bug_behind_a_file_is_an_error_not_a_hangup():
+    async with served() as (app, [peer]):
+        app.sessions.new("sim", "/tmp", name="bot1")
+        app.sessions.get("bot1").log_text = lambda: 1 / 0  # a broken render
+        await peer.play(HELLO + """
+> Twalk tag 2 fid 0 newfid 1 wnames [bot1 log]
+< Rwalk tag 2 *
+> Topen tag 3 fid 1 mode 0
+< Ropen tag 3 *
+> Tread tag 4 fid 1 offset 0 count 100
+< Rerror tag 4 ename "internal error: ZeroDivisionError: division by zero"
+> Tstat tag 5 fid 0
+< Rstat tag 5 *
+""")

@@ -11,6 +11,7 @@ task it can cancel.
 from __future__ import annotations
 
 import errno
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -22,6 +23,9 @@ from ..ninep.dialect import MIN_MSIZE, UNKNOWN
 from ..ninep.fids import FidTable
 from ..tree import Caller, Directory, Handle, Node
 from .attrs import getattr_of, pack_dirents, pack_stats, qid_of, stat_of
+
+
+log = logging.getLogger("anvilfs.server")
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +88,9 @@ class Dispatcher:
             return handler(self, msg)
         except (AnvilError, RequestError) as exc:
             return self.error(msg, exc.message, exc.errno)
+        except Exception as exc:  # a bug behind one file must not take the connection down
+            log.exception("%s failed", type(msg).__name__)
+            return self.error(msg, f"internal error: {type(exc).__name__}: {exc}", errno.EIO)
 
     def error(self, msg: m.Message, text: str, code: int) -> m.Message:
         if not isinstance(msg, _ROUTINE_REFUSALS):

@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import uuid
@@ -25,6 +26,7 @@ from .session import Definition, Prompt, Session
 from .states import ACCEPTS_PROMPTS, Event, State
 from .store import SessionStore
 
+log = logging.getLogger("anvilfs.sessions")
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}\Z")
 
 
@@ -191,14 +193,16 @@ class Sessions:
 
     def interrupt(self, name: str) -> None:
         session = self.get(name)
-        scope = session.turn_scope
-        if session.state is not State.RUNNING or scope is None:
+        if session.state is not State.RUNNING:
             raise Busy(f"session {name} is {session.state.value}: there is no turn to interrupt")
-        agent = session.agent
+        agent, scope, turn = session.agent, session.turn_scope, session.turn
 
         async def interrupt_then_cancel() -> None:
             await agent.interrupt()
-            scope.cancel()
+            if scope is not None:
+                scope.cancel()  # the runner's turn: it ends the turn itself
+            elif session.turn is turn and session.state is State.RUNNING:
+                session.end_turn(Event.INTERRUPTED, "interrupted")  # a turn no runner drives (typed, or adopted)
 
         self._nursery.start_soon(interrupt_then_cancel)
 
@@ -264,8 +268,19 @@ class Sessions:
     def _start_runner(self, session: Session, *, adopted: bool = False) -> None:
         scope = trio.CancelScope()
         self._scopes[session.name] = scope
-        self._nursery.start_soon(lambda: run_session(session, scope, adopted=adopted, role_text=self._role_text,
-                                                     on_exit=self._after_exit))
+
+        async def guarded() -> None:
+            try:
+                await run_session(session, scope, adopted=adopted, role_text=self._role_text, on_exit=self._after_exit)
+            except Exception as exc:  # a bug in one session must not take the server down
+                log.exception("session %s: runner failed", session.name)
+                self.events.append(f"{session.name} internal error: {type(exc).__name__}: {exc}; write 'restart' to its ctl")
+                self._scopes.pop(session.name, None)
+                if session.state not in (State.STOPPED, State.EXITED):
+                    session.abort_turn("internal error")
+                    session.move(Event.EXIT, f"internal error: {exc}")
+
+        self._nursery.start_soon(guarded)
 
     def _role_text(self, role: str) -> str:
         return self.roles().get(role, "")

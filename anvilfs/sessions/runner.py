@@ -15,7 +15,7 @@ import trio
 
 from .backend import AgentExited, AgentFailed, TurnFailed
 from .session import Prompt, Session
-from .states import Event
+from .states import Event, State
 
 
 async def run_session(
@@ -67,7 +67,9 @@ async def _turns_until_exit(session: Session, role_text: Callable[[str], str]) -
 
         nursery.start_soon(watch)
         while True:
-            while not session.queue:
+            # a turn no runner drives (typed into a tmux pane, or adopted mid-turn)
+            # must end before the next queued prompt goes in
+            while not session.queue or session.state is State.RUNNING:
                 await session.changes.wait_changed(session.changes.version)
             try:
                 await _one_turn(session, session.queue.popleft(), role_text)

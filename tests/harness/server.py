@@ -114,8 +114,10 @@ def start_server(
             "--namespace", str(namespace), "--state", str(state), *extra_args]
     if trace:
         argv.append("--trace")
-    with open(trace_path, "wb") as err:
-        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=err, stderr=err, cwd=REPO_ROOT)
+    # the user's own configuration must not leak into tests: an empty config dir
+    env = os.environ | {"XDG_CONFIG_HOME": str(base / "xdg-config")}
+    with open(trace_path, "ab") as err:
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=err, stderr=err, cwd=REPO_ROOT, env=env)
     srv = AnvilServer(proc, base, namespace, state, trace_path)
     try:
         deadline = time.monotonic() + timeout
