@@ -75,7 +75,7 @@ async def unix_listener(path: str) -> trio.SocketListener:
     finally:
         os.umask(old)
     os.chmod(path, 0o600)
-    sock.listen(128)
+    sock.listen(stdsocket.SOMAXCONN)  # many agents' hooks and clients may connect at once
     return trio.SocketListener(sock)
 
 

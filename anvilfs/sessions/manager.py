@@ -74,14 +74,53 @@ class Sessions:
         self._scopes: dict[str, trio.CancelScope] = {}
         self._counter = 0
         self._nursery: trio.Nursery | None = None
+        self._dirty: set[Session] = set()
+        self._pending_log: dict[Session, list[str]] = {}
+        self._pending_out: set[Session] = set()
+        self._flush_wanted = trio.Event()
 
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
-        async with trio.open_nursery() as nursery:
-            self._nursery = nursery
-            if self.store is not None:
-                await self._restore_all()
-            task_status.started()
-            await trio.sleep_forever()
+        try:
+            async with trio.open_nursery() as nursery:
+                self._nursery = nursery
+                if self.store is not None:
+                    await self._restore_all()
+                    nursery.start_soon(self._flush_forever)
+                task_status.started()
+                await trio.sleep_forever()
+        finally:
+            self._flush()  # a clean stop leaves everything on disk
+
+    # ------------------------------------------------------------ saving
+    #
+    # A prompt is saved before its write is answered (submit). Other changes
+    # are marked and written by one task once the tasks that made them have
+    # run, so a burst of changes costs one write per session, not one each.
+
+    def _save_now(self, session: Session) -> None:
+        if self.store is not None:
+            self.store.save(session)
+            self._dirty.discard(session)
+
+    def _flush(self) -> None:
+        if self.store is None:
+            return
+        dirty, self._dirty = self._dirty, set()
+        for session in dirty:
+            self.store.save(session)
+        logs, self._pending_log = self._pending_log, {}
+        for session, parts in logs.items():
+            self.store.append_log(session, "".join(parts))
+        outs, self._pending_out = self._pending_out, set()
+        for session in outs:
+            self.store.save_out(session)
+
+    async def _flush_forever(self) -> None:
+        while True:
+            await self._flush_wanted.wait()
+            self._flush_wanted = trio.Event()
+            await trio.sleep(0)  # let the other woken tasks add their changes to this write
+            self._flush()
 
     # ------------------------------------------------------------ lookup
 
@@ -125,6 +164,7 @@ class Sessions:
         marks = " ephemeral" * ephemeral + " simulated" * chosen.simulated
         self.events.append(f"{name} new backend={backend} cwd={definition.cwd}{marks}")
         self._changed(session)
+        self._save_now(session)
         self._start_runner(session)
         return session
 
@@ -154,9 +194,10 @@ class Sessions:
 
     def _changed(self, session: Session) -> None:
         if self.store is not None:
-            self.store.save(session)
-            if session.turn is not None and session.turn.done and session.state in (State.AWAIT, State.IDLE):
-                self.store.save_out(session)
+            self._dirty.add(session)
+            if session.turn is not None and session.turn.done:
+                self._pending_out.add(session)
+            self._flush_wanted.set()
         line = f"{session.name} {session.state.value}"
         if session.detail:
             line += f" {session.detail}"
@@ -168,7 +209,8 @@ class Sessions:
 
     def _logged(self, session: Session, text: str) -> None:
         if self.store is not None:
-            self.store.append_log(session, text)
+            self._pending_log.setdefault(session, []).append(text)
+            self._flush_wanted.set()
 
     # ------------------------------------------------------------ prompts
 
@@ -186,6 +228,7 @@ class Sessions:
         """Queue a prompt; it runs when the agent is ready (after a restart, if it is down)."""
         session = self.check_prompt(name, len(text.encode()))
         session.enqueue(Prompt(text, sender))
+        self._save_now(session)  # on disk before the write that sent it is answered
         waiting = "" if session.state in ACCEPTS_PROMPTS else f"; session is {session.state.value}: write 'restart' to run it"
         self.events.append(f"{name} prompt queued ({len(session.queue)} waiting) from {sender}{waiting}")
 

@@ -13,11 +13,11 @@ on disk.
 from __future__ import annotations
 
 import os
+import tomllib
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-import tomlkit
-
+from . import tomlwrite
 from .session import Definition, Prompt, Session
 
 
@@ -49,20 +49,17 @@ class SessionStore:
         os.replace(tmp, path)
 
     def save(self, session: Session) -> None:
-        doc = tomlkit.document()
-        doc.add(tomlkit.comment("anvilfs session; rewritten by the server on every change"))
-        doc["session"] = {k: v for k, v in asdict(session.definition).items()}
-        doc["status"] = {
-            "state": session.state.value, "detail": session.detail, "turns": session.turn_count,
-            "restarts": session.restarts, "role_pending": session.role_pending,
+        doc = {
+            "session": asdict(session.definition),
+            "status": {
+                "state": session.state.value, "detail": session.detail, "turns": session.turn_count,
+                "restarts": session.restarts, "role_pending": session.role_pending,
+            },
+            "agent": session.agent.saved(),
+            "queue": [{"sender": p.sender, "at": p.at, "text": p.text} for p in session.queue],
         }
-        doc["agent"] = session.agent.saved()
-        if session.queue:
-            queue = tomlkit.aot()
-            for prompt in session.queue:
-                queue.append(tomlkit.item({"sender": prompt.sender, "at": prompt.at, "text": prompt.text}))
-            doc["queue"] = queue
-        self._replace(self._path(session.name, ".toml"), tomlkit.dumps(doc))
+        text = tomlwrite.dumps(doc, comment="anvilfs session; rewritten by the server on every change")
+        self._replace(self._path(session.name, ".toml"), text)
 
     def save_out(self, session: Session) -> None:
         self._replace(self._path(session.name, ".out"), session.out)
@@ -82,7 +79,7 @@ class SessionStore:
         return sessions, problems
 
     def _load(self, path: Path) -> SavedSession:
-        data = tomlkit.parse(path.read_text()).unwrap()
+        data = tomllib.loads(path.read_text())
         status = data.get("status", {})
         name = path.stem
         return SavedSession(
