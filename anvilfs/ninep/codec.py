@@ -53,6 +53,49 @@ def layout(cls: type, dialect: Dialect) -> Layout:
     return tuple(steps)
 
 
+@functools.cache
+def _plan(cls: type, dialect: Dialect) -> tuple[struct.Struct | None, Layout, Layout]:
+    """The leading fixed-size fields (ints and qids) as one Struct, then the other steps.
+
+    Most requests and replies are only fixed-size fields, or start with them:
+    one pack/unpack for those is the hot path of a busy server.
+    """
+    steps = layout(cls, dialect)
+    fmt, fixed = "<", []
+    for name, kind in steps:
+        if kind in _INTS:
+            fmt += _INTS[kind].format[-1]
+        elif kind is Kind.QID:
+            fmt += "BIQ"
+        else:
+            break
+        fixed.append((name, kind))
+    return (struct.Struct(fmt) if fixed else None), tuple(fixed), steps[len(fixed):]
+
+
+def _flat(record, fixed: Layout) -> list:
+    values = []
+    for name, kind in fixed:
+        value = getattr(record, name)
+        if kind is Kind.QID:
+            values += (value.type, value.version, value.path)
+        else:
+            values.append(value)
+    return values
+
+
+def _unflat(raw: tuple, fixed: Layout) -> dict:
+    values, i = {}, 0
+    for name, kind in fixed:
+        if kind is Kind.QID:
+            values[name] = Qid(raw[i], raw[i + 1], raw[i + 2])
+            i += 3
+        else:
+            values[name] = raw[i]
+            i += 1
+    return values
+
+
 # ---------------------------------------------------------------- encoding
 
 def _put_str(out: bytearray, value: str) -> None:
@@ -116,7 +159,15 @@ def encode_stat(stat: Stat, dialect: Dialect) -> bytes:
 def encode(msg: Message, dialect: Dialect) -> bytes:
     """The whole frame of a message, size prefix included."""
     body = bytearray(HEADER_SIZE)
-    _put_fields(body, msg, dialect)
+    prefix, fixed, rest = _plan(type(msg), dialect)
+    try:
+        if prefix is not None:
+            body += prefix.pack(*_flat(msg, fixed))
+        for name, kind in rest:
+            _put(body, kind, getattr(msg, name), dialect)
+    except (struct.error, UnicodeEncodeError, TypeError, AttributeError):
+        body = bytearray(HEADER_SIZE)
+        _put_fields(body, msg, dialect)  # again field by field, for an error that names the field
     try:
         _HEADER.pack_into(body, 0, len(body), msg.TYPE, msg.tag)
     except struct.error as exc:
@@ -202,8 +253,15 @@ def decode(frame, dialect: Dialect) -> Message:
     cls = MESSAGE_TYPES.get(type_id)
     if cls is None or (type_id in DOTL_ONLY and not dialect.is_l):
         raise BadMessage(f"unknown message type {type_id} in {dialect.value}", tag=tag, type_id=type_id)
-    r = _Reader(frame, HEADER_SIZE, size, tag)
-    values = {name: _get(r, kind, name, dialect) for name, kind in layout(cls, dialect)}
+    prefix, fixed, steps = _plan(cls, dialect)
+    if prefix is not None and size - HEADER_SIZE >= prefix.size:
+        values = _unflat(prefix.unpack_from(frame, HEADER_SIZE), fixed)
+        r = _Reader(frame, HEADER_SIZE + prefix.size, size, tag)
+    else:  # no fixed part, or a message too short for it: field by field, to say where it ends
+        values, steps = {}, layout(cls, dialect)
+        r = _Reader(frame, HEADER_SIZE, size, tag)
+    for name, kind in steps:
+        values[name] = _get(r, kind, name, dialect)
     if r.pos != size:
         raise BadMessage(f"{size - r.pos} bytes left over after {cls.__name__}", tag=tag, type_id=type_id)
     return cls(tag=tag, **values)

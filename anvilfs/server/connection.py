@@ -21,9 +21,9 @@ from ..ninep import messages as m
 from ..ninep.consts import NOTAG
 from ..tree import Directory
 from .dispatch import Blocked, Dispatcher, Limits
+from .transport import transport_for
 
 log = logging.getLogger("anvilfs.server")
-_RECV_SIZE = 1 << 16
 
 
 @dataclass(slots=True)
@@ -50,6 +50,7 @@ class Connection:
         name: str = "conn",
     ):
         self.stream = stream
+        self.io = transport_for(stream)
         self.name = name
         self.dispatcher = Dispatcher(root, limits, on_error=on_error)
         self.frames = FrameBuffer(limits.max_msize)
@@ -57,7 +58,7 @@ class Connection:
         self.trace = trace
         self._out = bytearray()
         self._out_ready = trio.Event()
-        self._send_lock = trio.Lock()
+        self._sending = False  # a task is in send_all; what others add, it sends too
         self._in_batch = False  # replies made while handling a batch go out with it
         self._nursery: trio.Nursery | None = None
 
@@ -75,10 +76,15 @@ class Connection:
             self._out_ready.set()
 
     async def _flush_out(self) -> None:
-        async with self._send_lock:
+        if self._sending:
+            return  # the sending task takes what was added, in order
+        self._sending = True
+        try:
             while self._out:
                 data, self._out = bytes(self._out), bytearray()
-                await self.stream.send_all(data)
+                await self.io.send_all(data)
+        finally:
+            self._sending = False
 
     async def _writer(self) -> None:
         """Sends the replies that tasks (blocked reads) make outside a batch."""
@@ -103,11 +109,11 @@ class Connection:
                 if fid.handle is not None:
                     fid.handle.abandon()
             with trio.CancelScope(shield=True):
-                await trio.aclose_forcefully(self.stream)
+                await self.io.aclose()
 
     async def _receive_loop(self) -> None:
         while True:
-            data = await self.stream.receive_some(_RECV_SIZE)
+            data = await self.io.receive()
             if not data:
                 return
             self.frames.feed(data)
