@@ -8,24 +8,7 @@ import trio
 from anvilfs.app import App
 from anvilfs.errors import Busy, NotFound
 from anvilfs.sessions import RestartPolicy, State
-
-
-async def until(predicate) -> None:
-    """Let the server's tasks run until predicate() holds (autojump clock moves time)."""
-    while not predicate():
-        await trio.sleep(0.001)
-
-
-@pytest.fixture
-async def running():
-    """Start an App's tasks; yields a function making and running apps."""
-    async with trio.open_nursery() as nursery:
-        async def start(**kwargs) -> App:
-            app = App(**kwargs)
-            await nursery.start(app.run)
-            return app
-        yield start
-        nursery.cancel_scope.cancel()
+from harness.apps import until
 
 
 async def test_interrupt_ends_the_turn_in_await_and_the_queue_goes_on(autojump_clock, running):

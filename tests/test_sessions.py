@@ -13,6 +13,7 @@ from anvilfs.errors import Busy, InvalidRequest, LimitExceeded, NameTaken, NotFo
 from anvilfs.fs.cursors import JournalCursor, StreamCursor, WaitCursor
 from anvilfs.sessions import SessionLimits, State
 from anvilfs.sessions.states import TRANSITIONS, Event, IllegalTransition, advance
+from harness.apps import until
 
 
 def test_every_state_event_pair_is_in_the_table_or_refused():
@@ -35,182 +36,146 @@ def test_every_state_is_reachable_from_starting():
     assert seen == set(State)
 
 
-async def until(predicate) -> None:
-    """Let the server's tasks run until predicate() holds (autojump clock moves time)."""
-    while not predicate():
-        await trio.sleep(0.001)
+async def test_prompt_runs_a_turn_and_answer_lands_in_out(autojump_clock, running):
+    app = await running()
+    s = app.sessions.new("sim", "/tmp", name="bot1")
+    assert s.state is State.STARTING and s.busy
+    await until(lambda: s.state is State.IDLE)
+    app.sessions.submit("bot1", "hello there", "glenda")
+    assert s.busy  # queued counts as busy before the turn starts
+    await until(lambda: not s.busy)
+    assert s.state is State.AWAIT
+    assert s.out.startswith("[simulated] bot1, turn 1")
+    assert "hello there" in s.out
+    assert "--- prompt 1 from glenda" in s.log_text()
+    assert s.status_line() == "await simulated"
+    events = app.events.text()
+    assert "bot1 new backend=sim cwd=/tmp simulated" in events
+    assert "bot1 await simulated" in events
 
 
-async def test_prompt_runs_a_turn_and_answer_lands_in_out(autojump_clock):
-    app = App()
-    async with trio.open_nursery() as nursery:
-        await nursery.start(app.run)
-        s = app.sessions.new("sim", "/tmp", name="bot1")
-        assert s.state is State.STARTING and s.busy
-        await until(lambda: s.state is State.IDLE)
-        app.sessions.submit("bot1", "hello there", "glenda")
-        assert s.busy  # queued counts as busy before the turn starts
-        await until(lambda: not s.busy)
-        assert s.state is State.AWAIT
-        assert s.out.startswith("[simulated] bot1, turn 1")
-        assert "hello there" in s.out
-        assert "--- prompt 1 from glenda" in s.log_text()
-        assert s.status_line() == "await simulated"
-        events = app.events.text()
-        assert "bot1 new backend=sim cwd=/tmp simulated" in events
-        assert "bot1 await simulated" in events
-        nursery.cancel_scope.cancel()
+async def test_prompts_sent_while_busy_queue_in_order(autojump_clock, running):
+    app = await running()
+    s = app.sessions.new("sim", "/tmp", name="bot1")
+    for word in ("first", "second", "third"):
+        app.sessions.submit("bot1", word, "glenda")
+    assert len(s.queue) == 3
+    await until(lambda: not s.busy)
+    log = s.log_text()
+    assert log.index("first") < log.index("second") < log.index("third")
+    assert s.turn_count == 3 and "turn 3" in s.out
 
 
-async def test_prompts_sent_while_busy_queue_in_order(autojump_clock):
-    app = App()
-    async with trio.open_nursery() as nursery:
-        await nursery.start(app.run)
-        s = app.sessions.new("sim", "/tmp", name="bot1")
-        for word in ("first", "second", "third"):
-            app.sessions.submit("bot1", word, "glenda")
-        assert len(s.queue) == 3
-        await until(lambda: not s.busy)
-        log = s.log_text()
-        assert log.index("first") < log.index("second") < log.index("third")
-        assert s.turn_count == 3 and "turn 3" in s.out
-        nursery.cancel_scope.cancel()
+async def test_failed_turn_goes_to_error_and_session_stays_usable(autojump_clock, running):
+    app = await running()
+    s = app.sessions.new("sim", "/tmp", name="bot1")
+    app.sessions.submit("bot1", "please sim:fail", "glenda")
+    await until(lambda: not s.busy)
+    assert s.state is State.ERROR
+    assert s.status_line().startswith("error simulated failure")
+    app.sessions.submit("bot1", "again", "glenda")
+    await until(lambda: not s.busy)
+    assert s.state is State.AWAIT
 
 
-async def test_failed_turn_goes_to_error_and_session_stays_usable(autojump_clock):
-    app = App()
-    async with trio.open_nursery() as nursery:
-        await nursery.start(app.run)
-        s = app.sessions.new("sim", "/tmp", name="bot1")
-        app.sessions.submit("bot1", "please sim:fail", "glenda")
-        await until(lambda: not s.busy)
-        assert s.state is State.ERROR
-        assert s.status_line().startswith("error simulated failure")
-        app.sessions.submit("bot1", "again", "glenda")
-        await until(lambda: not s.busy)
-        assert s.state is State.AWAIT
-        nursery.cancel_scope.cancel()
-
-
-async def test_stop_during_a_turn_and_restart(autojump_clock):
-    app = App()
-    async with trio.open_nursery() as nursery:
-        await nursery.start(app.run)
-        s = app.sessions.new("sim", "/tmp", name="bot1")
-        app.sessions.submit("bot1", "sim:hang", "glenda")
-        app.sessions.submit("bot1", "never runs", "glenda")
-        await until(lambda: s.state is State.RUNNING)
+async def test_stop_during_a_turn_and_restart(autojump_clock, running):
+    app = await running()
+    s = app.sessions.new("sim", "/tmp", name="bot1")
+    app.sessions.submit("bot1", "sim:hang", "glenda")
+    app.sessions.submit("bot1", "never runs", "glenda")
+    await until(lambda: s.state is State.RUNNING)
+    app.sessions.stop("bot1")
+    assert s.state is State.STOPPED and not s.busy
+    assert s.detail == "1 queued prompts dropped"
+    with pytest.raises(Busy, match="write 'restart'"):
+        app.sessions.submit("bot1", "x", "glenda")
+    with pytest.raises(Busy, match="already stopped"):
         app.sessions.stop("bot1")
-        assert s.state is State.STOPPED and not s.busy
-        assert s.detail == "1 queued prompts dropped"
-        with pytest.raises(Busy, match="write 'restart'"):
-            app.sessions.submit("bot1", "x", "glenda")
-        with pytest.raises(Busy, match="already stopped"):
-            app.sessions.stop("bot1")
-        await trio.testing.wait_all_tasks_blocked()
-        assert s.state is State.STOPPED  # the cancelled runner did not touch it
-        app.sessions.restart("bot1")
-        await until(lambda: s.state is State.IDLE)
-        nursery.cancel_scope.cancel()
+    await trio.testing.wait_all_tasks_blocked()
+    assert s.state is State.STOPPED  # the cancelled runner did not touch it
+    app.sessions.restart("bot1")
+    await until(lambda: s.state is State.IDLE)
 
 
-async def test_ephemeral_session_stops_after_one_turn(autojump_clock):
-    app = App()
-    async with trio.open_nursery() as nursery:
-        await nursery.start(app.run)
-        s = app.sessions.new("sim", "/tmp", name="once", ephemeral=True)
-        app.sessions.submit("once", "do it", "glenda")
-        await until(lambda: s.state is State.STOPPED)
-        assert "turn 1" in s.out
-        with pytest.raises(InvalidRequest, match="ephemeral"):
-            app.sessions.restart("once")
-        nursery.cancel_scope.cancel()
+async def test_ephemeral_session_stops_after_one_turn(autojump_clock, running):
+    app = await running()
+    s = app.sessions.new("sim", "/tmp", name="once", ephemeral=True)
+    app.sessions.submit("once", "do it", "glenda")
+    await until(lambda: s.state is State.STOPPED)
+    assert "turn 1" in s.out
+    with pytest.raises(InvalidRequest, match="ephemeral"):
+        app.sessions.restart("once")
 
 
-async def test_agent_exit_goes_to_exited(autojump_clock):
-    app = App()
-    async with trio.open_nursery() as nursery:
-        await nursery.start(app.run)
-        s = app.sessions.new("sim", "/tmp", name="bot1")
-        app.sessions.submit("bot1", "sim:exit", "glenda")
-        await until(lambda: s.state is State.EXITED)
-        assert "sim:exit" in s.detail
-        nursery.cancel_scope.cancel()
+async def test_agent_exit_goes_to_exited(autojump_clock, running):
+    app = await running()
+    s = app.sessions.new("sim", "/tmp", name="bot1")
+    app.sessions.submit("bot1", "sim:exit", "glenda")
+    await until(lambda: s.state is State.EXITED)
+    assert "sim:exit" in s.detail
 
 
-async def test_checks_on_new_and_prompt():
-    app = App(limits=SessionLimits(max_sessions=2, max_prompt_bytes=10))
-    async with trio.open_nursery() as nursery:
-        await nursery.start(app.run)
-        with pytest.raises(NotFound, match="known backends: sim"):
-            app.sessions.new("claude", "/tmp")
-        with pytest.raises(InvalidRequest, match="not an existing directory"):
-            app.sessions.new("sim", "/no/such/dir")
-        with pytest.raises(InvalidRequest, match="not an existing directory"):
-            app.sessions.new("sim", "relative")
-        for bad in ("a/b", "..", "x\ny", ""):
-            if bad:
-                with pytest.raises(InvalidRequest, match="bad session name"):
-                    app.sessions.new("sim", "/tmp", name=bad)
-        with pytest.raises(NameTaken, match="file beside the sessions"):
-            app.sessions.new("sim", "/tmp", name="list")
-        assert app.sessions.new("sim", "/tmp").name == "s1"
+async def test_checks_on_new_and_prompt(running):
+    app = await running(limits=SessionLimits(max_sessions=2, max_prompt_bytes=10))
+    with pytest.raises(NotFound, match="known backends: sim"):
+        app.sessions.new("claude", "/tmp")
+    with pytest.raises(InvalidRequest, match="not an existing directory"):
+        app.sessions.new("sim", "/no/such/dir")
+    with pytest.raises(InvalidRequest, match="not an existing directory"):
+        app.sessions.new("sim", "relative")
+    for bad in ("a/b", "..", "x\ny", ""):
+        if bad:
+            with pytest.raises(InvalidRequest, match="bad session name"):
+                app.sessions.new("sim", "/tmp", name=bad)
+    with pytest.raises(NameTaken, match="file beside the sessions"):
+        app.sessions.new("sim", "/tmp", name="list")
+    assert app.sessions.new("sim", "/tmp").name == "s1"
+    app.sessions.new("sim", "/tmp", name="b")
+    with pytest.raises(LimitExceeded, match="already 2 sessions"):
+        app.sessions.new("sim", "/tmp", name="c")
+    with pytest.raises(NameTaken, match="already exists"):
         app.sessions.new("sim", "/tmp", name="b")
-        with pytest.raises(LimitExceeded, match="already 2 sessions"):
-            app.sessions.new("sim", "/tmp", name="c")
-        with pytest.raises(NameTaken, match="already exists"):
-            app.sessions.new("sim", "/tmp", name="b")
-        with pytest.raises(LimitExceeded, match="at most 10"):
-            app.sessions.submit("b", "x" * 11, "glenda")
-        with pytest.raises(NotFound, match="no session 'zz'"):
-            app.sessions.submit("zz", "x", "glenda")
-        nursery.cancel_scope.cancel()
+    with pytest.raises(LimitExceeded, match="at most 10"):
+        app.sessions.submit("b", "x" * 11, "glenda")
+    with pytest.raises(NotFound, match="no session 'zz'"):
+        app.sessions.submit("zz", "x", "glenda")
 
 
-async def test_wait_cursor_blocks_while_busy_then_gives_state(autojump_clock):
-    app = App()
-    async with trio.open_nursery() as nursery:
-        await nursery.start(app.run)
-        s = app.sessions.new("sim", "/tmp", name="bot1")
-        cursor = WaitCursor(s)
-        assert not cursor.ready(0)
-        app.sessions.submit("bot1", "hi", "glenda")
+async def test_wait_cursor_blocks_while_busy_then_gives_state(autojump_clock, running):
+    app = await running()
+    s = app.sessions.new("sim", "/tmp", name="bot1")
+    cursor = WaitCursor(s)
+    assert not cursor.ready(0)
+    app.sessions.submit("bot1", "hi", "glenda")
+    await cursor.wait_ready(0)
+    assert s.state is State.AWAIT
+    assert cursor.read(0, 100) == b"await\n"
+    assert cursor.ready(6) and cursor.read(6, 100) == b""
+
+
+async def test_stream_cursor_follows_the_next_turn_to_its_end(autojump_clock, running):
+    app = await running()
+    s = app.sessions.new("sim", "/tmp", name="bot1")
+    cursor = StreamCursor(s)
+    app.sessions.submit("bot1", "hi", "glenda")
+    got = bytearray()
+    while True:
         await cursor.wait_ready(0)
-        assert s.state is State.AWAIT
-        assert cursor.read(0, 100) == b"await\n"
-        assert cursor.ready(6) and cursor.read(6, 100) == b""
-        nursery.cancel_scope.cancel()
+        data = cursor.read(0, 7)  # small reads split chunks without losing bytes
+        if not data:
+            break
+        assert len(data) <= 7
+        got += data
+    assert got.decode() == s.out
 
 
-async def test_stream_cursor_follows_the_next_turn_to_its_end(autojump_clock):
-    app = App()
-    async with trio.open_nursery() as nursery:
-        await nursery.start(app.run)
-        s = app.sessions.new("sim", "/tmp", name="bot1")
-        cursor = StreamCursor(s)
-        app.sessions.submit("bot1", "hi", "glenda")
-        got = bytearray()
-        while True:
-            await cursor.wait_ready(0)
-            data = cursor.read(0, 7)  # small reads split chunks without losing bytes
-            if not data:
-                break
-            assert len(data) <= 7
-            got += data
-        assert got.decode() == s.out
-        nursery.cancel_scope.cancel()
-
-
-async def test_stream_cursor_ends_when_session_stops_before_a_turn(autojump_clock):
-    app = App()
-    async with trio.open_nursery() as nursery:
-        await nursery.start(app.run)
-        s = app.sessions.new("sim", "/tmp", name="bot1")
-        cursor = StreamCursor(s)
-        assert not cursor.ready(0)
-        app.sessions.stop("bot1")
-        assert cursor.ready(0) and cursor.read(0, 10) == b""
-        nursery.cancel_scope.cancel()
+async def test_stream_cursor_ends_when_session_stops_before_a_turn(autojump_clock, running):
+    app = await running()
+    s = app.sessions.new("sim", "/tmp", name="bot1")
+    cursor = StreamCursor(s)
+    assert not cursor.ready(0)
+    app.sessions.stop("bot1")
+    assert cursor.ready(0) and cursor.read(0, 10) == b""
 
 
 async def test_events_cursor_sees_lines_from_open_and_reports_losses():
