@@ -1,4 +1,4 @@
-"""A server killed with SIGKILL mid-turn comes back and finds its tmux agent.
+"""A server stopped mid-turn (killed, or cleanly) comes back and finds its tmux agent.
 
 Real parts: `anvilfs serve` processes, a private tmux server running the
 fake agent in interactive mode, whose hook reports turns by writing
@@ -64,7 +64,9 @@ def place():
         shutil.rmtree(base, ignore_errors=True)
 
 
-def test_sigkill_mid_turn_then_restart_finds_the_tmux_agent_and_its_queue(place):
+@pytest.mark.parametrize("how", [signal.SIGKILL, signal.SIGTERM], ids=["SIGKILL", "SIGTERM"])
+def test_server_stopped_mid_turn_then_restarted_finds_the_tmux_agent_and_its_queue(place, how):
+    """A crash (SIGKILL) or a clean stop (SIGTERM): either way the tmux agent lives on."""
     base, args = place
     first = start_server(base, extra_args=args)
     try:
@@ -76,8 +78,8 @@ def test_sigkill_mid_turn_then_restart_finds_the_tmux_agent_and_its_queue(place)
         pid = read(first, "t1/pid").strip()
         assert pid
     finally:
-        first.stop(sig=signal.SIGKILL)
-    assert first.returncode == -signal.SIGKILL
+        first.stop(sig=how)
+    assert first.returncode == (-signal.SIGKILL if how == signal.SIGKILL else 0)
 
     second = start_server(base, extra_args=args, log_name="server2.trace")
     try:
