@@ -1,0 +1,396 @@
+"""Status-file polls per second: anvilfs against diod, same client, same protocol.
+
+Run by hand (not by CI); it prints numbers and never asserts on them:
+
+    .venv/bin/python benchmarks/polls.py [--seconds 3] [--warmup 0.5] [--sessions 20] [--rounds 1]
+        [--connections 1,8] [--pin none|same|split] [--servers anvilfs,diod]
+        [--profile FILE] [--anvilfs-cmd CMD]
+
+One poll = Twalk(root -> bN/status) + Tlopen(flags 0) + Tread until an
+empty reply + Tclunk, over a unix socket, in 9P2000.L (the only dialect diod
+speaks; anvilfs speaks it too). Both servers are driven by the project's own
+blocking client (anvilfs.client.Client, its rpc() and codec); only the
+handshake is the benchmark's own, because Client attaches with aname "" and
+diod wants the export path as aname.
+
+anvilfs gets N sim sessions b0..b{N-1} (written to agent/ctl as
+`new sim /tmp name=bN`); diod exports a directory with N real files
+bN/status holding the same bytes as anvilfs's b0/status. Polls go round-robin
+over bN/status on both.
+
+Each measurement runs C client processes (multiprocessing, so the Python
+client is not bound by one GIL), each with its own connection; they warm up,
+meet at a barrier, then poll for --seconds. polls/s is the sum over the
+processes of polls / elapsed. The server's CPU time (utime+stime from
+/proc, all threads) is read as the clients pass the start and end barriers,
+giving server CPU microseconds per poll.
+
+--pin matters on a small VM: a wake-up across cores is expensive, so where
+the scheduler happens to put the server and a lone client changes the
+1-connection numbers by 2-3x from run to run (see README.md).
+
+Each server is started by this script in a temporary directory, is waited
+for by connecting to its socket with a deadline, and is killed in a finally.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import functools
+import multiprocessing as mp
+import os
+import platform
+import shlex
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from anvilfs.client import Client, ServerError
+from anvilfs.ninep import FrameBuffer
+from anvilfs.ninep import consts as c
+from anvilfs.ninep import messages as m
+
+MSIZE = 65536 + c.IOHDRSZ
+DIOD = shutil.which("diod") or "/usr/sbin/diod"
+
+
+# ---------------------------------------------------------------- client
+
+
+class LClient(Client):
+    """The project's Client, with a 9P2000.L handshake that names an aname.
+
+    Client.__init__ attaches with aname "" (diod refuses that), so this does
+    Tversion + Tattach itself and then uses the inherited rpc()/send()/receive().
+    """
+
+    def __init__(self, sock: socket.socket, *, aname: str, uname: str = "root", msize: int = MSIZE):
+        self.sock = sock
+        self.dialect = c.Dialect.P2000L
+        self._frames = FrameBuffer(msize)
+        self._tag = 0
+        self._fids = iter(range(1, 1 << 31))
+        reply = self.rpc(m.Tversion(tag=c.NOTAG, msize=msize, version=self.dialect.value))
+        if reply.version != self.dialect.value:
+            raise ServerError(f"server does not speak {self.dialect.value} (answered {reply.version})")
+        self.msize = reply.msize
+        self._frames.max_size = self.msize
+        self.root = self.new_fid()
+        self.rpc(m.Tattach(tag=0, fid=self.root, afid=c.NOFID, uname=uname, aname=aname, n_uname=0))
+
+
+def connect(path: str, aname: str, deadline: float | None = None) -> LClient:
+    """Connect to a unix socket and do the 9P2000.L handshake.
+
+    With a deadline, keep retrying connect() until it succeeds or the
+    deadline passes (diod leaves a stale socket file behind, so the file's
+    existence does not mean the server is up).
+    """
+    while True:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            sock.connect(path)
+            break
+        except OSError:
+            sock.close()
+            if deadline is None or time.monotonic() > deadline:
+                raise
+            time.sleep(0.02)
+    try:
+        return LClient(sock, aname=aname)
+    except BaseException:
+        sock.close()
+        raise
+
+
+def poll(client: LClient, fid: int, names: tuple[str, str]) -> int:
+    """One poll: walk + lopen + read to EOF + clunk. Returns the bytes read."""
+    reply = client.rpc(m.Twalk(tag=0, fid=client.root, newfid=fid, wnames=names))
+    if len(reply.wqids) != len(names):
+        raise ServerError(f"walk to {'/'.join(names)} stopped after {len(reply.wqids)}")
+    try:
+        client.rpc(m.Tlopen(tag=0, fid=fid, flags=0))
+        count = client.msize - c.IOHDRSZ
+        offset = 0
+        while data := client.rpc(m.Tread(tag=0, fid=fid, offset=offset, count=count)).data:
+            offset += len(data)
+    finally:
+        client.rpc(m.Tclunk(tag=0, fid=fid))
+    return offset
+
+
+# ---------------------------------------------------------------- workers
+
+
+def cpu_seconds(pid: int) -> float:
+    """utime + stime of a process, all its threads included (/proc/PID/stat)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _record_cpu(pid: int, cell) -> None:
+    """Barrier action: note the server's CPU time as everyone starts or stops."""
+    cell.value = cpu_seconds(pid)
+
+
+def _worker(sock_path: str, aname: str, sessions: int, start: int, warmup: float,
+            seconds: float, barrier, end_barrier, results, cpus: set[int] | None) -> None:
+    try:
+        if cpus:
+            os.sched_setaffinity(0, cpus)
+        client = connect(sock_path, aname)
+        fid = client.new_fid()
+        paths = [(f"b{i}", "status") for i in range(sessions)]
+        i = start % sessions
+        end = time.monotonic() + warmup
+        while time.monotonic() < end:
+            poll(client, fid, paths[i])
+            i = (i + 1) % sessions
+        barrier.wait()
+        polls = 0
+        t0 = time.monotonic()
+        end = t0 + seconds
+        now = t0
+        while now < end:
+            poll(client, fid, paths[i])
+            i = (i + 1) % sessions
+            polls += 1
+            now = time.monotonic()
+        elapsed = now - t0
+        end_barrier.wait()
+        client.close()
+        results.put((polls, elapsed, None))
+    except BaseException as exc:  # report, never hang the parent
+        for b in (barrier, end_barrier):
+            with contextlib.suppress(Exception):
+                b.abort()
+        results.put((0, 0.0, f"{type(exc).__name__}: {exc}"))
+
+
+def measure(sock_path: str, aname: str, sessions: int, connections: int,
+            warmup: float, seconds: float, server_pid: int,
+            client_cpus: set[int] | None = None) -> tuple[float, float]:
+    """Polls per second summed over `connections` client processes, and the
+    server's CPU microseconds per poll over the measured interval."""
+    ctx = mp.get_context("fork")
+    cpu0, cpu1 = ctx.Value("d", 0.0), ctx.Value("d", 0.0)
+    barrier = ctx.Barrier(connections, action=functools.partial(_record_cpu, server_pid, cpu0))
+    end_barrier = ctx.Barrier(connections, action=functools.partial(_record_cpu, server_pid, cpu1))
+    results = ctx.Queue()
+    procs = [
+        ctx.Process(target=_worker, args=(sock_path, aname, sessions, k * sessions // connections,
+                                          warmup, seconds, barrier, end_barrier, results, client_cpus))
+        for k in range(connections)
+    ]
+    for p in procs:
+        p.start()
+    got = []
+    try:
+        for _ in procs:
+            got.append(results.get(timeout=warmup + seconds + 60))
+    finally:
+        for p in procs:
+            p.join(timeout=10)
+            if p.is_alive():
+                p.kill()
+                p.join()
+    errors = [e for _, _, e in got if e]
+    if errors:
+        raise RuntimeError(f"{len(errors)} worker(s) failed: {errors[0]}")
+    polls = sum(n for n, _, _ in got)
+    return sum(n / t for n, t, _ in got), (cpu1.value - cpu0.value) * 1e6 / max(polls, 1)
+
+
+# ---------------------------------------------------------------- servers
+
+
+@dataclass
+class Server:
+    name: str
+    sock: str
+    aname: str
+    proc: subprocess.Popen
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def _wait_ready(proc: subprocess.Popen, sock: str, aname: str, name: str, log: Path, timeout: float = 15.0) -> None:
+    deadline = time.monotonic() + timeout
+    try:
+        connect(sock, aname, deadline).close()
+    except Exception as exc:
+        code = proc.poll()
+        tail = log.read_text(errors="replace")[-2000:] if log.exists() else ""
+        raise RuntimeError(f"{name} did not come up on {sock} (exit code {code}): {exc}\n{tail}") from None
+
+
+@contextlib.contextmanager
+def anvilfs_server(tmp: Path, sessions: int, server_cmd: list[str] | None = None, pin: tuple[str, ...] = ()):
+    """Start `anvilfs serve` with N sim sessions b0..b{N-1}; yields (Server, status bytes)."""
+    ns, state = tmp / "ns", tmp / "state"
+    ns.mkdir()
+    state.mkdir()
+    log = tmp / "anvilfs.log"
+    cmd = [*pin] + (server_cmd or [sys.executable, "-m", "anvilfs"]) + ["serve", "--namespace", str(ns), "--state", str(state)]
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    try:
+        sock = str(ns / "agent")
+        _wait_ready(proc, sock, "", "anvilfs", log)
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.connect(sock)
+        with Client(s) as admin:
+            for i in range(sessions):
+                admin.write_file("ctl", f"new sim /tmp name=b{i}\n".encode())
+            # a new sim session says "starting ..." briefly, then "idle ..."
+            deadline = time.monotonic() + 5
+            while (status := admin.read_file("b0/status")).startswith(b"starting") and time.monotonic() < deadline:
+                time.sleep(0.05)
+        yield Server("anvilfs", sock, "", proc), status
+    finally:
+        _stop(proc)
+
+
+@contextlib.contextmanager
+def diod_server(tmp: Path, sessions: int, status: bytes, pin: tuple[str, ...] = ()):
+    """Start diod exporting N real files bN/status holding `status`."""
+    export = tmp / "export"
+    for i in range(sessions):
+        d = export / f"b{i}"
+        d.mkdir(parents=True)
+        (d / "status").write_bytes(status)
+    sock = str(tmp / "sock")
+    log = tmp / "diod.log"
+    cmd = [*pin] + [DIOD, "-f", "-n", "-S", "-U", "root", "-c", "/dev/null", "-L", "stderr",
+           "-l", sock, "-e", str(export)]
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    try:
+        _wait_ready(proc, sock, str(export), "diod", log)
+        yield Server("diod", sock, str(export), proc)
+    finally:
+        _stop(proc)
+
+
+# ---------------------------------------------------------------- main
+
+
+def run(args) -> dict[tuple[str, int], list[tuple[float, float]]]:
+    """Every (server, connections) case, --rounds times: [(polls/s, server cpu us/poll)]."""
+    results: dict[tuple[str, int], list[tuple[float, float]]] = {}
+    anvilfs_cmd = shlex.split(args.anvilfs_cmd) if args.anvilfs_cmd else None
+    if args.profile:
+        code = ("import cProfile, runpy, sys; sys.argv[0] = 'anvilfs'; "
+                f"cProfile.run('runpy.run_module(\"anvilfs\", run_name=\"__main__\")', {str(args.profile)!r})")
+        anvilfs_cmd = [sys.executable, "-c", code] if anvilfs_cmd is None else (
+            [sys.executable, "-m", "cProfile", "-o", str(args.profile)] + anvilfs_cmd[1:])
+    ncpu = os.cpu_count() or 1
+    server_cpus, client_cpus = {
+        "none": (None, None),
+        "same": ({0}, {0}),
+        "split": ({0}, set(range(1, ncpu)) or {0}),
+    }[args.pin]
+    # taskset execs the server, so the pid stays the server's and every thread inherits the mask
+    pin = ("taskset", "-c", ",".join(map(str, sorted(server_cpus)))) if server_cpus else ()
+    with tempfile.TemporaryDirectory(prefix="anvilfs-bench-") as tmpdir:
+        tmp = Path(tmpdir)
+        status = b"idle simulated\n"  # replaced by anvilfs's own b0/status once it has run
+        for r in range(args.rounds):
+            for which in args.servers:
+                rt = tmp / f"{which}-{r}"
+                rt.mkdir()
+                if which == "anvilfs":
+                    cm = anvilfs_server(rt, args.sessions, anvilfs_cmd, pin)
+                else:
+                    cm = diod_server(rt, args.sessions, status, pin)
+                with cm as got:
+                    if which == "anvilfs":
+                        server, status = got
+                    else:
+                        server = got
+                    for n in args.connections:
+                        rate, cpu = measure(server.sock, server.aname, args.sessions, n,
+                                            args.warmup, args.seconds, server.proc.pid, client_cpus)
+                        results.setdefault((which, n), []).append((rate, cpu))
+                        print(f"  round {r + 1}: {which:8} {n} conn: {rate:9.0f} polls/s, "
+                              f"server {cpu:6.1f} cpu-us/poll", file=sys.stderr, flush=True)
+    return results
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--seconds", type=float, default=3.0, help="measured time per case (default 3)")
+    ap.add_argument("--warmup", type=float, default=0.5, help="warm-up per case before the barrier (default 0.5)")
+    ap.add_argument("--sessions", type=int, default=20, help="sessions / files polled round-robin (default 20)")
+    ap.add_argument("--connections", type=lambda s: [int(x) for x in s.split(",")], default=[1, 8],
+                    help="comma-separated connection counts (default 1,8)")
+    ap.add_argument("--rounds", type=int, default=1, help="repeat everything; medians are reported (default 1)")
+    ap.add_argument("--servers", type=lambda s: [x for x in s.split(",") if x], default=["anvilfs", "diod"],
+                    help="comma-separated subset of anvilfs,diod (default both)")
+    ap.add_argument("--profile", metavar="FILE", type=Path,
+                    help="run the anvilfs server under cProfile and dump its stats to FILE "
+                         "(rates are then not comparable; read with python -m pstats FILE)")
+    ap.add_argument("--anvilfs-cmd", metavar="CMD",
+                    help="command that runs the anvilfs CLI, instead of 'python -m anvilfs' "
+                         "(e.g. a patched build); 'serve --namespace ... --state ...' is appended")
+    ap.add_argument("--pin", choices=["none", "same", "split"], default="none",
+                    help="CPU placement: none = the OS decides (default); same = server and clients "
+                         "all on CPU 0; split = server on CPU 0, clients on the other CPUs")
+    args = ap.parse_args(argv)
+    unknown = set(args.servers) - {"anvilfs", "diod"}
+    if unknown:
+        ap.error(f"unknown server(s): {', '.join(sorted(unknown))}")
+    if "diod" in args.servers and not os.access(DIOD, os.X_OK):
+        print(f"polls.py: diod not found ({DIOD}); apt-get install diod", file=sys.stderr)
+        return 2
+    if args.profile:
+        args.profile = args.profile.resolve()
+
+    load = os.getloadavg()[0]
+    print(f"# {time.strftime('%Y-%m-%d %H:%M')}  {platform.node()}  {platform.machine()}  "
+          f"{os.cpu_count()} cpus  Python {platform.python_version()}  load {load:.2f}", flush=True)
+    if load > 0.5:
+        print("# warning: the machine is busy (1-minute load above 0.5): numbers will be low and noisy",
+              flush=True)
+    print(f"# 9P2000.L over a unix socket; poll = walk+lopen+read-to-EOF+clunk; "
+          f"{args.sessions} files round-robin; {args.seconds:g} s per case after {args.warmup:g} s warm-up; "
+          f"{args.rounds} round(s), median; pin {args.pin}{'; anvilfs under cProfile' if args.profile else ''}", flush=True)
+    results = run(args)
+
+    med = {k: (statistics.median(r for r, _ in v), statistics.median(cpu for _, cpu in v))
+           for k, v in results.items()}
+    # latency: mean wall time of one poll on one connection (connections / rate)
+    print(f"{'server':8}  {'conns':>5}  {'polls/s':>9}  {'latency-us':>10}  {'server cpu-us/poll':>18}")
+    for (which, n), (rate, cpu) in sorted(med.items(), key=lambda kv: (kv[0][1], kv[0][0])):
+        print(f"{which:8}  {n:5d}  {rate:9.0f}  {n * 1e6 / rate:10.1f}  {cpu:18.1f}")
+    targets = {1: 0.8, 8: 0.6}
+    for n in args.connections:
+        if ("anvilfs", n) in med and ("diod", n) in med:
+            ratio = med[("anvilfs", n)][0] / med[("diod", n)][0]
+            target = targets.get(n)
+            note = f"  (target >= {target:.1f}x)" if target else ""
+            print(f"anvilfs/diod at {n} conn: {ratio:.2f}x{note}")
+    if args.profile:
+        print(f"# cProfile stats of the anvilfs server: {args.profile}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
