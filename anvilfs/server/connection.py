@@ -24,6 +24,7 @@ from .dispatch import Blocked, Dispatcher, Limits
 from .transport import transport_for
 
 log = logging.getLogger("anvilfs.server")
+_MAX_UNSENT = 1 << 20  # reply bytes a connection may queue while a send is blocked
 
 
 @dataclass(slots=True)
@@ -59,6 +60,7 @@ class Connection:
         self._out = bytearray()
         self._out_ready = trio.Event()
         self._sending = False  # a task is in send_all; what others add, it sends too
+        self._sent = trio.Event()  # set when that task has sent everything
         self._in_batch = False  # replies made while handling a batch go out with it
         self._nursery: trio.Nursery | None = None
 
@@ -76,6 +78,8 @@ class Connection:
             self._out_ready.set()
 
     async def _flush_out(self) -> None:
+        while self._sending and len(self._out) > _MAX_UNSENT:
+            await self._sent.wait()  # a client that does not read its replies is not read either
         if self._sending:
             return  # the sending task takes what was added, in order
         self._sending = True
@@ -85,6 +89,8 @@ class Connection:
                 await self.io.send_all(data)
         finally:
             self._sending = False
+            self._sent.set()
+            self._sent = trio.Event()
 
     async def _writer(self) -> None:
         """Sends the replies that tasks (blocked reads) make outside a batch."""
