@@ -255,3 +255,38 @@ async def test_a_bug_behind_a_file_is_an_error_not_a_hangup():
 > Tstat tag 5 fid 0
 < Rstat tag 5 *
 """)
+
+
+async def test_an_error_quoting_a_huge_write_is_cut_to_fit():
+    async with served() as (app, [peer]):
+        await peer.play(HELLO + """
+> Twalk tag 2 fid 0 newfid 1 wnames [ctl]
+< Rwalk tag 2 *
+> Topen tag 3 fid 1 mode 1
+< Ropen tag 3 *
+""")
+        await peer.send(f'Twrite tag 4 fid 1 offset 0 data "{"x" * 8100}"')
+        reply = await peer.receive()
+        assert reply.ename.startswith("unknown command 'xxx") and reply.ename.endswith("...")
+        assert len(reply.ename.encode()) <= 1000
+        await peer.play("""
+> Tclunk tag 5 fid 1
+< Rclunk tag 5
+""")
+
+
+async def test_a_walk_to_a_huge_name_is_answered():
+    async with served() as (app, [peer]):
+        await peer.play("""
+> Tversion tag 65535 msize 1048576 version 9P2000
+< Rversion *
+> Tattach tag 1 fid 0 afid 4294967295 uname glenda aname ""
+< Rattach *
+""")
+        await peer.send(f"Twalk tag 2 fid 0 newfid 1 wnames [{'n' * 65530}]")
+        reply = await peer.receive()
+        assert reply.ename.startswith("'nnnn") and len(reply.ename.encode()) <= 1000
+        await peer.play("""
+> Tstat tag 3 fid 0
+< Rstat tag 3 *
+""")

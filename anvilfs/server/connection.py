@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 import trio
 
-from ..ninep import BadMessage, Dialect, FrameBuffer, FramingError, TagTable, decode, encode, format_message
+from ..ninep import BadMessage, Dialect, FrameBuffer, FramingError, LocalProtocolError, TagTable, decode, encode, format_message
 from ..ninep import messages as m
 from ..ninep.consts import NOTAG
 from ..tree import Directory
@@ -73,7 +73,12 @@ class Connection:
     def send(self, reply: m.Message) -> None:
         if self.trace:
             self.trace(f"{self.name} <- {format_message(reply, data_limit=64)}")
-        self._out += encode(reply, self.dialect)
+        try:
+            frame = encode(reply, self.dialect)
+        except LocalProtocolError as exc:  # a reply we cannot encode is our bug: say so, keep serving
+            log.exception("%s: cannot encode %s", self.name, type(reply).__name__)
+            frame = encode(self.dispatcher.error(reply, f"internal error: {exc}", errno.EIO), self.dialect)
+        self._out += frame
         if not self._in_batch:
             self._out_ready.set()
 

@@ -93,11 +93,13 @@ class Dispatcher:
             return self.error(msg, f"internal error: {type(exc).__name__}: {exc}", errno.EIO)
 
     def error(self, msg: m.Message, text: str, code: int) -> m.Message:
+        text = _shorten(text, _ERROR_TEXT_MAX)  # errors quote what the client sent, which may be huge
         if not isinstance(msg, _ROUTINE_REFUSALS):
             self.on_error(self._where(msg), text)
         if self.dialect is Dialect.P2000L:
             return m.Rlerror(tag=msg.tag, ecode=code)
-        return m.Rerror(tag=msg.tag, ename=text, errno=code)
+        # Rerror must fit msize: header, ename's length, errno
+        return m.Rerror(tag=msg.tag, ename=_shorten(text, self.msize - c.HEADER_SIZE - 2 - 4), errno=code)
 
     def _where(self, msg: m.Message) -> str:
         fid = getattr(msg, "fid", None)
@@ -331,6 +333,17 @@ class Dispatcher:
 
     def refuse_change(self, msg: m.Message) -> m.Message:
         raise NotPermitted(f"{type(msg).__name__[1:]}: the tree of anvilfs cannot be changed that way; use the ctl files")
+
+
+_ERROR_TEXT_MAX = 1000  # bytes of an error's text kept (for Rerror and agent/errors)
+
+
+def _shorten(text: str, limit: int) -> str:
+    """At most `limit` bytes of UTF-8, cut at a character, marked when cut."""
+    raw = text.encode()
+    if len(raw) <= limit:
+        return text
+    return raw[:max(limit - 3, 0)].decode(errors="ignore") + "..."
 
 
 def _step(trail: tuple[Node, ...], name: str) -> tuple[Node, ...] | Exception:

@@ -66,6 +66,9 @@ class Server:
                 on_error=lambda where, text: self.app.record_error(f"{name} {where}", text),
             )
             await conn.serve()
+        except Exception:  # a bug in one connection must never reach serve_listeners
+            log.exception("%s: connection failed", name)
+            self.app.record_error(name, "connection closed after an internal error (see the server's log)")
         finally:
             self.connections -= 1
 
