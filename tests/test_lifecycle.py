@@ -152,3 +152,24 @@ async def test_a_damaged_session_file_is_reported_not_fatal(autojump_clock, tmp_
         assert app.sessions.all() == []
         assert "bad.toml: cannot be read" in app.events.text()
         nursery.cancel_scope.cancel()
+
+
+async def test_a_disk_that_refuses_writes_fails_the_request_not_the_server(autojump_clock, running, tmp_path):
+    from anvilfs.errors import AnvilError
+
+    app = await running(state_dir=tmp_path)
+    (tmp_path / "sessions" / "boom.toml.tmp").mkdir()  # the save of session boom cannot happen
+    with pytest.raises(AnvilError, match="cannot save session boom"):
+        app.sessions.new("sim", "/tmp", name="boom")
+    assert app.sessions.find("boom") is None  # not half made
+    s = app.sessions.new("sim", "/tmp", name="ok")
+    await until(lambda: s.state is State.IDLE)
+    (tmp_path / "sessions" / "ok.toml.tmp").mkdir()
+    with pytest.raises(AnvilError, match="the prompt was not queued"):
+        app.sessions.submit("ok", "hello", "glenda")
+    assert not s.queue and not s.busy
+    app.sessions.clear("ok")  # a change saved in the background fails too: reported, not fatal
+    await until(lambda: "cannot save the state of ok" in app.events.text())
+    (tmp_path / "sessions" / "ok.toml.tmp").rmdir()
+    app.sessions.submit("ok", "hello again", "glenda")
+    await until(lambda: s.state is State.AWAIT)

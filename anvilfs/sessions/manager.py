@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import trio
 
-from ..errors import Busy, InvalidRequest, LimitExceeded, NameTaken, NotFound
+from ..errors import AnvilError, Busy, InvalidRequest, LimitExceeded, NameTaken, NotFound
 from ..journal import Journal, timestamp
 from .backend import Backend, SessionInfo
 from .restore import restore_session
@@ -98,22 +98,36 @@ class Sessions:
     # run, so a burst of changes costs one write per session, not one each.
 
     def _save_now(self, session: Session) -> None:
+        """Save at once; raises AnvilError (EIO) if the disk refuses."""
         if self.store is not None:
-            self.store.save(session)
+            try:
+                self.store.save(session)
+            except OSError as exc:
+                raise AnvilError(f"cannot save session {session.name} in {self.store.dir}: {exc.strerror or exc}") from None
             self._dirty.discard(session)
 
     def _flush(self) -> None:
+        """Write what changed; what the disk refuses stays pending for the next change."""
         if self.store is None:
             return
         dirty, self._dirty = self._dirty, set()
-        for session in dirty:
-            self.store.save(session)
         logs, self._pending_log = self._pending_log, {}
-        for session, parts in logs.items():
-            self.store.append_log(session, "".join(parts))
         outs, self._pending_out = self._pending_out, set()
+        for session in dirty:
+            self._try(session, "state", self.store.save, lambda: self._dirty.add(session))
+        for session, parts in logs.items():
+            text = "".join(parts)
+            self._try(session, "log", lambda s: self.store.append_log(s, text),
+                      lambda: self._pending_log.setdefault(session, []).insert(0, text))
         for session in outs:
-            self.store.save_out(session)
+            self._try(session, "answer", self.store.save_out, lambda: self._pending_out.add(session))
+
+    def _try(self, session: Session, what: str, write, keep) -> None:
+        try:
+            write(session)
+        except OSError as exc:
+            keep()
+            self.events.append(f"- state: cannot save the {what} of {session.name}: {exc.strerror or exc}; will try again")
 
     async def _flush_forever(self) -> None:
         while True:
@@ -161,10 +175,14 @@ class Sessions:
         definition = Definition(name=name, backend=backend, cwd=os.path.normpath(cwd), role=role, model=model,
                                 ephemeral=ephemeral, conversation=str(uuid.uuid4()), created=timestamp())
         session = self._make(definition, chosen, saved=None)
+        try:
+            self._save_now(session)
+        except AnvilError:
+            del self._sessions[name]
+            raise
         marks = " ephemeral" * ephemeral + " simulated" * chosen.simulated
         self.events.append(f"{name} new backend={backend} cwd={definition.cwd}{marks}")
         self._changed(session)
-        self._save_now(session)
         self._start_runner(session)
         return session
 
@@ -227,8 +245,13 @@ class Sessions:
     def submit(self, name: str, text: str, sender: str) -> None:
         """Queue a prompt; it runs when the agent is ready (after a restart, if it is down)."""
         session = self.check_prompt(name, len(text.encode()))
-        session.enqueue(Prompt(text, sender))
-        self._save_now(session)  # on disk before the write that sent it is answered
+        session.queue.append(Prompt(text, sender))
+        try:
+            self._save_now(session)  # on disk before the write that sent it is answered
+        except AnvilError as exc:
+            session.queue.pop()
+            raise AnvilError(f"{exc.message}; the prompt was not queued") from None
+        session.changed()
         waiting = "" if session.state in ACCEPTS_PROMPTS else f"; session is {session.state.value}: write 'restart' to run it"
         self.events.append(f"{name} prompt queued ({len(session.queue)} waiting) from {sender}{waiting}")
 

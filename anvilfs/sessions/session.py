@@ -118,10 +118,6 @@ class Session:
         self.changes.bump()
         self._on_change(self)
 
-    def enqueue(self, prompt: Prompt) -> None:
-        self.queue.append(prompt)
-        self.changed()
-
     def record(self, text: str) -> None:
         self.transcript.append(text)
         self._on_log(self, text)
