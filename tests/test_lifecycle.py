@@ -7,7 +7,9 @@ import trio
 
 from anvilfs.app import App
 from anvilfs.errors import Busy, NotFound
-from anvilfs.sessions import RestartPolicy, State
+import trio.testing
+
+from anvilfs.sessions import Agent, Backend, RestartPolicy, State
 from harness.apps import until
 
 
@@ -173,3 +175,54 @@ async def test_a_disk_that_refuses_writes_fails_the_request_not_the_server(autoj
     (tmp_path / "sessions" / "ok.toml.tmp").rmdir()
     app.sessions.submit("ok", "hello again", "glenda")
     await until(lambda: s.state is State.AWAIT)
+
+
+class _GateAgent(Agent):
+    """Answers each turn once its gate opens: lets a test end a turn and stop the session in one tick."""
+
+    def __init__(self, gate: trio.Event):
+        self.gate = gate
+
+    async def start(self) -> None:
+        return None
+
+    async def turn(self, prompt, output) -> None:
+        await self.gate.wait()
+        output.write("answer\n")
+
+    async def kill(self) -> None:
+        return None
+
+
+class _GateBackend(Backend):
+    kind = "test"
+
+    def __init__(self):
+        super().__init__("gate")
+        self.gate = trio.Event()
+
+    def availability(self) -> str:
+        return "ready"
+
+    def agent(self, session, saved=None) -> Agent:
+        return _GateAgent(self.gate)
+
+
+@pytest.mark.parametrize("action", ["stop", "restart"])
+async def test_a_turn_ending_as_the_session_is_stopped_or_restarted_changes_nothing(autojump_clock, running, action):
+    backend = _GateBackend()
+    app = await running(backends={"gate": backend})
+    s = app.sessions.new("gate", "/tmp", name="g")
+    app.sessions.submit("g", "hello", "glenda")
+    await until(lambda: s.state is State.RUNNING)
+    backend.gate.set()  # the answer is on its way...
+    getattr(app.sessions, action)("g")  # ...when the session is moved on, in the same tick
+    await trio.testing.wait_all_tasks_blocked()
+    assert "internal error" not in app.events.text()
+    assert s.out == ""
+    assert s.state is (State.STOPPED if action == "stop" else State.IDLE)
+    if action == "restart":  # exactly one runner: the next prompt is answered once
+        app.sessions.submit("g", "again", "glenda")
+        await until(lambda: s.state is State.AWAIT)
+        await trio.testing.wait_all_tasks_blocked()
+        assert s.turn_count == 2 and s.log_text().count("--- answer") == 1

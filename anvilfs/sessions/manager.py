@@ -341,7 +341,10 @@ class Sessions:
             except Exception as exc:  # a bug in one session must not take the server down
                 log.exception("session %s: runner failed", session.name)
                 self.events.append(f"{session.name} internal error: {type(exc).__name__}: {exc}; write 'restart' to its ctl")
-                self._scopes.pop(session.name, None)
+                if scope.cancel_called:
+                    return  # stop/restart moved the session on already: this runner is not its runner
+                if self._scopes.get(session.name) is scope:
+                    del self._scopes[session.name]
                 if session.state not in (State.STOPPED, State.EXITED):
                     session.abort_turn("internal error")
                     session.move(Event.EXIT, f"internal error: {exc}")

@@ -95,11 +95,17 @@ async def _one_turn(session: Session, prompt: Prompt, role_text: Callable[[str],
         try:
             await session.agent.turn(text, turn)
         except TurnFailed as exc:
-            session.end_turn(Event.TURN_FAILED, str(exc))
+            _finish(session, turn, Event.TURN_FAILED, str(exc))
             return
         finally:
             session.turn_scope = None
-        session.end_turn(Event.TURN_DONE)
+        _finish(session, turn, Event.TURN_DONE)
         return
     # only an interrupt cancels this scope by itself (a stop cancels the runner)
-    session.end_turn(Event.INTERRUPTED, "interrupted")
+    _finish(session, turn, Event.INTERRUPTED, "interrupted")
+
+
+def _finish(session: Session, turn, event: Event, detail: str = "") -> None:
+    """End the turn, unless stop/kill/restart ended it while the agent's answer was on its way."""
+    if session.turn is turn and not turn.done and session.state is State.RUNNING:
+        session.end_turn(event, detail)
