@@ -226,3 +226,39 @@ async def test_a_turn_ending_as_the_session_is_stopped_or_restarted_changes_noth
         await until(lambda: s.state is State.AWAIT)
         await trio.testing.wait_all_tasks_blocked()
         assert s.turn_count == 2 and s.log_text().count("--- answer") == 1
+
+
+async def test_an_ephemeral_session_takes_one_prompt(autojump_clock, running):
+    app = await running()
+    app.sessions.new("sim", "/tmp", name="once", ephemeral=True)
+    app.sessions.submit("once", "one", "glenda")
+    with pytest.raises(Busy, match="ephemeral: it takes one prompt"):
+        app.sessions.submit("once", "two", "glenda")
+
+
+async def test_wait_does_not_block_on_a_queue_nothing_will_run(autojump_clock, running):
+    from anvilfs.fs.cursors import WaitCursor
+
+    app = await running(restart=RestartPolicy(enabled=False))
+    s = app.sessions.new("sim", "/tmp", name="bot1")
+    app.sessions.submit("bot1", "sim:exit", "glenda")
+    app.sessions.submit("bot1", "left in the queue", "glenda")
+    await until(lambda: s.state is State.EXITED)
+    await trio.testing.wait_all_tasks_blocked()
+    assert s.queue and not s.busy
+    cursor = WaitCursor(s)
+    assert cursor.ready(0) and cursor.read(0, 100) == b"exited\n"
+    app.sessions.restart("bot1")  # and the queue is still there to run
+    await until(lambda: s.state is State.AWAIT)
+    assert "left in the queue" in s.out
+
+
+async def test_stop_cancels_a_restart_on_its_way(autojump_clock, running):
+    app = await running(restart=RestartPolicy(first_delay=5))
+    s = app.sessions.new("sim", "/tmp", name="bot1")
+    app.sessions.submit("bot1", "sim:exit", "glenda")
+    await until(lambda: s.state is State.EXITED)
+    app.sessions.stop("bot1")
+    assert s.state is State.STOPPED
+    await trio.sleep(60)
+    assert s.state is State.STOPPED  # the restart did not happen

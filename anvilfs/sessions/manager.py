@@ -189,6 +189,7 @@ class Sessions:
     def _make(self, definition: Definition, backend: Backend, saved: dict | None) -> Session:
         session = Session(definition, backend, backend.agent(self.info(definition), saved),
                           on_change=self._changed, on_log=self._logged)
+        session.driven = lambda: definition.name in self._scopes  # a runner, or a restart on its way
         self._sessions[definition.name] = session
         return session
 
@@ -236,9 +237,9 @@ class Sessions:
         session = self.get(name)
         if size > self.limits.max_prompt_bytes:
             raise LimitExceeded(f"prompt for {name} is {size} bytes; at most {self.limits.max_prompt_bytes}")
+        if session.definition.ephemeral and (session.turn_count or session.queue):
+            raise Busy(f"session {name} is ephemeral: it takes one prompt, and has had it; start a new one")
         if session.state is State.STOPPED:
-            if session.definition.ephemeral:
-                raise Busy(f"session {name} is ephemeral and has done its turn: start a new one")
             raise Busy(f"session {name} is stopped: write 'restart' to its ctl before prompting it")
         return session
 
@@ -273,9 +274,10 @@ class Sessions:
         self._nursery.start_soon(interrupt_then_cancel)
 
     def stop(self, name: str, *, kill: bool = False) -> None:
+        """Stop the agent (or a restart waiting to happen); queued prompts are dropped."""
         session = self.get(name)
-        if session.state in (State.STOPPED, State.EXITED):
-            raise Busy(f"session {name} is already {session.state.value}")
+        if session.state is State.STOPPED:
+            raise Busy(f"session {name} is already stopped")
         dropped = len(session.queue)
         session.queue.clear()
         self._cancel_runner(name)
@@ -348,6 +350,10 @@ class Sessions:
                 if session.state not in (State.STOPPED, State.EXITED):
                     session.abort_turn("internal error")
                     session.move(Event.EXIT, f"internal error: {exc}")
+            finally:
+                if self._scopes.get(session.name) is scope:
+                    del self._scopes[session.name]  # no runner any more (a pending restart has its own scope)
+                session.changes.bump()  # `busy` may have changed: wake wait readers
 
         self._nursery.start_soon(guarded)
 

@@ -84,6 +84,7 @@ class Session:
         self.restarts = 0  # automatic restarts in a row without a good turn
         self.role_pending = bool(definition.role)  # the role prompt goes before the next first turn
         self.turn_scope = None  # the runner's cancel scope while it drives a turn
+        self.driven: Callable[[], bool] = lambda: True  # is a runner (or a restart) there to run the queue?
         self.changes = Changes()  # bumps on every state or queue change
         self._on_change = on_change
         self._on_log = on_log
@@ -98,7 +99,8 @@ class Session:
 
     @property
     def busy(self) -> bool:
-        return self.state in BUSY or bool(self.queue)
+        """Starting, running, or a prompt waiting that something will run (SPEC §3 `wait`)."""
+        return self.state in BUSY or (bool(self.queue) and self.driven())
 
     def status_line(self) -> str:
         """The state word first; then details (why it failed, `simulated`)."""

@@ -56,6 +56,7 @@ TRANSITIONS: dict[tuple[State, Event], State] = {
     (S.AWAIT, E.CLEAR): S.IDLE,
     (S.ERROR, E.CLEAR): S.IDLE,
     **{(state, E.STOP): S.STOPPED for state in _ALIVE},
+    (S.EXITED, E.STOP): S.STOPPED,  # also cancels a restart on its way
     **{(state, E.EXIT): S.EXITED for state in _ALIVE},
     (S.STOPPED, E.RESTART): S.STARTING,
     (S.EXITED, E.RESTART): S.STARTING,
