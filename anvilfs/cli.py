@@ -23,6 +23,7 @@ import time
 
 from .client import AddressError, Client, ServerError, dial, resolve
 from .ninep import consts as c
+from .ninep.dialect import MIN_MSIZE
 from .server import Limits, ServerOptions, default_namespace, run_server
 
 
@@ -65,8 +66,11 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args = parser.parse_args(argv)
     if args.command == "serve":
+        if args.msize < MIN_MSIZE:
+            parser.error(f"--msize {args.msize} is too small: at least {MIN_MSIZE}")
         logging.basicConfig(level=logging.INFO, format="anvilfs: %(message)s")
         options = ServerOptions(
             namespace=args.namespace or default_namespace(),

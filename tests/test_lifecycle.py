@@ -6,7 +6,7 @@ import pytest
 import trio
 
 from anvilfs.app import App
-from anvilfs.errors import Busy, NotFound
+from anvilfs.errors import Busy, InvalidRequest, NotFound
 import trio.testing
 
 from anvilfs.sessions import Agent, Backend, RestartPolicy, State
@@ -262,3 +262,26 @@ async def test_stop_cancels_a_restart_on_its_way(autojump_clock, running):
     assert s.state is State.STOPPED
     await trio.sleep(60)
     assert s.state is State.STOPPED  # the restart did not happen
+
+
+class _HookAgent(_GateAgent):
+    def hook(self, word: str) -> bool:
+        return True
+
+
+async def test_a_refused_hook_write_changes_nothing(autojump_clock, running):
+    backend = _GateBackend()
+    backend.agent = lambda session, saved=None: _HookAgent(backend.gate)
+    app = await running(backends={"gate": backend})
+    s = app.sessions.new("gate", "/tmp", name="g")
+    await until(lambda: s.state is State.IDLE)
+    with pytest.raises(InvalidRequest, match="no turn running|cannot take turn-done"):
+        app.sessions.hook("g", "await")
+    assert s.out == "" and s.turn_count == 0 and s.log_text() == "" and s.state is State.IDLE
+    app.sessions.hook("g", "running")  # a person typed into the agent
+    assert s.state is State.RUNNING and s.turn_count == 1
+    with pytest.raises(InvalidRequest, match="cannot take turn-began"):
+        app.sessions.hook("g", "running")
+    assert s.turn_count == 1
+    app.sessions.hook("g", "await")
+    assert s.state is State.AWAIT

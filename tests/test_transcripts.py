@@ -290,3 +290,23 @@ async def test_a_walk_to_a_huge_name_is_answered():
 > Tstat tag 3 fid 0
 < Rstat tag 3 *
 """)
+
+
+async def test_a_prompt_that_is_not_utf8_is_refused_at_the_write():
+    async with served() as (app, [peer]):
+        app.sessions.new("sim", "/tmp", name="bot1")
+        await peer.play(HELLO + """
+> Twalk tag 2 fid 0 newfid 1 wnames [bot1 in]
+< Rwalk tag 2 *
+> Topen tag 3 fid 1 mode 1
+< Ropen tag 3 *
+> Twrite tag 4 fid 1 offset 0 data "caf\\xc3"
+< Rwrite tag 4 count 4
+> Twrite tag 5 fid 1 offset 4 data "\\xa9 ok"
+< Rwrite tag 5 count 4
+> Twrite tag 6 fid 1 offset 8 data " caf\\xe9 code"
+< Rerror tag 6 ename "in: not valid UTF-8 at byte 12; write text"
+> Tclunk tag 7 fid 1
+< Rclunk tag 7
+""")
+        assert [p.text for p in app.sessions.get("bot1").queue] == ["café ok"]  # what was accepted runs

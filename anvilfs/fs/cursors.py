@@ -29,7 +29,7 @@ class JournalCursor:
         lines, missed = self._journal.since(self._seq)
         out = bytearray()
         if missed:
-            out += f"- events lost: {missed} lines were dropped before this reader caught up\n".encode()
+            out += f"- events lost: {missed} lines were dropped before this reader caught up\n".encode()[:count]
             self._seq += missed
         for line in lines:
             raw = line.encode()

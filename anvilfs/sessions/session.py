@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from ..journal import timestamp
 from ..waitable import Changes
 from .backend import Agent, Backend
-from .states import BUSY, Event, State, advance
+from .states import BUSY, Event, IllegalTransition, State, advance
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,6 +125,7 @@ class Session:
         self._on_log(self, text)
 
     def begin_turn(self, prompt: Prompt) -> Turn:
+        advance(self.state, Event.TURN_BEGAN)  # refused before anything changes
         self.turn_count += 1
         self.turn = Turn(self.turn_count)
         self.record(f"--- prompt {self.turn_count} from {prompt.sender} at {timestamp()}\n{_ends_line(prompt.text)}")
@@ -132,8 +133,10 @@ class Session:
         return self.turn
 
     def end_turn(self, event: Event, detail: str = "") -> None:
+        advance(self.state, event)  # refused before anything changes
         turn = self.turn
-        assert turn is not None
+        if turn is None or turn.done:
+            raise IllegalTransition(f"{event.value}: session {self.name} has no turn running")
         turn.finish()
         text = turn.text()
         if event in (Event.TURN_DONE, Event.INTERRUPTED):

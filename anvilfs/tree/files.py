@@ -125,7 +125,9 @@ class _CollectHandle(Handle):
         if offset > len(self._buf):
             raise InvalidRequest(f"{self._file.name}: write at offset {offset} leaves a gap after {len(self._buf)} bytes; write in order")
         self._file.check(offset + len(data), self._caller)
-        self._buf[offset:offset + len(data)] = data
+        candidate = self._buf[:offset] + data + self._buf[offset + len(data):]
+        _check_utf8(candidate, self._file.name)  # refused at this write, not lost at clunk
+        self._buf = candidate
         return len(data)
 
     def truncate(self) -> None:
@@ -138,6 +140,16 @@ class _CollectHandle(Handle):
     def abandon(self) -> None:
         if self._buf:
             self._file.abandoned(bytes(self._buf), self._caller)
+
+
+def _check_utf8(data: bytes, what: str) -> None:
+    """Valid UTF-8 so far; an incomplete character at the end may be finished by the next write."""
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        if exc.reason == "unexpected end of data" and exc.end == len(data):
+            return
+        raise InvalidRequest(f"{what}: not valid UTF-8 at byte {exc.start}; write text") from None
 
 
 class Cursor(Protocol):
