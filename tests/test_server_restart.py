@@ -28,8 +28,10 @@ def config_text(tmp: Path) -> str:
     env = {"ANVILFS_HOOK": str(HOOK), "PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin",
            "FAKE_AGENT_STATE": str(tmp / "fake-state")}
     env_toml = ", ".join(f'{k} = "{v}"' for k, v in env.items())
-    return (f'[backends.fake]\nkind = "tmux"\nargv = ["{sys.executable}", "{FAKE_AGENT}", "--interactive"]\n'
-            f"ready_seconds = 0.3\nenv = {{ {env_toml} }}\n")
+    argv = f'argv = ["{sys.executable}", "{FAKE_AGENT}", "--interactive"]'
+    return (f'[backends.fake]\nkind = "tmux"\n{argv}\nready_seconds = 0.3\nenv = {{ {env_toml} }}\n'
+            f'[backends.quiet]\nkind = "tmux"\n{argv}\nturn_end = "quiet"\nquiet_seconds = 1\n'
+            f'ready_seconds = 0.3\nenv = {{ FAKE_AGENT_STATE = "{tmp / "fake-state"}" }}\n')
 
 
 def read(srv: AnvilServer, path: str) -> str:
@@ -115,5 +117,25 @@ def test_a_restarted_server_reports_command_sessions_as_exited_and_keeps_the_que
         write(second, "s1/ctl", "restart\n")
         assert read(second, "s1/wait") == "await\n"
         assert "waiting in the queue" in read(second, "s1/out")
+    finally:
+        second.stop()
+
+
+def test_a_turn_left_running_by_the_old_server_is_followed_to_its_end(place):
+    """quiet mode: the new server watches the pane until it is quiet, then the queue moves on."""
+    base, args = place
+    first = start_server(base, extra_args=args)
+    try:
+        write(first, "ctl", "new quiet /tmp name=q1\n")
+        write(first, "q1/in", "fake:slow please\n")
+        until(lambda: read(first, "q1/status").startswith("running"), "the turn to start")
+        write(first, "q1/in", "the next prompt\n")
+    finally:
+        first.stop(sig=signal.SIGTERM)
+    second = start_server(base, extra_args=args, log_name="server2.trace")
+    try:
+        assert read(second, "q1/wait") == "await\n"  # the old turn ended, then the queued prompt ran
+        assert "the next prompt" in read(second, "q1/out")
+        assert read(second, "q1/queue") == ""
     finally:
         second.stop()

@@ -239,16 +239,21 @@ class TmuxAgent(Agent):
             self._turn_done.set()
         return True  # outside a turn: a person typed into the pane; the session records it
 
-    async def turn(self, prompt: str, output: Output) -> None:
+    async def turn(self, prompt: str | None, output: Output) -> None:
+        """Type the prompt (None: type nothing, follow a turn already going) and follow the pane."""
         self._turn_done = trio.Event() if self.config.turn_end == "hook" else None
         try:
             pane, rows = await self._snapshot()
             rows += [""] * (pane.row - len(rows))  # blank rows at the end come without text
             start = _Start(pane.row, pane.history, rows[max(pane.row - ANCHOR_ROWS, 0):pane.row])
-            await self._type(pane.id, prompt)
+            if prompt is not None:
+                await self._type(pane.id, prompt)
             await self._follow(start, output)
         finally:
             self._turn_done = None  # cancelled or not, the program is left alone (see interrupt)
+
+    async def follow(self, output: Output) -> None:
+        await self.turn(None, output)
 
     async def _type(self, pane_id: str, prompt: str) -> None:
         text = prompt.rstrip("\r\n")

@@ -95,6 +95,12 @@ class Agent(abc.ABC):
         """
         return False
 
+    async def follow(self, output: Output) -> None:
+        """Follow a turn that was going when this agent was adopted, to its end.
+
+        Agents that cannot (the default) end it at once.
+        """
+
     async def interrupt(self) -> None:
         """A person interrupted the current turn; turn() is cancelled right after."""
 

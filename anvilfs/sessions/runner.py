@@ -38,7 +38,15 @@ async def run_session(
             if scope.cancel_called:
                 return
             session.move(Event.STARTED)
-        reason = await _turns_until_exit(session, role_text)
+        reason = ""
+        if adopted and session.state is State.RUNNING:
+            try:
+                await _follow_adopted_turn(session)
+            except AgentExited as exc:
+                reason = str(exc)
+            if scope.cancel_called:
+                return
+        reason = reason or await _turns_until_exit(session, role_text)
         if scope.cancel_called:
             return
         if reason is EPHEMERAL_DONE:
@@ -102,6 +110,23 @@ async def _one_turn(session: Session, prompt: Prompt, role_text: Callable[[str],
         _finish(session, turn, Event.TURN_DONE)
         return
     # only an interrupt cancels this scope by itself (a stop cancels the runner)
+    _finish(session, turn, Event.INTERRUPTED, "interrupted")
+
+
+async def _follow_adopted_turn(session: Session) -> None:
+    """The turn the old server left running: follow it to its end (hook or quiet) so the queue moves on."""
+    turn = session.turn
+    with trio.CancelScope() as turn_scope:
+        session.turn_scope = turn_scope
+        try:
+            await session.agent.follow(turn)
+        except TurnFailed as exc:
+            _finish(session, turn, Event.TURN_FAILED, str(exc))
+            return
+        finally:
+            session.turn_scope = None
+        _finish(session, turn, Event.TURN_DONE)
+        return
     _finish(session, turn, Event.INTERRUPTED, "interrupted")
 
 
