@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 
+import trio
+
 from harness.transcript import HELLO, served
 
 
@@ -310,3 +312,28 @@ async def test_a_prompt_that_is_not_utf8_is_refused_at_the_write():
 < Rclunk tag 7
 """)
         assert [p.text for p in app.sessions.get("bot1").queue] == ["café ok"]  # what was accepted runs
+
+
+async def test_tversion_aborts_a_blocked_read_without_a_reply(autojump_clock):
+    async with served() as (app, [peer]):
+        s = app.sessions.new("sim", "/tmp", name="bot1")
+        app.sessions.submit("bot1", "sim:hang", "glenda")
+        await peer.play(HELLO + """
+> Twalk tag 2 fid 0 newfid 1 wnames [bot1 wait]
+< Rwalk tag 2 *
+> Topen tag 3 fid 1 mode 0
+< Ropen tag 3 *
+> Tread tag 4 fid 1 offset 0 count 100
+> Tflush tag 5 oldtag 4
+> Tversion tag 65535 msize 8192 version 9P2000
+< Rversion tag 65535 msize 8192 version 9P2000
+""")
+        while s.state.value != "running":
+            await trio.sleep(0.01)
+        app.sessions.interrupt("bot1")  # the wait would answer now, to a session that is gone
+        while s.busy:
+            await trio.sleep(0.01)
+        await peer.play("""
+> Tattach tag 4 fid 0 afid 4294967295 uname glenda aname ""
+< Rattach tag 4 *
+""")

@@ -179,21 +179,25 @@ class Connection:
         try:
             with flight.scope:
                 await blocked.fid.handle.wait_ready(blocked.offset)
-                # No checkpoint from here to send(): a flush cannot slip in
-                # between taking the data and queueing its reply.
-                self._end(blocked.tag, flight)
-                self.send(self.dispatcher.finish_read(blocked))
-                return
+            # Woken with data, or cancelled: either way no checkpoint from here
+            # to send(), so a flush cannot slip in between taking the data and
+            # queueing its reply. The outcome decides, even if the data came
+            # first: after a Tversion nothing of the old session may be answered.
             self._end(blocked.tag, flight)
+            if flight.outcome == "reset":
+                return
             if flight.outcome == "clunk":
                 self.send(m.Rread(tag=blocked.tag, data=b""))  # the file was closed: end of file
+            elif not flight.scope.cancelled_caught:
+                self.send(self.dispatcher.finish_read(blocked))
         except Exception as exc:  # a bug in a file must not take the connection down
             log.exception("%s: blocked read failed", self.name)
             self._end(blocked.tag, flight)
             self.send(self.dispatcher.error(m.Tread(tag=blocked.tag, fid=0, offset=0, count=0), f"internal error: {exc}", errno.EIO))
         finally:
-            for tag in flight.flushes:
-                self.send(m.Rflush(tag=tag))
+            if flight.outcome != "reset":
+                for tag in flight.flushes:
+                    self.send(m.Rflush(tag=tag))
 
     def _flush(self, msg: m.Tflush) -> None:
         flight = self.tags.get(msg.oldtag)

@@ -36,7 +36,9 @@ def prepare_namespace(path: str) -> None:
         os.makedirs(path, mode=0o700, exist_ok=True)
     except OSError as exc:
         raise ListenError(f"cannot make namespace directory {path}: {exc.strerror}") from None
-    info = os.stat(path)
+    info = os.lstat(path)
+    if stat.S_ISLNK(info.st_mode):  # in /tmp anyone could have put it there
+        raise ListenError(f"namespace {path} is a symbolic link; remove it or use --namespace")
     if info.st_uid != os.getuid():
         raise ListenError(f"namespace directory {path} belongs to uid {info.st_uid}, not you; use --namespace")
     if stat.S_IMODE(info.st_mode) & 0o077:
