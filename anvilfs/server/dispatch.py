@@ -21,46 +21,12 @@ from ..ninep import consts as c
 from ..ninep import messages as m
 from ..ninep.dialect import MIN_MSIZE, UNKNOWN
 from ..ninep.fids import FidTable
-from ..tree import Caller, Directory, Handle, Node
+from ..tree import Caller, Directory, Node
 from .attrs import getattr_of, pack_dirents, pack_stats, qid_of, stat_of
+from .state import Blocked, Fid, Limits
 
 
 log = logging.getLogger("anvilfs.server")
-
-
-@dataclass(frozen=True, slots=True)
-class Limits:
-    max_msize: int = 1 << 20
-    max_fids: int = 4096
-
-
-@dataclass(slots=True)
-class Fid:
-    """What one fid names: a node, how it was reached, and its open state."""
-
-    trail: tuple[Node, ...]  # root ... node, so ".." can go back
-    caller: Caller
-    handle: Handle | None = None
-    can_read: bool = False
-    can_write: bool = False
-    listing: list[Node] | None = None  # directory snapshot taken at offset 0
-    list_index: int = 0  # 9P2000: next entry; .L uses the offset cookie
-    list_offset: int = 0  # 9P2000: byte offset the next read must ask for
-
-    @property
-    def node(self) -> Node:
-        return self.trail[-1]
-
-
-@dataclass(frozen=True, slots=True)
-class Blocked:
-    """A read that must wait: the connection awaits handle.wait_ready(offset) in a task."""
-
-    fid: Fid
-    fid_number: int
-    tag: int
-    offset: int
-    count: int
 
 
 @dataclass(slots=True)

@@ -98,10 +98,21 @@ async def _one_turn(session: Session, prompt: Prompt, role_text: Callable[[str],
         text = role_text(session.definition.role) + "\n\n" + text
         session.role_pending = False
     turn = session.begin_turn(prompt)
+    await _drive(session, turn, lambda: session.agent.turn(text, turn))
+
+
+async def _follow_adopted_turn(session: Session) -> None:
+    """The turn the old server left running: follow it to its end (hook or quiet) so the queue moves on."""
+    turn = session.turn
+    await _drive(session, turn, lambda: session.agent.follow(turn))
+
+
+async def _drive(session: Session, turn, agent_part: Callable[[], Awaitable[None]]) -> None:
+    """Run the agent's part of a turn where an interrupt can cancel it; end the turn by how it went."""
     with trio.CancelScope() as turn_scope:
         session.turn_scope = turn_scope
         try:
-            await session.agent.turn(text, turn)
+            await agent_part()
         except TurnFailed as exc:
             _finish(session, turn, Event.TURN_FAILED, str(exc))
             return
@@ -110,23 +121,6 @@ async def _one_turn(session: Session, prompt: Prompt, role_text: Callable[[str],
         _finish(session, turn, Event.TURN_DONE)
         return
     # only an interrupt cancels this scope by itself (a stop cancels the runner)
-    _finish(session, turn, Event.INTERRUPTED, "interrupted")
-
-
-async def _follow_adopted_turn(session: Session) -> None:
-    """The turn the old server left running: follow it to its end (hook or quiet) so the queue moves on."""
-    turn = session.turn
-    with trio.CancelScope() as turn_scope:
-        session.turn_scope = turn_scope
-        try:
-            await session.agent.follow(turn)
-        except TurnFailed as exc:
-            _finish(session, turn, Event.TURN_FAILED, str(exc))
-            return
-        finally:
-            session.turn_scope = None
-        _finish(session, turn, Event.TURN_DONE)
-        return
     _finish(session, turn, Event.INTERRUPTED, "interrupted")
 
 
