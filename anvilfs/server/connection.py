@@ -116,9 +116,7 @@ class Connection:
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             pass
         finally:
-            for fid in self.dispatcher.reset():
-                if fid.handle is not None:
-                    fid.handle.abandon()
+            self.dispatcher.reset()
             with trio.CancelScope(shield=True):
                 await self.io.aclose()
 

@@ -76,9 +76,11 @@ class Dispatcher:
             pass
         return type(msg).__name__
 
-    def reset(self) -> list[Fid]:
-        """Forget every fid (Tversion or hang-up); the caller abandons their handles."""
-        return self.fids.clear()
+    def reset(self) -> None:
+        """Forget every fid (Tversion or hang-up); what was written on open files is abandoned."""
+        for fid in self.fids.clear():
+            if fid.handle is not None:
+                fid.handle.abandon()
 
     @property
     def iounit(self) -> int:
@@ -87,9 +89,7 @@ class Dispatcher:
     # ------------------------------------------------------------ session setup
 
     def version(self, msg: m.Tversion) -> m.Message:
-        for fid in self.reset():
-            if fid.handle is not None:
-                fid.handle.abandon()
+        self.reset()
         if msg.msize < MIN_MSIZE:
             raise InvalidRequest(f"msize {msg.msize} is too small: at least {MIN_MSIZE}")
         self.msize = min(msg.msize, self.limits.max_msize)

@@ -21,7 +21,7 @@ from ..errors import AnvilError, Busy, InvalidRequest, LimitExceeded, NameTaken,
 from ..journal import Journal, timestamp
 from .backend import Backend, SessionInfo
 from .restore import restore_session
-from .runner import run_session
+from .runner import finish_turn, run_session
 from .session import Definition, Prompt, Session
 from .states import ACCEPTS_PROMPTS, Event, State
 from .store import SessionStore
@@ -182,7 +182,7 @@ class Sessions:
             raise
         marks = " ephemeral" * ephemeral + " simulated" * chosen.simulated
         self.events.append(f"{name} new backend={backend} cwd={definition.cwd}{marks}")
-        self._changed(session)
+        self._changed(session, saved=True)
         self._start_runner(session)
         return session
 
@@ -211,8 +211,9 @@ class Sessions:
 
     # ------------------------------------------------------------ reporting and saving
 
-    def _changed(self, session: Session) -> None:
-        if self.store is not None:
+    def _changed(self, session: Session, *, saved: bool = False) -> None:
+        """Report a change in `events`, and mark it for the next write unless it is `saved` already."""
+        if self.store is not None and not saved:
             self._dirty.add(session)
             if session.turn is not None and session.turn.done:
                 self._pending_out.add(session)
@@ -222,8 +223,8 @@ class Sessions:
             line += f" {session.detail}"
         if session.simulated:
             line += " simulated"
-        if line != getattr(session, "_last_event", None):
-            session._last_event = line
+        if line != session.last_event:
+            session.last_event = line
             self.events.append(line)
 
     def _logged(self, session: Session, text: str) -> None:
@@ -252,7 +253,7 @@ class Sessions:
         except AnvilError as exc:
             session.queue.pop()
             raise AnvilError(f"{exc.message}; the prompt was not queued") from None
-        session.changed()
+        session.changes.bump()  # the runner and `wait` readers see the queue; the state did not change
         waiting = "" if session.state in ACCEPTS_PROMPTS else f"; session is {session.state.value}: write 'restart' to run it"
         self.events.append(f"{name} prompt queued ({len(session.queue)} waiting) from {sender}{waiting}")
 
@@ -268,8 +269,8 @@ class Sessions:
             await agent.interrupt()
             if scope is not None:
                 scope.cancel()  # the runner's turn: it ends the turn itself
-            elif session.turn is turn and session.state is State.RUNNING:
-                session.end_turn(Event.INTERRUPTED, "interrupted")  # a turn no runner drives (typed, or adopted)
+            else:  # a turn no runner drives (typed into the terminal)
+                finish_turn(session, turn, Event.INTERRUPTED, "interrupted")
 
         self._nursery.start_soon(interrupt_then_cancel)
 

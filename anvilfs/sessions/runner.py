@@ -24,7 +24,7 @@ async def run_session(
     *,
     adopted: bool,
     role_text: Callable[[str], str],
-    on_exit: Callable[[Session, str], Awaitable[None] | None],
+    on_exit: Callable[[Session, str], None],
 ) -> None:
     with scope:
         if not adopted:
@@ -54,7 +54,7 @@ async def run_session(
             await session.agent.stop()
             return
         session.abort_turn(f"agent exited ({reason})")
-        if session.state.value == "running":
+        if session.state is State.RUNNING:
             session.move(Event.TURN_FAILED, reason)
         session.move(Event.EXIT, reason)
         on_exit(session, reason)
@@ -114,17 +114,17 @@ async def _drive(session: Session, turn, agent_part: Callable[[], Awaitable[None
         try:
             await agent_part()
         except TurnFailed as exc:
-            _finish(session, turn, Event.TURN_FAILED, str(exc))
+            finish_turn(session, turn, Event.TURN_FAILED, str(exc))
             return
         finally:
             session.turn_scope = None
-        _finish(session, turn, Event.TURN_DONE)
+        finish_turn(session, turn, Event.TURN_DONE)
         return
     # only an interrupt cancels this scope by itself (a stop cancels the runner)
-    _finish(session, turn, Event.INTERRUPTED, "interrupted")
+    finish_turn(session, turn, Event.INTERRUPTED, "interrupted")
 
 
-def _finish(session: Session, turn, event: Event, detail: str = "") -> None:
+def finish_turn(session: Session, turn, event: Event, detail: str = "") -> None:
     """End the turn, unless stop/kill/restart ended it while the agent's answer was on its way."""
     if session.turn is turn and not turn.done and session.state is State.RUNNING:
         session.end_turn(event, detail)

@@ -86,6 +86,7 @@ class Session:
         self.turn_scope = None  # the runner's cancel scope while it drives a turn
         self.driven: Callable[[], bool] = lambda: True  # is a runner (or a restart) there to run the queue?
         self.changes = Changes()  # bumps on every state or queue change
+        self.last_event = ""  # the last status line reported in `events`, so none is repeated
         self._on_change = on_change
         self._on_log = on_log
 
