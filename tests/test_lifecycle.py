@@ -146,7 +146,7 @@ async def test_a_restarted_server_restores_sessions_as_exited_with_their_queue(a
 
 
 async def test_a_damaged_session_file_is_reported_not_fatal(autojump_clock, tmp_path):
-    (tmp_path / "sessions").mkdir()
+    (tmp_path / "sessions").mkdir(mode=0o700)
     (tmp_path / "sessions" / "bad.toml").write_text("this is [not toml")
     async with trio.open_nursery() as nursery:
         app = App(state_dir=tmp_path)
@@ -160,19 +160,20 @@ async def test_a_disk_that_refuses_writes_fails_the_request_not_the_server(autoj
     from anvilfs.errors import AnvilError
 
     app = await running(state_dir=tmp_path)
-    (tmp_path / "sessions" / "boom.toml.tmp").mkdir()  # the save of session boom cannot happen
+    (tmp_path / "sessions" / "boom.toml").mkdir()  # the save of session boom cannot happen (a directory is in the way)
     with pytest.raises(AnvilError, match="cannot save session boom"):
         app.sessions.new("sim", "/tmp", name="boom")
     assert app.sessions.find("boom") is None  # not half made
     s = app.sessions.new("sim", "/tmp", name="ok")
     await until(lambda: s.state is State.IDLE)
-    (tmp_path / "sessions" / "ok.toml.tmp").mkdir()
+    (tmp_path / "sessions" / "ok.toml").unlink()
+    (tmp_path / "sessions" / "ok.toml").mkdir()
     with pytest.raises(AnvilError, match="the prompt was not queued"):
         app.sessions.submit("ok", "hello", "glenda")
     assert not s.queue and not s.busy
     app.sessions.clear("ok")  # a change saved in the background fails too: reported, not fatal
     await until(lambda: "cannot save the state of ok" in app.events.text())
-    (tmp_path / "sessions" / "ok.toml.tmp").rmdir()
+    (tmp_path / "sessions" / "ok.toml").rmdir()
     app.sessions.submit("ok", "hello again", "glenda")
     await until(lambda: s.state is State.AWAIT)
 

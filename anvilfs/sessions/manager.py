@@ -19,6 +19,7 @@ import trio
 
 from ..errors import AnvilError, Busy, InvalidRequest, LimitExceeded, NameTaken, NotFound
 from ..journal import Journal, timestamp
+from ..storage import SaveQueue
 from .backend import Backend, SessionInfo
 from .restore import restore_session
 from .runner import finish_turn, run_session
@@ -74,10 +75,7 @@ class Sessions:
         self._scopes: dict[str, trio.CancelScope] = {}
         self._counter = 0
         self._nursery: trio.Nursery | None = None
-        self._dirty: set[Session] = set()
-        self._pending_log: dict[Session, list[str]] = {}
-        self._pending_out: set[Session] = set()
-        self._flush_wanted = trio.Event()
+        self.saves = SaveQueue(on_error=self._save_failed)
 
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
         try:
@@ -85,56 +83,42 @@ class Sessions:
                 self._nursery = nursery
                 if self.store is not None:
                     await self._restore_all()
-                    nursery.start_soon(self._flush_forever)
+                    nursery.start_soon(self.saves.run)
                 task_status.started()
                 await trio.sleep_forever()
         finally:
-            self._flush()  # a clean stop leaves everything on disk
+            self.saves.flush()  # a clean stop leaves everything on disk
 
     # ------------------------------------------------------------ saving
     #
-    # A prompt is saved before its write is answered (submit). Other changes
-    # are marked and written by one task once the tasks that made them have
-    # run, so a burst of changes costs one write per session, not one each.
+    # What a request changes that must survive it is saved before it is
+    # answered (new, submit), and a turn's start is saved at once (the prompt
+    # leaves the queue on disk only as the turn's record). Everything else
+    # goes to the save queue, written once the tasks that made the changes
+    # have run: the log first, then `out`, then the .toml, so the .toml never
+    # says a turn ended before its answer is on disk.
+
+    _LOG, _OUT, _STATE = 0, 1, 2  # save-queue stages
 
     def _save_now(self, session: Session) -> None:
         """Save at once; raises AnvilError (EIO) if the disk refuses."""
         if self.store is not None:
             try:
+                self.saves.flush(lambda key: key[0] is session and key[1] != "state")
                 self.store.save(session)
             except OSError as exc:
                 raise AnvilError(f"cannot save session {session.name} in {self.store.dir}: {exc.strerror or exc}") from None
-            self._dirty.discard(session)
+            self.saves.discard((session, "state"))
 
-    def _flush(self) -> None:
-        """Write what changed; what the disk refuses stays pending for the next change."""
-        if self.store is None:
-            return
-        dirty, self._dirty = self._dirty, set()
-        logs, self._pending_log = self._pending_log, {}
-        outs, self._pending_out = self._pending_out, set()
-        for session in dirty:
-            self._try(session, "state", self.store.save, lambda: self._dirty.add(session))
-        for session, parts in logs.items():
-            text = "".join(parts)
-            self._try(session, "log", lambda s: self.store.append_log(s, text),
-                      lambda: self._pending_log.setdefault(session, []).insert(0, text))
-        for session in outs:
-            self._try(session, "answer", self.store.save_out, lambda: self._pending_out.add(session))
+    def _save_later(self, session: Session) -> None:
+        self.saves.replace((session, "state"), lambda: self.store.save(session), stage=self._STATE)
+        if session.turn is not None and session.turn.done:
+            self.saves.replace((session, "out"), lambda: self.store.save_out(session), stage=self._OUT)
 
-    def _try(self, session: Session, what: str, write, keep) -> None:
-        try:
-            write(session)
-        except OSError as exc:
-            keep()
-            self.events.append(f"- state: cannot save the {what} of {session.name}: {exc.strerror or exc}; will try again")
-
-    async def _flush_forever(self) -> None:
-        while True:
-            await self._flush_wanted.wait()
-            self._flush_wanted = trio.Event()
-            await trio.sleep(0)  # let the other woken tasks add their changes to this write
-            self._flush()
+    def _save_failed(self, key, exc: OSError) -> None:
+        session, what = key
+        what = {"out": "answer"}.get(what, what)
+        self.events.append(f"- state: cannot save the {what} of {session.name}: {exc.strerror or exc}; will try again")
 
     # ------------------------------------------------------------ lookup
 
@@ -214,10 +198,10 @@ class Sessions:
     def _changed(self, session: Session, *, saved: bool = False) -> None:
         """Report a change in `events`, and mark it for the next write unless it is `saved` already."""
         if self.store is not None and not saved:
-            self._dirty.add(session)
-            if session.turn is not None and session.turn.done:
-                self._pending_out.add(session)
-            self._flush_wanted.set()
+            if session.state is State.RUNNING and session.turn is not None and not session.turn.done:
+                self._save_turn_start(session)
+            else:
+                self._save_later(session)
         line = f"{session.name} {session.state.value}"
         if session.detail:
             line += f" {session.detail}"
@@ -227,10 +211,17 @@ class Sessions:
             session.last_event = line
             self.events.append(line)
 
+    def _save_turn_start(self, session: Session) -> None:
+        """A turn began: its prompt is off the queue in memory, so on disk it must be the turn's record now."""
+        try:
+            self._save_now(session)
+        except AnvilError as exc:  # the old .toml still has the prompt queued; keep trying in the background
+            self.events.append(f"- state: {exc.message}; will try again")
+            self._save_later(session)
+
     def _logged(self, session: Session, text: str) -> None:
         if self.store is not None:
-            self._pending_log.setdefault(session, []).append(text)
-            self._flush_wanted.set()
+            self.saves.append((session, "log"), text, lambda joined: self.store.append_log(session, joined), stage=self._LOG)
 
     # ------------------------------------------------------------ prompts
 

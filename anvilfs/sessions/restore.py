@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ..journal import timestamp
 from .backend import Agent, AgentFailed, Backend, SessionInfo
-from .session import Turn
+from .session import Turn, prompt_header
 from .states import Event, State
 from .store import SavedSession
 
@@ -46,6 +47,13 @@ class _NoAgent(Agent):
         return None
 
 
+def _log_turn_prompt(session) -> None:
+    """The .toml saves a turn's prompt before the log has it: if the server died in between, log it now."""
+    turn = session.turn
+    if turn.prompt is not None and prompt_header(turn) not in session.log_text():
+        session.record(prompt_header(turn))
+
+
 async def restore_session(sessions: Sessions, saved: SavedSession) -> None:
     definition = saved.definition
     backend = sessions.backends.get(definition.backend) or MissingBackend(definition.backend)
@@ -56,8 +64,9 @@ async def restore_session(sessions: Sessions, saved: SavedSession) -> None:
     session.queue.extend(saved.queue)
     session.out, session.role_pending = saved.out, saved.role_pending
     session.transcript.append(saved.log)
-    if state is State.RUNNING:
-        session.turn = Turn(saved.turn_count)  # the turn the server was in when it stopped
+    if state is State.RUNNING:  # the turn the server was in when it stopped
+        session.turn = Turn(saved.turn_count, saved.turn_prompt, saved.turn_started or timestamp())
+        _log_turn_prompt(session)
     agent = None
     if state in _ALIVE and saved.agent:
         agent = await backend.adopt(sessions.info(definition), saved.agent)

@@ -44,6 +44,8 @@ class Turn:
     """The output of one turn as it streams in; ``changes`` bumps per write."""
 
     number: int
+    prompt: Prompt | None = None  # what started it (None for a turn taken over from an old server without one)
+    started: str = field(default_factory=timestamp)
     chunks: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # for the log only (stderr, diagnostics)
     done: bool = False
@@ -100,8 +102,16 @@ class Session:
 
     @property
     def busy(self) -> bool:
-        """Starting, running, or a prompt waiting that something will run (SPEC §3 `wait`)."""
-        return self.state in BUSY or (bool(self.queue) and self.driven())
+        """Starting, running, or a prompt waiting that something will run (SPEC §3 `wait`).
+
+        An ephemeral session that has had its turn is busy until its runner
+        has stopped it, so `wait` answers its final state (SPEC §5).
+        """
+        if self.state in BUSY:
+            return True
+        if self.definition.ephemeral and self.turn_count and self.state in (State.AWAIT, State.ERROR):
+            return self.driven()
+        return bool(self.queue) and self.driven()
 
     def status_line(self) -> str:
         """The state word first; then details (why it failed, `simulated`)."""
@@ -128,10 +138,11 @@ class Session:
     def begin_turn(self, prompt: Prompt) -> Turn:
         advance(self.state, Event.TURN_BEGAN)  # refused before anything changes
         self.turn_count += 1
-        self.turn = Turn(self.turn_count)
-        self.record(f"--- prompt {self.turn_count} from {prompt.sender} at {timestamp()}\n{_ends_line(prompt.text)}")
+        turn = self.turn = Turn(self.turn_count, prompt)
+        # the move saves the turn (with its prompt) before the prompt is in the log: one of them has it
         self.move(Event.TURN_BEGAN)
-        return self.turn
+        self.record(prompt_header(turn))
+        return turn
 
     def end_turn(self, event: Event, detail: str = "") -> None:
         advance(self.state, event)  # refused before anything changes
@@ -158,6 +169,12 @@ class Session:
 
     def log_text(self) -> str:
         return "".join(self.transcript)
+
+
+def prompt_header(turn: Turn) -> str:
+    """The transcript's record of a turn's prompt; a restored server checks that it is there."""
+    prompt = turn.prompt
+    return f"--- prompt {turn.number} from {prompt.sender} at {turn.started}\n{_ends_line(prompt.text)}"
 
 
 def _ends_line(text: str) -> str:

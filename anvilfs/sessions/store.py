@@ -1,22 +1,24 @@
-"""Sessions on disk, so a server that stops or crashes loses nothing.
+"""Sessions on disk, so a server that stops, crashes or loses power loses nothing answered.
 
-    STATE/sessions/NAME.toml   definition, status, queued prompts, the agent's saved() data
+    STATE/sessions/NAME.toml   definition, status, queued prompts, the turn in progress, the agent's saved() data
     STATE/sessions/NAME.log    the transcript, appended as it grows
     STATE/sessions/NAME.out    the last answer
 
-A .toml file is replaced whole (written to a temporary file, then renamed),
-so it is always either the old or the new version; it is written before the
-request that changed it is answered, so a prompt whose close was answered is
-on disk.
+Every file goes through the storage module (anvilfs.storage): private
+(0600 in a 0700 directory, no symbolic link followed), replaced atomically
+or appended, and fsynced. What the manager decides is *when*: a prompt's
+.toml is written before its write is answered, and at a turn's start the
+.toml records the prompt as the turn in progress before the prompt leaves
+the queue on disk, so at every instant an answered prompt is in the queue
+or the turn record of the .toml, or in the log.
 """
 
 from __future__ import annotations
 
-import os
 import tomllib
 from dataclasses import asdict, dataclass
-from pathlib import Path
 
+from ..storage import PrivateDir
 from . import tomlwrite
 from .session import Definition, Prompt, Session
 
@@ -33,20 +35,15 @@ class SavedSession:
     out: str = ""
     log: str = ""
     role_pending: bool = False
+    turn_prompt: Prompt | None = None  # the prompt of the turn in progress, if one was
+    turn_started: str = ""
 
 
 class SessionStore:
-    def __init__(self, state_dir: str | os.PathLike):
-        self.dir = Path(state_dir) / "sessions"
-        self.dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-
-    def _path(self, name: str, suffix: str) -> Path:
-        return self.dir / f"{name}{suffix}"
-
-    def _replace(self, path: Path, text: str) -> None:
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(text)
-        os.replace(tmp, path)
+    def __init__(self, state_dir):
+        self.state = PrivateDir(state_dir)
+        self.files = self.state.subdir("sessions")
+        self.dir = self.files.path
 
     def save(self, session: Session) -> None:
         doc = {
@@ -56,45 +53,53 @@ class SessionStore:
                 "restarts": session.restarts, "role_pending": session.role_pending,
             },
             "agent": session.agent.saved(),
-            "queue": [{"sender": p.sender, "at": p.at, "text": p.text} for p in session.queue],
         }
+        turn = session.turn
+        if turn is not None and not turn.done and turn.prompt is not None:
+            doc["turn"] = {"number": turn.number, "started": turn.started, **_prompt(turn.prompt)}
+        doc["queue"] = [_prompt(p) for p in session.queue]
         text = tomlwrite.dumps(doc, comment="anvilfs session; rewritten by the server on every change")
-        self._replace(self._path(session.name, ".toml"), text)
+        self.files.write_atomic(f"{session.name}.toml", text.encode())
 
     def save_out(self, session: Session) -> None:
-        self._replace(self._path(session.name, ".out"), session.out)
+        self.files.write_atomic(f"{session.name}.out", session.out.encode())
 
     def append_log(self, session: Session, text: str) -> None:
-        with open(self._path(session.name, ".log"), "a") as log:
-            log.write(text)
+        self.files.append(f"{session.name}.log", text.encode())
 
     def load_all(self) -> tuple[list[SavedSession], list[str]]:
         """The saved sessions, and a line for each file that could not be read."""
         sessions, problems = [], []
-        for path in sorted(self.dir.glob("*.toml")):
+        for file in self.files.names(".toml"):
             try:
-                sessions.append(self._load(path))
+                sessions.append(self._load(file.removesuffix(".toml")))
             except Exception as exc:  # a damaged file must not stop the server
-                problems.append(f"{path}: cannot be read ({type(exc).__name__}: {exc}); left as it is")
+                problems.append(f"{self.dir}/{file}: cannot be read ({type(exc).__name__}: {exc}); left as it is")
         return sessions, problems
 
-    def _load(self, path: Path) -> SavedSession:
-        data = tomllib.loads(path.read_text())
+    def _load(self, name: str) -> SavedSession:
+        data = tomllib.loads(self._text(f"{name}.toml"))
         status = data.get("status", {})
-        name = path.stem
+        turn = data.get("turn")
         return SavedSession(
             definition=Definition(**data["session"]),
             state=status.get("state", "exited"), detail=status.get("detail", ""),
             turn_count=status.get("turns", 0), restarts=status.get("restarts", 0),
             role_pending=status.get("role_pending", False),
-            queue=[Prompt(p["text"], p["sender"], p.get("at", "")) for p in data.get("queue", [])],
+            queue=[_from_toml(p) for p in data.get("queue", [])],
             agent=data.get("agent", {}),
-            out=_read(self._path(name, ".out")), log=_read(self._path(name, ".log")),
+            out=self._text(f"{name}.out"), log=self._text(f"{name}.log"),
+            turn_prompt=_from_toml(turn) if turn else None, turn_started=turn.get("started", "") if turn else "",
         )
 
+    def _text(self, file: str) -> str:
+        raw = self.files.read(file)
+        return raw.decode("utf-8", errors="replace") if raw is not None else ""
 
-def _read(path: Path) -> str:
-    try:
-        return path.read_text()
-    except FileNotFoundError:
-        return ""
+
+def _prompt(p: Prompt) -> dict:
+    return {"sender": p.sender, "at": p.at, "text": p.text}
+
+
+def _from_toml(p: dict) -> Prompt:
+    return Prompt(p["text"], p["sender"], p.get("at", ""))

@@ -1,0 +1,17 @@
+"""Durable, private state on disk: the one storage module every domain uses.
+
+    PrivateDir   a directory only this user can use; files in it are 0600,
+                 written atomically and fsynced, never through a symbolic link
+    SaveQueue    background writes, coalesced, in stages, retried on failure
+    StorageError a state directory that cannot or must not be used
+
+The rule this serves: a write is answered only once what it changed is on
+disk (SPEC §6, "Nothing answered is ever lost"). A domain either writes
+through PrivateDir before it answers, or records in the SaveQueue what may
+safely wait.
+"""
+
+from .private import PrivateDir, StorageError, ensure_private_dir
+from .savequeue import SaveQueue
+
+__all__ = ["PrivateDir", "SaveQueue", "StorageError", "ensure_private_dir"]

@@ -1,0 +1,187 @@
+"""A private directory: made 0700, checked when it exists, used without following links.
+
+Everything is opened relative to the directory's own file descriptor with
+O_NOFOLLOW, so a symbolic link planted inside (``NAME.log`` pointing at
+``~/.bashrc``) is refused instead of written through, and temporary files
+are created with O_EXCL under names nobody can guess ahead of time.
+
+Durability (a power cut, not just a killed process): a replaced file is
+written to a temporary file, fsynced, renamed over the old one, and the
+directory is fsynced so the rename itself is on disk; an append is fsynced
+before it returns.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import secrets
+import stat
+
+_FILE_MODE = 0o600
+_DIR_MODE = 0o700
+_TMP_SUFFIX = ".tmp"
+_OPEN = os.O_CLOEXEC | os.O_NOFOLLOW
+
+
+class StorageError(OSError):
+    """A state directory or file that cannot or must not be used; the text says how to fix it."""
+
+    def __str__(self) -> str:
+        return self.strerror
+
+
+def ensure_private_dir(path: str | os.PathLike) -> str:
+    """Make `path` (and missing parents) 0700, or check that an existing one is ours alone."""
+    path = os.path.abspath(os.fspath(path))
+    try:
+        os.makedirs(path, mode=_DIR_MODE)
+    except FileExistsError:
+        pass
+    except OSError as exc:
+        raise StorageError(exc.errno, f"cannot make state directory {path}: {exc.strerror}") from None
+    _check_private(path, os.lstat(path))
+    return path
+
+
+def _check_private(path: str, info: os.stat_result) -> None:
+    if stat.S_ISLNK(info.st_mode):
+        raise StorageError(0, f"state directory {path} is a symbolic link; give the real directory (--state)")
+    if not stat.S_ISDIR(info.st_mode):
+        raise StorageError(0, f"{path} is not a directory; move it away or choose another --state")
+    if info.st_uid != os.geteuid():
+        raise StorageError(0, f"state directory {path} belongs to uid {info.st_uid}, not to you (uid {os.geteuid()}); "
+                              "use a directory of your own (--state)")
+    if stat.S_IMODE(info.st_mode) & 0o077:
+        raise StorageError(0, f"state directory {path} has mode {stat.S_IMODE(info.st_mode):04o}: other users could "
+                              f"read it or plant files in it; run `chmod 700 {path}` (and check what is inside)")
+
+
+class PrivateDir:
+    """One private directory, held open by its file descriptor."""
+
+    def __init__(self, path: str | os.PathLike):
+        self.path = ensure_private_dir(path)
+        self._fd = os.open(self.path, os.O_RDONLY | os.O_DIRECTORY | _OPEN)
+        self._remove_temporaries()
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+    def subdir(self, name: str) -> PrivateDir:
+        _check_name(name)
+        return PrivateDir(os.path.join(self.path, name))
+
+    def __repr__(self) -> str:
+        return f"<PrivateDir {self.path}>"
+
+    # ------------------------------------------------------------ writing
+
+    def write_atomic(self, name: str, data: bytes) -> None:
+        """Replace `name` whole: readers (and a crash) see the old or the new content, never a mix."""
+        _check_name(name)
+        tmp = f".{name}.{secrets.token_hex(6)}{_TMP_SUFFIX}"
+        fd = self._open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+        try:
+            try:
+                _write_all(fd, data)
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            os.rename(tmp, name, src_dir_fd=self._fd, dst_dir_fd=self._fd)
+        except BaseException:
+            _unlink_quietly(tmp, self._fd)
+            raise
+        os.fsync(self._fd)
+
+    def append(self, name: str, data: bytes) -> None:
+        """Add to the end of `name` (made 0600 if new), on disk when this returns."""
+        _check_name(name)
+        fd = self._open(name, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+        try:
+            created = _own_file(fd, self.path, name)
+            _write_all(fd, data)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        if created:
+            os.fsync(self._fd)  # the new directory entry, too
+
+    def remove(self, name: str) -> None:
+        _check_name(name)
+        _unlink_quietly(name, self._fd)
+        os.fsync(self._fd)
+
+    # ------------------------------------------------------------ reading
+
+    def read(self, name: str) -> bytes | None:
+        """The content of `name`, or None if there is no such file."""
+        _check_name(name)
+        try:
+            fd = self._open(name, os.O_RDONLY)
+        except FileNotFoundError:
+            return None
+        try:
+            _own_file(fd, self.path, name)
+            chunks = []
+            while chunk := os.read(fd, 1 << 20):
+                chunks.append(chunk)
+            return b"".join(chunks)
+        finally:
+            os.close(fd)
+
+    def names(self, suffix: str = "") -> list[str]:
+        """The names of the files here ending in `suffix`, sorted; temporary files left out."""
+        return sorted(n for n in os.listdir(self._fd) if n.endswith(suffix) and not _is_temporary(n))
+
+    def _open(self, name: str, flags: int) -> int:
+        try:
+            return os.open(name, flags | _OPEN, _FILE_MODE, dir_fd=self._fd)
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:  # O_NOFOLLOW met a symbolic link
+                raise StorageError(exc.errno, f"{os.path.join(self.path, name)} is a symbolic link; "
+                                              "anvilfs never follows links in its state: remove it") from None
+            raise
+
+    def _remove_temporaries(self) -> None:
+        """Temporary files of writes a crash interrupted: never renamed, so never part of the state."""
+        for name in os.listdir(self._fd):
+            if _is_temporary(name):
+                _unlink_quietly(name, self._fd)
+
+
+def _is_temporary(name: str) -> bool:
+    return name.startswith(".") and name.endswith(_TMP_SUFFIX)
+
+
+def _check_name(name: str) -> None:
+    if not name or "/" in name or name in (".", "..") or "\0" in name:
+        raise ValueError(f"not a file name inside a state directory: {name!r}")
+
+
+def _own_file(fd: int, directory: str, name: str) -> bool:
+    """Check an opened file is a regular file of ours, and make it 0600; True if it was just made (empty)."""
+    info = os.fstat(fd)
+    where = os.path.join(directory, name)
+    if not stat.S_ISREG(info.st_mode):
+        raise StorageError(0, f"{where} is not a regular file; move it away")
+    if info.st_uid != os.geteuid():
+        raise StorageError(0, f"{where} belongs to uid {info.st_uid}, not to you; move it away")
+    if stat.S_IMODE(info.st_mode) != _FILE_MODE:
+        os.fchmod(fd, _FILE_MODE)  # files written by older versions were 0644
+    return info.st_size == 0
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+def _unlink_quietly(name: str, dir_fd: int) -> None:
+    try:
+        os.unlink(name, dir_fd=dir_fd)
+    except FileNotFoundError:
+        pass

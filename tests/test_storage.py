@@ -1,0 +1,160 @@
+"""The storage module: private directories, atomic and appended writes that never follow a link, the save queue."""
+
+from __future__ import annotations
+
+import os
+import stat
+
+import pytest
+import trio
+
+from anvilfs.storage import PrivateDir, SaveQueue, StorageError, ensure_private_dir
+from anvilfs.storage import private
+
+
+def _mode(path) -> int:
+    return stat.S_IMODE(os.lstat(path).st_mode)
+
+
+def test_a_new_state_directory_and_its_files_are_private(tmp_path):
+    d = PrivateDir(tmp_path / "state" / "deep")
+    d.write_atomic("a.toml", b"x = 1\n")
+    d.append("a.log", b"one\n")
+    assert _mode(tmp_path / "state" / "deep") == 0o700
+    assert _mode(tmp_path / "state" / "deep" / "a.toml") == 0o600
+    assert _mode(tmp_path / "state" / "deep" / "a.log") == 0o600
+    assert d.read("a.toml") == b"x = 1\n" and d.read("missing") is None
+
+
+@pytest.mark.parametrize("mode", [0o777, 0o750, 0o701])
+def test_an_existing_directory_open_to_others_is_refused_with_the_fix(tmp_path, mode):
+    path = tmp_path / "st"
+    path.mkdir()
+    os.chmod(path, mode)
+    with pytest.raises(StorageError, match=rf"has mode {mode:04o}.*chmod 700 {path}"):
+        ensure_private_dir(path)
+    assert _mode(path) == mode  # refused, not changed behind the user's back
+
+
+def test_a_directory_of_another_user_is_refused(tmp_path):
+    if os.geteuid() != 0:
+        pytest.skip("needs root to make a directory owned by someone else")
+    path = tmp_path / "theirs"
+    path.mkdir(mode=0o700)
+    os.chown(path, 65534, 65534)
+    with pytest.raises(StorageError, match="belongs to uid 65534, not to you"):
+        ensure_private_dir(path)
+
+
+def test_a_state_directory_that_is_a_symbolic_link_is_refused(tmp_path):
+    real = tmp_path / "real"
+    real.mkdir(mode=0o700)
+    (tmp_path / "link").symlink_to(real)
+    with pytest.raises(StorageError, match="is a symbolic link"):
+        ensure_private_dir(tmp_path / "link")
+
+
+def test_a_planted_link_is_never_written_through(tmp_path):
+    d = PrivateDir(tmp_path / "st")
+    victim = tmp_path / "victim"
+    victim.write_text("precious\n")
+    os.symlink(victim, tmp_path / "st" / "bot1.log")
+    with pytest.raises(StorageError, match="bot1.log is a symbolic link"):
+        d.append("bot1.log", b"private transcript\n")
+    with pytest.raises(StorageError, match="symbolic link"):
+        d.read("bot1.log")
+    os.symlink(victim, tmp_path / "st" / "bot1.toml")
+    d.write_atomic("bot1.toml", b"new\n")  # the rename replaces the link itself
+    assert victim.read_text() == "precious\n"
+    assert not os.path.islink(tmp_path / "st" / "bot1.toml") and d.read("bot1.toml") == b"new\n"
+
+
+def test_a_planted_temporary_file_makes_the_write_fail_not_follow(tmp_path, monkeypatch):
+    d = PrivateDir(tmp_path / "st")
+    victim = tmp_path / "victim"
+    victim.write_text("precious\n")
+    monkeypatch.setattr(private.secrets, "token_hex", lambda n: "guessed")
+    os.symlink(victim, tmp_path / "st" / ".a.toml.guessed.tmp")
+    with pytest.raises(FileExistsError):
+        d.write_atomic("a.toml", b"x\n")
+    assert victim.read_text() == "precious\n" and d.read("a.toml") is None
+
+
+def test_files_written_by_older_versions_become_private(tmp_path):
+    path = tmp_path / "st"
+    path.mkdir(mode=0o700)
+    (path / "old.log").write_text("before\n")
+    os.chmod(path / "old.log", 0o644)
+    PrivateDir(path).append("old.log", b"after\n")
+    assert _mode(path / "old.log") == 0o600 and (path / "old.log").read_text() == "before\nafter\n"
+
+
+def test_temporary_files_left_by_a_crash_are_removed_and_never_listed(tmp_path):
+    path = tmp_path / "st"
+    path.mkdir(mode=0o700)
+    (path / ".a.toml.0123456789ab.tmp").write_text("half written")
+    (path / "a.toml").write_text("whole")
+    d = PrivateDir(path)
+    assert os.listdir(path) == ["a.toml"] and d.names(".toml") == ["a.toml"]
+
+
+def test_bad_names_are_refused(tmp_path):
+    d = PrivateDir(tmp_path / "st")
+    for name in ["", "..", "a/b", "x\0"]:
+        with pytest.raises(ValueError):
+            d.write_atomic(name, b"")
+
+
+def test_the_save_queue_coalesces_joins_and_orders_by_stage():
+    done = []
+    q = SaveQueue()
+    q.replace("state", lambda: done.append("state v1"), stage=2)
+    q.append("log", "a", lambda text: done.append(f"log {text}"), stage=0)
+    q.replace("state", lambda: done.append("state v2"), stage=2)
+    q.replace("out", lambda: done.append("out"), stage=1)
+    q.append("log", "b", lambda text: done.append(f"log {text}"), stage=0)
+    q.flush()
+    assert done == ["log ab", "out", "state v2"] and len(q) == 0
+
+
+def test_a_refused_write_is_kept_in_order_and_holds_back_later_stages():
+    errors, written, disk_full = [], [], [True]
+
+    def append(text: str) -> None:
+        if disk_full[0]:
+            raise OSError(28, "No space left on device")
+        written.append(text)
+
+    q = SaveQueue(on_error=lambda key, exc: errors.append((key, exc.strerror)))
+    q.append("log", "first ", append, stage=0)
+    q.replace("state", lambda: written.append("state"), stage=2)
+    q.flush()
+    assert errors == [("log", "No space left on device")] and written == []
+    assert "log" in q and "state" in q  # nothing dropped; the .toml waits for its log
+    q.append("log", "second", append, stage=0)
+    disk_full[0] = False
+    q.flush()
+    assert written == ["first second", "state"]
+
+
+def test_flush_of_some_keys_leaves_the_others():
+    done = []
+    q = SaveQueue()
+    q.replace(("a", "state"), lambda: done.append("a"))
+    q.replace(("b", "state"), lambda: done.append("b"))
+    q.flush(lambda key: key[0] == "a")
+    assert done == ["a"] and ("b", "state") in q
+
+
+async def test_the_save_queue_task_writes_soon_after_a_change(autojump_clock):
+    done = []
+    q = SaveQueue()
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(q.run)
+        q.replace("k", lambda: done.append(1))
+        q.replace("k", lambda: done.append(2))
+        with trio.fail_after(5):
+            while not done:
+                await trio.sleep(0.01)
+        assert done == [2]
+        nursery.cancel_scope.cancel()
