@@ -13,6 +13,23 @@ from collections import deque
 from .waitable import Changes
 
 
+# What would end or split a line for a reader of a line-oriented file (str.splitlines
+# splits on all of these), shown escaped instead, so text a client sent (a uname, a
+# quoted command) can never forge a line of `events` or `errors`.
+_LINE_BREAKERS = [*range(0x20), 0x7F, 0x85, 0x2028, 0x2029]
+_ESCAPES = {c: "\\n" if c == 0x0A else "\\r" if c == 0x0D else "\\t" if c == 0x09
+            else f"\\x{c:02x}" if c < 0x100 else f"\\u{c:04x}" for c in _LINE_BREAKERS}
+
+
+def one_line(text: str) -> str:
+    """`text` with every character that could break a line escaped (\\n, \\x0b, \\u2028)."""
+    return text.translate(_ESCAPES)
+
+
+def has_line_breakers(text: str) -> bool:
+    return one_line(text) != text
+
+
 def timestamp() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
@@ -26,7 +43,7 @@ class Journal:
         self.changes = Changes()
 
     def append(self, text: str) -> None:
-        self._lines.append(f"{timestamp()} {text}\n")
+        self._lines.append(f"{timestamp()} {one_line(text)}\n")
         self.next_seq += 1
         self.changes.bump()
 

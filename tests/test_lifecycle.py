@@ -286,3 +286,39 @@ async def test_a_refused_hook_write_changes_nothing(autojump_clock, running):
     assert s.turn_count == 1
     app.sessions.hook("g", "await")
     assert s.state is State.AWAIT
+
+
+@pytest.mark.parametrize("prompt", ["one", "sim:fail"])
+async def test_wait_on_an_ephemeral_session_answers_its_final_state(autojump_clock, running, prompt):
+    """SPEC §5: `wait` answers `stopped`, not the `await` (or `error`) its turn passed through."""
+    from anvilfs.fs.cursors import WaitCursor
+
+    app = await running()
+    s = app.sessions.new("sim", "/tmp", name="once", ephemeral=True)
+    cursor = WaitCursor(s)
+    app.sessions.submit("once", prompt, "glenda")
+    with trio.fail_after(30):
+        await cursor.wait_ready(0)
+    assert cursor.read(0, 100) == b"stopped\n"
+    assert s.state is State.STOPPED
+
+
+@pytest.mark.parametrize("cwd", ["/tmp/a\nfake sim await - /tmp simulated", "/tmp/\x0b", "/tmp/x\ry", "/tmp/\u2028", "/tmp/\x7f"])
+async def test_a_cwd_with_control_characters_is_refused(autojump_clock, running, tmp_path, cwd):
+    import os
+
+    app = await running()
+    os.makedirs(cwd, exist_ok=True)
+    with pytest.raises(InvalidRequest, match="control character"):
+        app.sessions.new("sim", cwd, name="x")
+    assert app.sessions.all() == []
+
+
+async def test_event_lines_cannot_be_forged_by_what_a_client_sends(autojump_clock, running):
+    app = await running()
+    app.sessions.new("sim", "/tmp", name="bot1")
+    app.sessions.submit("bot1", "hi", "glenda\n2026-01-01T00:00:00Z fake stopped")
+    await until(lambda: "prompt queued" in app.events.text())
+    lines = app.events.text().splitlines()
+    assert not any(line.split()[1:2] == ["fake"] for line in lines), lines
+    assert any("glenda\\n2026" in line for line in lines)

@@ -16,6 +16,7 @@ from ..backends import build_backends, tmux_session_for
 from ..config import ConfigError, load_config
 from ..roles import Roles
 from ..sessions import RestartPolicy, SessionLimits
+from ..storage import StorageError
 from .connection import Connection
 from .dispatch import Limits
 from .listen import ListenError, prepare_namespace, tcp_listeners, unix_listener
@@ -112,7 +113,6 @@ def build_app(options: ServerOptions) -> App:
     """The app a server serves: backends, limits and roles from the configuration."""
     loaded = load_config(options.config_path)
     config = loaded.config
-    os.makedirs(options.state_dir, mode=0o700, exist_ok=True)
     tmux_session = tmux_session_for(options.namespace)
     address = f"unix!{options.socket_path}"
 
@@ -134,7 +134,7 @@ def run_server(options: ServerOptions) -> int:
     try:
         server = Server(build_app(options), options)
         trio.run(server.run)
-    except (ListenError, ConfigError) as exc:
+    except (ListenError, ConfigError, StorageError) as exc:
         print(f"anvilfs: {exc}", file=sys.stderr)
         return 1
     return 0

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import trio
 
 from ..errors import AnvilError, Busy, InvalidRequest, LimitExceeded, NameTaken, NotFound
-from ..journal import Journal, timestamp
+from ..journal import Journal, has_line_breakers, one_line, timestamp
 from ..storage import SaveQueue
 from .backend import Backend, SessionInfo
 from .restore import restore_session
@@ -76,6 +76,7 @@ class Sessions:
         self._counter = 0
         self._nursery: trio.Nursery | None = None
         self.saves = SaveQueue(on_error=self._save_failed)
+        self._save_errors: dict = {}  # the last refusal reported per pending write
 
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
         try:
@@ -116,9 +117,12 @@ class Sessions:
             self.saves.replace((session, "out"), lambda: self.store.save_out(session), stage=self._OUT)
 
     def _save_failed(self, key, exc: OSError) -> None:
+        """Report a background save the disk refused; it is retried every second, so say it once."""
         session, what = key
-        what = {"out": "answer"}.get(what, what)
-        self.events.append(f"- state: cannot save the {what} of {session.name}: {exc.strerror or exc}; will try again")
+        text = f"cannot save the {({'out': 'answer'}).get(what, what)} of {session.name}: {exc.strerror or exc}"
+        if self._save_errors.get(key) != text:
+            self._save_errors[key] = text
+            self.events.append(f"- state: {text}; will try again")
 
     # ------------------------------------------------------------ lookup
 
@@ -148,6 +152,10 @@ class Sessions:
         available = chosen.availability()
         if available != "ready":
             raise InvalidRequest(f"backend {backend} cannot start sessions here: {available}")
+        for what, value in (("cwd", cwd), ("model", model)):
+            if has_line_breakers(value):
+                raise InvalidRequest(f"{what} {one_line(value)!r} contains a control character; "
+                                     "list and events show it on one line: leave it out")
         if not os.path.isabs(cwd) or not os.path.isdir(cwd):
             raise InvalidRequest(f"cwd {cwd!r} is not an existing directory given by its absolute path")
         if role and role not in self.roles():

@@ -46,6 +46,8 @@ async def run_session(
                 reason = str(exc)
             if scope.cancel_called:
                 return
+        if not reason and session.definition.ephemeral and session.turn_count:
+            reason = EPHEMERAL_DONE  # adopted after its one turn (or followed it to its end just now)
         reason = reason or await _turns_until_exit(session, role_text)
         if scope.cancel_called:
             return

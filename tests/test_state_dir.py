@@ -1,0 +1,76 @@
+"""The state directory is private: made 0700 with 0600 files, refused when open to others, no link followed."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from harness.server import REPO_ROOT, start_server
+
+
+@pytest.fixture
+def base():
+    path = Path(tempfile.mkdtemp(prefix="anvs.", dir="/tmp"))
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def _mode(path: Path) -> int:
+    return stat.S_IMODE(os.lstat(path).st_mode)
+
+
+def test_a_state_directory_open_to_others_is_refused_with_the_fix(base):
+    state = base / "state"
+    state.mkdir()
+    os.chmod(state, 0o777)
+    result = subprocess.run(
+        [sys.executable, "-m", "anvilfs", "serve", "--namespace", str(base / "ns"), "--state", str(state)],
+        capture_output=True, text=True, timeout=30, cwd=REPO_ROOT, env=os.environ | {"XDG_CONFIG_HOME": str(base / "cfg")},
+        stdin=subprocess.DEVNULL,
+    )
+    assert result.returncode == 1
+    assert f"has mode 0777" in result.stderr and f"chmod 700 {state}" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert _mode(state) == 0o777  # refused, not quietly changed
+
+
+def test_what_the_server_writes_is_private(base):
+    srv = start_server(base)
+    try:
+        assert srv.run_cli("write", "agent/ctl", "new sim /tmp name=bot1").returncode == 0
+        assert srv.run_cli("write", "agent/bot1/in", "hello").returncode == 0
+        assert srv.run_cli("read", "agent/bot1/wait").stdout == "await\n"
+    finally:
+        srv.stop()
+    state = base / "state"
+    assert _mode(state) == 0o700 and _mode(state / "sessions") == 0o700
+    files = sorted(p.name for p in (state / "sessions").iterdir())
+    assert files == ["bot1.log", "bot1.out", "bot1.toml"]
+    assert {name: _mode(state / "sessions" / name) for name in files} == dict.fromkeys(files, 0o600)
+
+
+def test_a_link_planted_in_the_state_directory_is_not_written_through(base):
+    victim = base / "victim"
+    victim.write_text("precious\n")
+    sessions = base / "state" / "sessions"
+    sessions.mkdir(parents=True, mode=0o700)
+    os.chmod(base / "state", 0o700)
+    os.symlink(victim, sessions / "bot1.log")
+    srv = start_server(base)
+    try:
+        assert srv.run_cli("write", "agent/ctl", "new sim /tmp name=bot1").returncode == 0
+        assert srv.run_cli("write", "agent/bot1/in", "a private prompt").returncode == 0
+        assert srv.run_cli("read", "agent/bot1/wait").stdout == "await\n"
+    finally:
+        srv.stop()
+    assert victim.read_text() == "precious\n"
+    assert os.path.islink(sessions / "bot1.log")  # left for the user to look at, and never followed
