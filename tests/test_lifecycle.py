@@ -322,3 +322,53 @@ async def test_event_lines_cannot_be_forged_by_what_a_client_sends(autojump_cloc
     lines = app.events.text().splitlines()
     assert not any(line.split()[1:2] == ["fake"] for line in lines), lines
     assert any("glenda\\n2026" in line for line in lines)
+
+
+async def test_remove_forgets_a_stopped_session_and_keeps_its_files_as_history(autojump_clock, tmp_path):
+    async with trio.open_nursery() as nursery:
+        app = App(state_dir=tmp_path)
+        await nursery.start(app.run)
+        s = app.sessions.new("sim", "/tmp", name="bot1")
+        app.sessions.submit("bot1", "remember me", "glenda")
+        await until(lambda: s.state is State.AWAIT)
+        with pytest.raises(Busy, match="write 'stop' to its ctl first, then 'remove'"):
+            app.sessions.remove("bot1")
+        app.sessions.stop("bot1")
+        app.sessions.remove("bot1")
+        assert app.sessions.find("bot1") is None
+        assert "bot1 removed; its files are in" in app.events.text()
+        assert not list((tmp_path / "sessions").iterdir())
+        history = sorted(p.name for p in (tmp_path / "removed").iterdir())
+        assert [name.rsplit(".", 1)[1] for name in history] == ["log", "out", "toml"]
+        assert "remember me" in next((tmp_path / "removed").glob("bot1.*.log")).read_text()
+        again = app.sessions.new("sim", "/tmp", name="bot1")  # the name is free again
+        assert again.turn_count == 0
+        nursery.cancel_scope.cancel()
+    async with trio.open_nursery() as nursery:  # and a restarted server does not bring the old one back
+        second = App(state_dir=tmp_path)
+        await nursery.start(second.run)
+        assert [x.name for x in second.sessions.all()] == ["bot1"] and "remember me" not in second.sessions.get("bot1").log_text()
+        nursery.cancel_scope.cancel()
+
+
+async def test_removing_an_exited_session_cancels_its_restart(autojump_clock, running):
+    app = await running()
+    s = app.sessions.new("sim", "/tmp", name="bot1")
+    app.sessions.submit("bot1", "sim:exit", "glenda")
+    await until(lambda: s.state is State.EXITED)
+    app.sessions.remove("bot1")
+    await trio.sleep(120)  # past every backoff: nothing comes back
+    assert app.sessions.find("bot1") is None and "bot1 starting" not in app.events.text().split("removed")[-1]
+
+
+async def test_the_session_limit_says_how_to_free_a_slot(autojump_clock, running):
+    from anvilfs.errors import LimitExceeded
+    from anvilfs.sessions import SessionLimits
+
+    app = await running(limits=SessionLimits(max_sessions=1))
+    app.sessions.new("sim", "/tmp", name="a")
+    with pytest.raises(LimitExceeded, match="writing 'remove' to the ctl of a stopped session"):
+        app.sessions.new("sim", "/tmp", name="b")
+    app.sessions.stop("a")
+    app.sessions.remove("a")
+    app.sessions.new("sim", "/tmp", name="b")

@@ -43,7 +43,11 @@ class AgentTree:
         return self._dir(session) if session is not None else None
 
     def _session_dirs(self) -> list[Directory]:
-        return [self._dir(s) for s in self.sessions.all()]
+        sessions = self.sessions.all()
+        if len(self._dirs) > len(sessions):  # some were removed: forget their directories
+            names = {s.name for s in sessions}
+            self._dirs = {name: known for name, known in self._dirs.items() if name in names}
+        return [self._dir(s) for s in sessions]
 
     def _new(self, args: Args) -> str:
         backend, cwd = args.words

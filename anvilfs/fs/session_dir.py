@@ -73,4 +73,5 @@ def _session_commands(sessions: Sessions, name: str) -> CommandTable:
         Command("restart", command(sessions.restart), "restart"),
         Command("interrupt", command(sessions.interrupt), "interrupt"),
         Command("clear", command(sessions.clear), "clear"),
+        Command("remove", command(sessions.remove), "remove"),
     ])

@@ -163,7 +163,8 @@ class Sessions:
             raise NotFound(f"no role {role!r}; known roles: {known}")
         name = self._check_name(name) if name else self._next_name()
         if len(self._sessions) >= self.limits.max_sessions:
-            raise LimitExceeded(f"already {len(self._sessions)} sessions, the most allowed (max_sessions)")
+            raise LimitExceeded(f"already {len(self._sessions)} sessions, the most allowed (max_sessions): "
+                                "free one by writing 'remove' to the ctl of a stopped session")
         definition = Definition(name=name, backend=backend, cwd=os.path.normpath(cwd), role=role, model=model,
                                 ephemeral=ephemeral, conversation=str(uuid.uuid4()), created=timestamp())
         session = self._make(definition, chosen, saved=None)
@@ -284,6 +285,26 @@ class Sessions:
         session.abort_turn("killed" if kill else "stopped")
         session.move(Event.STOP, f"{dropped} queued prompts dropped" if dropped else "")
         self._nursery.start_soon(session.agent.kill if kill else session.agent.stop)
+
+    def remove(self, name: str) -> None:
+        """Forget a stopped or exited session; its files move to the state's `removed/` history."""
+        session = self.get(name)
+        if session.state not in (State.STOPPED, State.EXITED):
+            raise Busy(f"session {name} is {session.state.value}: write 'stop' to its ctl first, then 'remove'")
+        if self.store is not None:
+            self.saves.flush(lambda key: key[0] is session)  # what is pending goes with it into the history
+            try:
+                where = self.store.remove(session)
+            except OSError as exc:
+                raise AnvilError(f"cannot move the files of session {name} out of {self.store.dir}: "
+                                 f"{exc.strerror or exc}; it was not removed") from None
+            for key in [(session, "state"), (session, "log"), (session, "out")]:
+                self.saves.discard(key)
+        self._cancel_runner(name)  # a restart on its way, for an exited session
+        del self._sessions[name]
+        session.changes.bump()  # readers blocked on it (wait, stream) see it gone
+        kept = f"; its files are in {where}" if self.store is not None else ""
+        self.events.append(f"{name} removed{kept}")
 
     def restart(self, name: str) -> None:
         """Start the agent again; prompts still queued are kept and run."""

@@ -3,6 +3,7 @@
     STATE/sessions/NAME.toml   definition, status, queued prompts, the turn in progress, the agent's saved() data
     STATE/sessions/NAME.log    the transcript, appended as it grows
     STATE/sessions/NAME.out    the last answer
+    STATE/removed/NAME.TIME.*  the files of a session that was removed, kept as history
 
 Every file goes through the storage module (anvilfs.storage): private
 (0600 in a 0700 directory, no symbolic link followed), replaced atomically
@@ -18,6 +19,7 @@ from __future__ import annotations
 import tomllib
 from dataclasses import asdict, dataclass
 
+from ..journal import timestamp
 from ..storage import PrivateDir
 from . import tomlwrite
 from .session import Definition, Prompt, Session
@@ -66,6 +68,14 @@ class SessionStore:
 
     def append_log(self, session: Session, text: str) -> None:
         self.files.append(f"{session.name}.log", text.encode())
+
+    def remove(self, session: Session) -> str:
+        """Move the session's files to `removed/NAME.TIME.*` (a history, never read back); returns where."""
+        history = self.state.subdir("removed")
+        stamp = timestamp().replace(":", "")
+        for suffix in (".toml", ".log", ".out"):
+            self.files.move(f"{session.name}{suffix}", history, f"{session.name}.{stamp}{suffix}")
+        return f"{history.path}/{session.name}.{stamp}.*"
 
     def load_all(self) -> tuple[list[SavedSession], list[str]]:
         """The saved sessions, and a line for each file that could not be read."""

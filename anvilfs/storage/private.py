@@ -109,6 +109,17 @@ class PrivateDir:
         if created:
             os.fsync(self._fd)  # the new directory entry, too
 
+    def move(self, name: str, dest: PrivateDir, new_name: str) -> None:
+        """Move `name` into another private directory (a missing file is no error)."""
+        _check_name(name)
+        _check_name(new_name)
+        try:
+            os.rename(name, new_name, src_dir_fd=self._fd, dst_dir_fd=dest._fd)
+        except FileNotFoundError:
+            return
+        os.fsync(dest._fd)
+        os.fsync(self._fd)
+
     def remove(self, name: str) -> None:
         _check_name(name)
         _unlink_quietly(name, self._fd)
