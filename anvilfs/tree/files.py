@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Protocol
 
-from ..errors import InvalidRequest
+from ..errors import AnvilError, InvalidRequest
 from .ctl import CommandTable
 from .nodes import Caller, File, Handle
 
@@ -76,18 +76,39 @@ class CtlFile(File):
 
 
 class _CtlHandle(Handle):
+    """Read-back (SPEC §4): a read after a write answers that write, its result or why it was refused.
+
+    The first read after a write starts at the answer's beginning whatever its
+    offset (a shell's `exec 3<>ctl; echo ... >&3; cat <&3` reads at the offset
+    the write left), later reads continue it, and a read at offset 0 starts it
+    again. Before any write the answer is empty (`9p rdwr` reads first).
+    """
+
     def __init__(self, table: CommandTable):
         self._table = table
-        self._result = b""
+        self._answer = b""
+        self._fresh = False  # a write came since the last read
+        self._pos = 0
 
     def write(self, offset: int, data: bytes) -> int:
-        result = self._table.run_text(_decode(data, "ctl"))
-        if result is not None:
-            self._result = (result + "\n").encode("utf-8")
+        try:
+            result = self._table.run_text(_decode(data, "ctl"))
+        except AnvilError as exc:
+            self._set_answer(f"error: {exc.message}")
+            raise
+        self._set_answer(result or "")
         return len(data)
 
+    def _set_answer(self, text: str) -> None:
+        self._answer = (text + "\n").encode("utf-8") if text else b""
+        self._fresh = True
+
     def read(self, offset: int, count: int) -> bytes:
-        return self._result[offset:offset + count]
+        if self._fresh or offset == 0:
+            self._fresh, self._pos = False, 0
+        data = self._answer[self._pos:self._pos + count]
+        self._pos += len(data)
+        return data
 
 
 class CollectFile(File):
