@@ -7,7 +7,7 @@ import tomllib
 from hypothesis import given
 from hypothesis import strategies as st
 
-from anvilfs.sessions.tomlwrite import dumps
+from anvilfs.storage.tomlwrite import dumps
 
 keys = st.text(min_size=1, max_size=12)
 scalars = st.one_of(st.booleans(), st.integers(-(2**63), 2**63 - 1), st.text(), st.floats(allow_nan=False, allow_infinity=False))

@@ -20,8 +20,7 @@ import tomllib
 from dataclasses import asdict, dataclass
 
 from ..journal import timestamp
-from ..storage import PrivateDir
-from . import tomlwrite
+from ..storage import PrivateDir, tomlwrite
 from .session import Definition, Prompt, Session
 
 

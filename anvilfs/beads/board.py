@@ -1,0 +1,334 @@
+"""The beads of one server: creating, claiming, completing, approving (SPEC §6; no 9P here).
+
+Every verb is synchronous from its checks to its write, and the server runs
+one at a time, so a claim is a compare-and-swap: of any number of
+concurrent claimers exactly one finds the bead pending. A change is on disk
+(atomic, fsynced) and recorded for the git history before the verb returns,
+and memory changes only after the disk did, so a refused write changes
+nothing. Other domains hear of changes through the event bus.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from ..domain_events import BeadChanged, EventBus, SessionEnded
+from ..errors import AnvilError, Busy, InvalidRequest, NotFound, NotPermitted
+from ..journal import has_line_breakers, timestamp
+from ..storage import TomlObjects
+from . import owns as owns_rules
+from .ids import ID, IdMaker
+from .model import MAX_TEXT, MAX_TITLE, Bead, BadFile, bead_from_toml
+from .states import HELD, Status, Verb, advance
+
+LABEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}\Z")  # roles and holder names: they name files (ready.<role>)
+MAX_LEASE = 7 * 24 * 3600
+
+
+@dataclass(frozen=True, slots=True)
+class Who:
+    """Who asked: the 9P uname, and the session it names, if it names one."""
+
+    name: str
+    session: str | None = None
+
+
+class Board:
+    """All beads; a convoy's rules live in convoys.py and hear of beads through events."""
+
+    def __init__(
+        self,
+        files: TomlObjects | None,
+        bus: EventBus,
+        *,
+        is_session: Callable[[str], bool],
+        history: Callable[[str], None] = lambda message: None,
+        clock: Callable[[], float] = time.time,
+    ):
+        self.files = files
+        self.bus = bus
+        self.is_session = is_session
+        self.history = history
+        self.clock = clock
+        self.convoy_check: Callable[[str], None] = _no_convoys  # Convoys sets it: raises if a bead cannot join
+        self._beads: dict[str, Bead] = {}
+        self.broken: dict[str, str] = {}  # id -> why its file cannot be used
+        self._ids = IdMaker("bead")
+        bus.subscribe(SessionEnded, self._session_ended)
+
+    # ------------------------------------------------------------ loading
+
+    def load(self) -> list[str]:
+        """Read every bead file; returns a line for each problem found (reported, never fixed silently)."""
+        if self.files is None:
+            return []
+        tables, broken = self.files.load_all()
+        for bead_id, table in tables.items():
+            try:
+                self._beads[bead_id] = bead_from_toml(table, bead_id)
+            except BadFile as exc:
+                broken[bead_id] = str(exc)
+        self.broken = broken
+        for bead_id in [*tables, *broken]:
+            self._ids.seen(bead_id)
+        problems = [f"bead {i}: {self.files.path(i)} cannot be used: {why}; fix the file by hand" for i, why in broken.items()]
+        problems += self._dependency_problems()
+        return problems
+
+    def _dependency_problems(self) -> list[str]:
+        problems = []
+        for bead in self._beads.values():
+            for dep in bead.depends_on:
+                if dep not in self._beads:
+                    problems.append(f"bead {bead.id} depends on {dep}, which does not exist: it can never be ready")
+        for cycle in find_cycles(self._beads):
+            problems.append(f"dependency cycle: {' -> '.join(cycle)}: none of these beads can ever be ready")
+        return problems
+
+    # ------------------------------------------------------------ reading
+
+    def get(self, bead_id: str) -> Bead:
+        bead = self._beads.get(bead_id)
+        if bead is None:
+            if bead_id in self.broken:
+                raise Busy(f"bead {bead_id}'s file is broken ({self.broken[bead_id]}); fix it by hand and restart the server")
+            raise NotFound(f"no bead {bead_id!r}; `beads/list` shows the beads there are")
+        return bead
+
+    def find(self, bead_id: str) -> Bead | None:
+        return self._beads.get(bead_id)
+
+    def all(self) -> list[Bead]:
+        return list(self._beads.values())
+
+    def is_ready(self, bead: Bead) -> bool:
+        """Claimable now: pending, and every dependency completed. `list` and `ready` both ask this."""
+        return bead.status is Status.PENDING and all(
+            (dep := self._beads.get(d)) is not None and dep.status is Status.COMPLETED for d in bead.depends_on)
+
+    def ready(self, role: str | None = None) -> list[Bead]:
+        return [b for b in self._beads.values() if self.is_ready(b) and (role is None or b.role == role)]
+
+    def roles(self) -> list[str]:
+        return sorted({b.role for b in self._beads.values()})
+
+    # ------------------------------------------------------------ changing
+
+    def new(self, title: str, role: str, description: str, depends_on: Iterable[str] = (), *,
+            requires_approval: bool = False, owns: Iterable[str] = (), convoy: str = "") -> Bead:
+        _check_title(title)
+        _check_label("role", role)
+        _check_text("description", description)
+        deps = list(dict.fromkeys(depends_on))
+        for dep in deps:
+            if dep not in self._beads:
+                raise NotFound(f"new: dependency {dep!r} is not a bead; `beads/list` shows the beads there are")
+        owns = list(dict.fromkeys(owns))
+        for entry in owns:
+            if (why := owns_rules.check_entry(entry)) is not None:
+                raise InvalidRequest(f"new: {why}")
+        if convoy:
+            self.convoy_check(convoy)
+        now = timestamp()
+        bead = Bead(id=self._ids.next(title, self._taken()), title=title, role=role, description=description,
+                    depends_on=deps, requires_approval=requires_approval, owns=owns, convoy=convoy,
+                    created=now, updated=now)
+        self._save(bead, f"Created: {title} ({bead.id}, role {role})", "new", new=True)
+        return bead
+
+    def _taken(self):
+        return self._beads.keys() | self.broken.keys()
+
+    def claim(self, bead_id: str, who: Who, holder: str | None = None, lease: int | None = None) -> Bead:
+        bead = self.get(bead_id)
+        holder = holder or who.session
+        if not holder:
+            raise InvalidRequest(f"claim: you ({who.name}) are not a session: name who claims, "
+                                 f"`claim NAME` (a session) or `claim NAME lease=SECONDS`")
+        _check_label("claim: holder", holder)
+        if lease is not None and not 0 < lease <= MAX_LEASE:
+            raise InvalidRequest(f"claim: lease={lease}: give 1 to {MAX_LEASE} seconds")
+        if lease is None and not self.is_session(holder):
+            raise NotFound(f"claim: {holder!r} is not a session; a claim for another name needs lease=SECONDS")
+        if bead.status in HELD:
+            if bead.assigned_to == holder and lease is not None and bead.status is Status.IN_PROGRESS:
+                return self._save(bead.copy(lease_until=self.clock() + lease), f"Lease renewed: {bead_id} by {holder}", "renew", holder)
+            raise Busy(f"claim: bead {bead_id} is already claimed by {bead.assigned_to} ({bead.status.value})")
+        status = advance(bead_id, bead.status, Verb.CLAIM)
+        waiting = [d for d in bead.depends_on if (dep := self._beads.get(d)) is None or dep.status is not Status.COMPLETED]
+        if waiting:
+            raise Busy(f"claim: bead {bead_id} waits for {', '.join(waiting)} to be completed")
+        if bead.owns and (other := self._owns_conflict(bead)) is not None:
+            mine, theirs, other_bead = other
+            raise Busy(f"claim: bead {bead_id} owns {mine}, which overlaps {theirs} owned by {other_bead.id} "
+                       f"(in progress, claimed by {other_bead.assigned_to}); claim it when that one is done")
+        changed = bead.copy(status=status, assigned_to=holder, lease_until=self.clock() + lease if lease else 0.0)
+        return self._save(changed, f"Claimed: {bead_id} by {holder}", "claim", holder)
+
+    def _owns_conflict(self, bead: Bead):
+        for other in self._beads.values():
+            if other.id != bead.id and other.status is Status.IN_PROGRESS and other.owns:
+                if (pair := owns_rules.first_overlap(bead.owns, other.owns)) is not None:
+                    return pair[0], pair[1], other
+        return None
+
+    def unclaim(self, bead_id: str) -> Bead:
+        bead = self.get(bead_id)
+        status = advance(bead_id, bead.status, Verb.UNCLAIM)
+        return self._save(bead.copy(status=status, assigned_to="", lease_until=0.0),
+                          f"Unclaimed: {bead_id} (was {bead.assigned_to})", "unclaim", bead.assigned_to)
+
+    def complete(self, bead_id: str, result: str | None = None) -> Bead:
+        bead = self.get(bead_id)
+        verb = Verb.SUBMIT if bead.requires_approval else Verb.COMPLETE
+        status = advance(bead_id, bead.status, verb)
+        changes = {"status": status, "lease_until": 0.0}
+        if result is not None:
+            _check_text("result", result)
+            changes["result"] = result
+        word = "Submitted for approval" if bead.requires_approval else "Completed"
+        return self._save(bead.copy(**changes), f"{word}: {bead.title} ({bead_id})", "complete", bead.assigned_to)
+
+    def fail(self, bead_id: str, reason: str) -> Bead:
+        bead = self.get(bead_id)
+        status = advance(bead_id, bead.status, Verb.FAIL)
+        _check_reason("fail", reason)
+        return self._save(bead.copy(status=status, result=reason, lease_until=0.0),
+                          f"Failed: {bead.title} ({bead_id}): {reason}", "fail", reason)
+
+    def approve(self, bead_id: str, who: Who) -> Bead:
+        bead = self.get(bead_id)
+        status = advance(bead_id, bead.status, Verb.APPROVE)
+        self._not_the_worker("approve", bead, who)
+        return self._save(bead.copy(status=status, approved_by=who.name),
+                          f"Approved: {bead.title} ({bead_id}) by {who.name}", "approve", who.name)
+
+    def reject(self, bead_id: str, reason: str, who: Who) -> Bead:
+        bead = self.get(bead_id)
+        status = advance(bead_id, bead.status, Verb.REJECT)
+        self._not_the_worker("reject", bead, who)
+        _check_reason("reject", reason)
+        return self._save(bead.copy(status=status, review=reason),
+                          f"Rejected: {bead.title} ({bead_id}) by {who.name}: {reason}", "reject", f"by {who.name}: {reason}")
+
+    def reopen(self, bead_id: str) -> Bead:
+        bead = self.get(bead_id)
+        status = advance(bead_id, bead.status, Verb.REOPEN)
+        return self._save(bead.copy(status=status, assigned_to="", lease_until=0.0, approved_by=""),
+                          f"Reopened: {bead.title} ({bead_id})", "reopen")
+
+    def set_text(self, bead_id: str, field: str, text: str) -> Bead:
+        """Write `description` or `result` (the files of the same names)."""
+        bead = self.get(bead_id)
+        _check_text(field, text)
+        return self._save(bead.copy(**{field: text}), f"Updated {field}: {bead_id}", f"set-{field}")
+
+    def set_convoy(self, bead_id: str, convoy: str) -> Bead:
+        """Put a bead in a convoy (or take it out, with ""); convoys.py checks the convoy's side."""
+        bead = self.get(bead_id)
+        what = f"Added to convoy {convoy}: {bead_id}" if convoy else f"Removed from convoy {bead.convoy}: {bead_id}"
+        return self._save(bead.copy(convoy=convoy), what, "convoy", convoy or "-")
+
+    def _not_the_worker(self, verb: str, bead: Bead, who: Who) -> None:
+        if who.name == bead.assigned_to or (who.session is not None and who.session == bead.assigned_to):
+            raise NotPermitted(f"{verb}: {who.name} did the work on bead {bead.id}; someone else must {verb} it "
+                               "(the one who inspects is never the one who built)")
+
+    # ------------------------------------------------------------ reactions
+
+    def _session_ended(self, event: SessionEnded) -> None:
+        """SPEC §6: a bead held by a session that is gone goes back to pending."""
+        for bead in list(self._beads.values()):
+            if bead.status is Status.IN_PROGRESS and bead.assigned_to == event.session and not bead.lease_until:
+                self._release(bead, f"session {event.session} {event.how}")
+
+    def expire_leases(self) -> float | None:
+        """Release the beads whose lease ran out; returns when the next lease runs out, if one will."""
+        now, next_end = self.clock(), None
+        for bead in list(self._beads.values()):
+            if bead.status is Status.IN_PROGRESS and bead.lease_until:
+                if bead.lease_until <= now:
+                    self._release(bead, f"the lease of {bead.assigned_to} ran out")
+                else:
+                    next_end = min(next_end or bead.lease_until, bead.lease_until)
+        return next_end
+
+    def _release(self, bead: Bead, why: str) -> None:
+        status = advance(bead.id, bead.status, Verb.RELEASE)
+        try:
+            self._save(bead.copy(status=status, assigned_to="", lease_until=0.0), f"Released: {bead.id}: {why}", "release", why)
+        except AnvilError as exc:  # not a client's request: report it, keep the others going
+            self.bus.journal.append(f"- beads: cannot release {bead.id}: {exc.message}")
+
+    # ------------------------------------------------------------ saving
+
+    def _save(self, bead: Bead, message: str, verb: str, detail: str = "", *, new: bool = False) -> Bead:
+        bead.updated = timestamp()
+        if self.files is not None:
+            try:
+                self.files.write(bead.id, bead.to_toml(), new=new)
+            except OSError as exc:
+                raise AnvilError(f"cannot save bead {bead.id}: {exc.strerror or exc}; nothing was changed") from None
+            self.history(message)
+        self._beads[bead.id] = bead
+        self.bus.publish(BeadChanged(bead.id, verb, bead.status.value, detail, bead.convoy))
+        return bead
+
+
+def _no_convoys(convoy: str) -> None:
+    raise NotFound(f"no convoy {convoy!r}")
+
+
+def find_cycles(beads: dict[str, Bead]) -> list[list[str]]:
+    """Each dependency cycle once, as the ids around it (first id repeated at the end)."""
+    cycles, state = [], {}  # state: 1 on the current path, 2 done
+
+    def visit(bead_id: str, path: list[str]) -> None:
+        state[bead_id] = 1
+        path.append(bead_id)
+        for dep in beads[bead_id].depends_on:
+            if dep not in beads:
+                continue
+            if state.get(dep) == 1:
+                cycles.append(path[path.index(dep):] + [dep])
+            elif dep not in state:
+                visit(dep, path)
+        path.pop()
+        state[bead_id] = 2
+
+    for bead_id in sorted(beads):
+        if bead_id not in state:
+            visit(bead_id, [])
+    return cycles
+
+
+def _check_title(title: str) -> None:
+    if not title.strip():
+        raise InvalidRequest("new: the title is empty; give one in quotes: new \"Research auth\" researcher \"what to do\"")
+    if len(title) > MAX_TITLE:
+        raise InvalidRequest(f"new: the title is {len(title)} characters; at most {MAX_TITLE} (put the rest in the description)")
+    if has_line_breakers(title):
+        raise InvalidRequest("new: the title contains a control character; titles are one line")
+
+
+def _check_label(what: str, value: str) -> None:
+    if not LABEL.match(value):
+        raise InvalidRequest(f"{what} {value!r}: use 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit")
+
+
+def _check_text(what: str, text: str) -> None:
+    if len(text.encode()) > MAX_TEXT:
+        raise InvalidRequest(f"{what} is {len(text.encode())} bytes; at most {MAX_TEXT}")
+
+
+def _check_reason(verb: str, reason: str) -> None:
+    if not reason.strip():
+        raise InvalidRequest(f"{verb}: say why: {verb} <reason>")
+    _check_text(f"{verb}: the reason", reason)
+
+
+def check_id(bead_id: str) -> bool:
+    return bool(ID.match(bead_id))

@@ -1,0 +1,173 @@
+"""Convoys: groups of beads with a goal, shared context and a coordinator (SPEC §6).
+
+Membership lives in one place, each bead's `convoy` field, so a convoy's
+bead list can never disagree with its beads. A convoy hears of its beads
+through the event bus and completes itself in the same step as its last
+bead (before that bead's write is answered), never while it has none.
+
+    planning ──first bead claimed──> in_progress ──all beads completed──> completed
+        └──────────── abandon ────────────┴─> abandoned
+    `complete` when every bead is done: completed, or failed if one failed.
+    A bead reopened in a completed convoy takes it back to in_progress.
+"""
+
+from __future__ import annotations
+
+from ..domain_events import BeadChanged, ConvoyChanged, EventBus
+from ..errors import AnvilError, Busy, InvalidRequest, NotFound
+from ..journal import timestamp
+from ..storage import TomlObjects
+from .board import Board, _check_label, _check_text, _check_title
+from .ids import IdMaker
+from .model import BadFile, Convoy, ConvoyStatus as CS, convoy_from_toml
+from .states import Status
+
+_CLOSED = (CS.COMPLETED, CS.FAILED, CS.ABANDONED)
+
+
+class Convoys:
+    def __init__(self, files: TomlObjects | None, bus: EventBus, board: Board, *, history=lambda message: None):
+        self.files = files
+        self.bus = bus
+        self.board = board
+        self.history = history
+        self._convoys: dict[str, Convoy] = {}
+        self.broken: dict[str, str] = {}
+        self._ids = IdMaker("convoy")
+        board.convoy_check = self._check_open
+        bus.subscribe(BeadChanged, self._bead_changed)
+
+    def load(self) -> list[str]:
+        if self.files is None:
+            return []
+        tables, broken = self.files.load_all()
+        for convoy_id, table in tables.items():
+            try:
+                self._convoys[convoy_id] = convoy_from_toml(table, convoy_id)
+            except BadFile as exc:
+                broken[convoy_id] = str(exc)
+        self.broken = broken
+        for convoy_id in [*tables, *broken]:
+            self._ids.seen(convoy_id)
+        return [f"convoy {i}: {self.files.path(i)} cannot be used: {why}; fix the file by hand" for i, why in broken.items()]
+
+    # ------------------------------------------------------------ reading
+
+    def get(self, convoy_id: str) -> Convoy:
+        convoy = self._convoys.get(convoy_id)
+        if convoy is None:
+            if convoy_id in self.broken:
+                raise Busy(f"convoy {convoy_id}'s file is broken ({self.broken[convoy_id]}); fix it by hand and restart the server")
+            raise NotFound(f"no convoy {convoy_id!r}; `convoys/list` shows the convoys there are")
+        return convoy
+
+    def find(self, convoy_id: str) -> Convoy | None:
+        return self._convoys.get(convoy_id)
+
+    def all(self) -> list[Convoy]:
+        return list(self._convoys.values())
+
+    def beads_of(self, convoy_id: str) -> list:
+        return [b for b in self.board.all() if b.convoy == convoy_id]
+
+    def progress(self, convoy_id: str) -> str:
+        beads = self.beads_of(convoy_id)
+        done = sum(b.status is Status.COMPLETED for b in beads)
+        return f"{done}/{len(beads)} completed"
+
+    def _check_open(self, convoy_id: str) -> None:
+        """A bead may join: the convoy exists and is not closed."""
+        convoy = self.get(convoy_id)
+        if convoy.status in _CLOSED:
+            raise Busy(f"convoy {convoy_id} is {convoy.status}: it takes no more beads")
+
+    # ------------------------------------------------------------ changing
+
+    def new(self, title: str, goal: str) -> Convoy:
+        _check_title(title)
+        _check_text("goal", goal)
+        now = timestamp()
+        convoy = Convoy(id=self._ids.next(title, self._convoys.keys() | self.broken.keys()), title=title, goal=goal,
+                        created=now, updated=now)
+        return self._save(convoy, f"Convoy created: {title} ({convoy.id})", "new", new=True)
+
+    def add_bead(self, convoy_id: str, bead_id: str) -> None:
+        self._check_open(convoy_id)
+        bead = self.board.get(bead_id)
+        if bead.convoy == convoy_id:
+            raise InvalidRequest(f"add_bead: bead {bead_id} is in convoy {convoy_id} already")
+        if bead.convoy:
+            raise Busy(f"add_bead: bead {bead_id} is in convoy {bead.convoy}; write 'remove_bead {bead_id}' to that convoy's ctl first")
+        self.board.set_convoy(bead_id, convoy_id)  # its event brings this convoy up to date
+
+    def remove_bead(self, convoy_id: str, bead_id: str) -> None:
+        self.get(convoy_id)
+        bead = self.board.get(bead_id)
+        if bead.convoy != convoy_id:
+            raise NotFound(f"remove_bead: bead {bead_id} is not in convoy {convoy_id}; `convoys/{convoy_id}/beads` lists its beads")
+        self.board.set_convoy(bead_id, "")
+
+    def set_coordinator(self, convoy_id: str, session: str) -> Convoy:
+        convoy = self.get(convoy_id)
+        _check_label("coordinator", session)
+        return self._save(convoy.copy(coordinator=session), f"Convoy {convoy_id}: coordinator {session}", "coordinator", session)
+
+    def set_context(self, convoy_id: str, text: str) -> Convoy:
+        convoy = self.get(convoy_id)
+        _check_text("context", text)
+        return self._save(convoy.copy(context=text), f"Convoy {convoy_id}: context updated", "context")
+
+    def complete(self, convoy_id: str) -> Convoy:
+        convoy = self.get(convoy_id)
+        if convoy.status in _CLOSED:
+            raise Busy(f"complete: convoy {convoy_id} is {convoy.status} already")
+        beads = self.beads_of(convoy_id)
+        if not beads:
+            raise Busy(f"complete: convoy {convoy_id} has no beads; add_bead first, or abandon it")
+        open_beads = [b.id for b in beads if b.status not in (Status.COMPLETED, Status.FAILED)]
+        if open_beads:
+            raise Busy(f"complete: convoy {convoy_id} has beads still open: {', '.join(open_beads)}")
+        failed = [b.id for b in beads if b.status is Status.FAILED]
+        status = CS.FAILED if failed else CS.COMPLETED
+        why = f"failed beads: {', '.join(failed)}" if failed else self.progress(convoy_id)
+        return self._save(convoy.copy(status=status), f"Convoy {status}: {convoy.title} ({convoy_id}), {why}", "complete", why)
+
+    def abandon(self, convoy_id: str) -> Convoy:
+        convoy = self.get(convoy_id)
+        if convoy.status in _CLOSED:
+            raise Busy(f"abandon: convoy {convoy_id} is {convoy.status} already")
+        return self._save(convoy.copy(status=CS.ABANDONED), f"Convoy abandoned: {convoy.title} ({convoy_id})", "abandon")
+
+    # ------------------------------------------------------------ reactions
+
+    def _bead_changed(self, event: BeadChanged) -> None:
+        convoy = self._convoys.get(event.convoy)
+        if convoy is None:
+            return
+        beads = self.beads_of(convoy.id)
+        if convoy.status == CS.PLANNING and event.verb == "claim":
+            self._react(convoy.copy(status=CS.IN_PROGRESS), f"Convoy started: {convoy.id} (bead {event.bead} claimed)", "start", event.bead)
+        elif convoy.status in CS.OPEN and beads and all(b.status is Status.COMPLETED for b in beads):
+            self._react(convoy.copy(status=CS.COMPLETED), f"Convoy completed: {convoy.title} ({convoy.id}), all {len(beads)} beads done",
+                        "complete", self.progress(convoy.id))
+        elif convoy.status == CS.COMPLETED and event.status != Status.COMPLETED.value:
+            self._react(convoy.copy(status=CS.IN_PROGRESS), f"Convoy reopened: {convoy.id} (bead {event.bead} {event.status})",
+                        "reopen", event.bead)
+
+    def _react(self, convoy: Convoy, message: str, verb: str, detail: str) -> None:
+        try:
+            self._save(convoy, message, verb, detail)
+        except AnvilError as exc:
+            raise AnvilError(f"{exc.message} (convoy {convoy.id} could not follow its bead)") from None
+
+    def _save(self, convoy: Convoy, message: str, verb: str, detail: str = "", *, new: bool = False) -> Convoy:
+        convoy.updated = timestamp()
+        if self.files is not None:
+            try:
+                self.files.write(convoy.id, convoy.to_toml(), new=new)
+            except OSError as exc:
+                raise AnvilError(f"cannot save convoy {convoy.id}: {exc.strerror or exc}; nothing was changed") from None
+            self.history(message)
+        self._convoys[convoy.id] = convoy
+        self.bus.publish(ConvoyChanged(convoy.id, verb, convoy.status, detail))
+        return convoy

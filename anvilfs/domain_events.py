@@ -1,0 +1,78 @@
+"""Typed domain events: what happened, published at one place, subscribed to by other domains.
+
+Domains never call into each other's internals: sessions publish that a
+session ended, beads react (a held bead goes back to pending); beads publish
+that a bead completed, convoys react (a convoy whose beads are all done
+completes itself). Subscribers run synchronously inside ``publish``, so a
+rule that must hold before a write is answered (the convoy completes in the
+same step as its last bead) does.
+
+Each event is a small frozen record; ``render`` is the one function that
+turns an event into its `events` line (without the time, which the journal
+adds).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from .journal import Journal
+
+
+@dataclass(frozen=True, slots=True)
+class SessionEnded:
+    """A session's agent is gone for good: killed, stopped, removed, or exited with no restart coming."""
+
+    session: str
+    how: str  # "killed" | "stopped" | "removed" | "exited"
+
+
+@dataclass(frozen=True, slots=True)
+class BeadChanged:
+    """A bead moved (created, claimed, completed ...); ``verb`` says how, ``detail`` adds who or why."""
+
+    bead: str
+    verb: str
+    status: str
+    detail: str = ""
+    convoy: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ConvoyChanged:
+    convoy: str
+    verb: str
+    status: str
+    detail: str = ""
+
+
+def render(event) -> str | None:
+    """The `events` line of an event (TIME is added by the journal), or None if it has none."""
+    match event:
+        case BeadChanged(bead=bead, verb=verb, status=status, detail=detail):
+            return f"bead:{bead} {verb} {status}" + (f" {detail}" if detail else "")
+        case ConvoyChanged(convoy=convoy, verb=verb, status=status, detail=detail):
+            return f"convoy:{convoy} {verb} {status}" + (f" {detail}" if detail else "")
+        case SessionEnded():
+            return None  # sessions report their own transitions in `events` already
+    raise TypeError(f"no events line for {type(event).__name__}")
+
+
+class EventBus:
+    """Publishes events to the journal (as lines) and to the subscribers of their type."""
+
+    def __init__(self, journal: Journal | None = None):
+        self.journal = journal
+        self._subscribers: dict[type, list[Callable]] = defaultdict(list)
+
+    def subscribe(self, kind: type, handler: Callable) -> None:
+        self._subscribers[kind].append(handler)
+
+    def publish(self, event) -> None:
+        line = render(event)
+        if line is not None and self.journal is not None:
+            self.journal.append(line)
+        for handler in self._subscribers[type(event)]:
+            handler(event)

@@ -1,0 +1,87 @@
+"""A directory of objects, one TOML file each, that people may read and annotate by hand.
+
+Files are read with tomllib (fast: thousands at start). A change is written
+atomically and fsynced before it returns. What the fast writer wrote is
+remembered by its bytes: while the file is still exactly that, the next
+change is written the fast way too; once a person has edited it (a comment,
+a blank line), it is edited with tomlkit from then on, so what they added
+survives. A file that no longer
+parses is never overwritten: the change is refused with the parse error.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import tomllib
+
+import tomlkit
+
+from . import tomlwrite
+from .private import PrivateDir, StorageError
+
+
+class BrokenFile(StorageError):
+    """An object's file that does not parse (edited by hand); it is left exactly as it is."""
+
+
+class TomlObjects:
+    """Objects of one kind: `DIR/<id>.toml`, each a table named `table` (e.g. [bead])."""
+
+    def __init__(self, directory: PrivateDir, table: str):
+        self.dir = directory
+        self.table = table
+        self._written: dict[str, bytes] = {}  # id -> digest of the bytes we last wrote
+
+    def path(self, object_id: str) -> str:
+        return f"{self.dir.path}/{object_id}.toml"
+
+    def load_all(self) -> tuple[dict[str, dict], dict[str, str]]:
+        """Every object's table by id, and for each file that cannot be read, why."""
+        found, broken = {}, {}
+        for name in self.dir.names(".toml"):
+            object_id = name.removesuffix(".toml")
+            raw = self.dir.read(name) or b""
+            try:
+                found[object_id] = tomllib.loads(raw.decode())[self.table]
+            except (tomllib.TOMLDecodeError, UnicodeDecodeError, KeyError, TypeError) as exc:
+                broken[object_id] = _why(exc, self.table)
+                continue
+            if tomlwrite.dumps({self.table: found[object_id]}).encode() == raw:
+                self._written[object_id] = _digest(raw)  # nobody has touched it: the fast writer may replace it
+        return found, broken
+
+    def write(self, object_id: str, data: dict, *, new: bool = False) -> None:
+        """Save `data` as the object's table; comments a person added to the file are kept."""
+        name = f"{object_id}.toml"
+        current = None if new else self.dir.read(name)
+        if current is None or _digest(current) == self._written.get(object_id):
+            raw = tomlwrite.dumps({self.table: data}).encode()
+            self.dir.write_atomic(name, raw)
+            self._written[object_id] = _digest(raw)
+        else:  # a person has been here: from now on, edit what they left
+            self.dir.write_atomic(name, self._edited(object_id, current, data))
+            self._written.pop(object_id, None)
+
+    def _edited(self, object_id: str, current: bytes, data: dict) -> bytes:
+        try:
+            doc = tomlkit.parse(current.decode())
+            table = doc[self.table]
+        except Exception as exc:  # tomlkit raises its own kinds; all mean the same here
+            raise BrokenFile(0, f"{self.path(object_id)} was edited and no longer parses ({_why(exc, self.table)}); "
+                                "fix it by hand: anvilfs will not overwrite it") from None
+        for key, value in data.items():
+            if table.get(key) != value:
+                table[key] = value
+        for key in [k for k in table if k not in data]:
+            del table[key]
+        return tomlkit.dumps(doc).encode()
+
+
+def _digest(raw: bytes) -> bytes:
+    return hashlib.blake2b(raw, digest_size=16).digest()
+
+
+def _why(exc: Exception, table: str) -> str:
+    if isinstance(exc, KeyError):
+        return f"no [{table}] table"
+    return f"{type(exc).__name__}: {exc}"
