@@ -1,4 +1,4 @@
-"""One anvilfs server's state: sessions, journals and the tree that shows them."""
+"""One anvilfs server's state: sessions, beads and convoys, journals, and the tree that shows them."""
 
 from __future__ import annotations
 
@@ -8,9 +8,12 @@ from pathlib import Path
 import trio
 
 from .backends import SimBackend
+from .beads import Board, Convoys
+from .domain_events import EventBus
 from .fs import ROOT_FILES, AgentTree
 from .journal import Journal
 from .sessions import Backend, RestartPolicy, SessionLimits, Sessions, SessionStore
+from .storage import PrivateDir, TomlObjects
 
 
 class App:
@@ -28,14 +31,19 @@ class App:
     ):
         self.events = Journal(keep=1000)
         self.errors = Journal(keep=200)
+        self.bus = EventBus(self.events)
         if backends is None:
             backends = {"sim": SimBackend()}
+        state = PrivateDir(state_dir) if state_dir is not None else None
         self.sessions = Sessions(
             backends, self.events, limits=limits, restart=restart, reserved=ROOT_FILES, roles=roles,
-            store=SessionStore(state_dir) if state_dir is not None else None,
+            store=SessionStore(state) if state is not None else None, publish=self.bus.publish,
             **({"agent_env": agent_env} if agent_env else {}),
         )
-        self.tree = AgentTree(self.sessions, self.events, self.errors)
+        self.board = Board(TomlObjects(state.subdir("beads"), "bead") if state else None, self.bus,
+                           is_session=lambda name: self.sessions.find(name) is not None)
+        self.convoys = Convoys(TomlObjects(state.subdir("convoys"), "convoy") if state else None, self.bus, self.board)
+        self.tree = AgentTree(self.sessions, self.events, self.errors, board=self.board, convoys=self.convoys)
 
     @property
     def root(self):
@@ -47,4 +55,9 @@ class App:
         self.events.append(f"- error {where}: {text}")
 
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
-        await self.sessions.run(task_status=task_status)
+        for problem in self.board.load() + self.convoys.load():  # before sessions restore: they may release beads
+            self.record_error("beads", problem)
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(self.board.run_leases)
+            await nursery.start(self.sessions.run)
+            task_status.started()

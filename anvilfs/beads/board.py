@@ -15,10 +15,13 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+import trio
+
 from ..domain_events import BeadChanged, EventBus, SessionEnded
 from ..errors import AnvilError, Busy, InvalidRequest, NotFound, NotPermitted
 from ..journal import has_line_breakers, timestamp
 from ..storage import TomlObjects
+from ..waitable import Changes
 from . import owns as owns_rules
 from .ids import ID, IdMaker
 from .model import MAX_TEXT, MAX_TITLE, Bead, BadFile, bead_from_toml
@@ -55,6 +58,7 @@ class Board:
         self.clock = clock
         self.convoy_check: Callable[[str], None] = _no_convoys  # Convoys sets it: raises if a bead cannot join
         self._beads: dict[str, Bead] = {}
+        self.changes = Changes()  # bumps on every change (the lease task waits on it)
         self.broken: dict[str, str] = {}  # id -> why its file cannot be used
         self._ids = IdMaker("bead")
         bus.subscribe(SessionEnded, self._session_ended)
@@ -256,12 +260,22 @@ class Board:
                     next_end = min(next_end or bead.lease_until, bead.lease_until)
         return next_end
 
+    async def run_leases(self) -> None:
+        """For ever: release beads whose lease runs out, when it runs out."""
+        while True:
+            version = self.changes.version
+            next_end = self.expire_leases()
+            delay = 3600.0 if next_end is None else max(next_end - self.clock(), 0.0)
+            with trio.move_on_after(delay):
+                await self.changes.wait_changed(version)
+
     def _release(self, bead: Bead, why: str) -> None:
         status = advance(bead.id, bead.status, Verb.RELEASE)
         try:
             self._save(bead.copy(status=status, assigned_to="", lease_until=0.0), f"Released: {bead.id}: {why}", "release", why)
         except AnvilError as exc:  # not a client's request: report it, keep the others going
-            self.bus.journal.append(f"- beads: cannot release {bead.id}: {exc.message}")
+            if self.bus.journal is not None:
+                self.bus.journal.append(f"- beads: cannot release {bead.id}: {exc.message}")
 
     # ------------------------------------------------------------ saving
 
@@ -274,6 +288,7 @@ class Board:
                 raise AnvilError(f"cannot save bead {bead.id}: {exc.strerror or exc}; nothing was changed") from None
             self.history(message)
         self._beads[bead.id] = bead
+        self.changes.bump()
         self.bus.publish(BeadChanged(bead.id, verb, bead.status.value, detail, bead.convoy))
         return bead
 

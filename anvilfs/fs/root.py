@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from ..beads import Board, Convoys
 from ..journal import Journal
 from ..sessions import Session, Sessions
 from ..tree import Args, Command, CommandTable, CtlFile, Directory, StreamFile, TextFile
+from ..tree.objects import ObjectDirectories
+from .beads_dir import beads_directory, convoys_directory
 from .cursors import JournalCursor
 from .session_dir import session_directory
 
@@ -15,10 +18,11 @@ NEW_USAGE = "new <backend> <cwd> [name=N] [role=R] [model=M] [ephemeral]"
 class AgentTree:
     """Builds `agent/` and keeps one directory object per session."""
 
-    def __init__(self, sessions: Sessions, events: Journal, errors: Journal):
+    def __init__(self, sessions: Sessions, events: Journal, errors: Journal, *, board: Board, convoys: Convoys):
         """`agent/`; roles come from sessions.roles (name -> prompt text)."""
         self.sessions = sessions
-        self._dirs: dict[str, tuple[Session, Directory]] = {}
+        self._sessions = ObjectDirectories(sessions.find, sessions.all, lambda s: s.name,
+                                           lambda s: session_directory(sessions, s))
         files = [
             CtlFile("ctl", "ctl", CommandTable([
                 Command("new", self._new, NEW_USAGE, min_words=2, max_words=2,
@@ -29,25 +33,10 @@ class AgentTree:
             TextFile("backends", "backends", self._backends),
             TextFile("roles", "roles", lambda: "".join(f"{name}\n" for name in sorted(sessions.roles()))),
             TextFile("errors", "errors", errors.text),
+            beads_directory(board, convoys, is_session=lambda name: sessions.find(name) is not None),
+            convoys_directory(convoys),
         ]
-        self.root = Directory("/", "/", files, more=self._session_dirs, find=self._find)
-
-    def _dir(self, session: Session) -> Directory:
-        known = self._dirs.get(session.name)
-        if known is None or known[0] is not session:  # a new session may reuse an old name
-            known = self._dirs[session.name] = (session, session_directory(self.sessions, session))
-        return known[1]
-
-    def _find(self, name: str) -> Directory | None:
-        session = self.sessions.find(name)
-        return self._dir(session) if session is not None else None
-
-    def _session_dirs(self) -> list[Directory]:
-        sessions = self.sessions.all()
-        if len(self._dirs) > len(sessions):  # some were removed: forget their directories
-            names = {s.name for s in sessions}
-            self._dirs = {name: known for name, known in self._dirs.items() if name in names}
-        return [self._dir(s) for s in sessions]
+        self.root = Directory("/", "/", files, more=self._sessions.children, find=self._sessions.lookup)
 
     def _new(self, args: Args) -> str:
         backend, cwd = args.words

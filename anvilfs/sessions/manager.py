@@ -17,14 +17,15 @@ from dataclasses import dataclass
 
 import trio
 
+from ..domain_events import SessionEnded
 from ..errors import AnvilError, Busy, InvalidRequest, LimitExceeded, NameTaken, NotFound
 from ..journal import Journal, has_line_breakers, one_line, timestamp
-from ..storage import SaveQueue
 from .backend import Backend, SessionInfo
 from .restore import restore_session
 from .runner import finish_turn, run_session
 from .session import Definition, Prompt, Session
 from .states import ACCEPTS_PROMPTS, Event, State
+from .saving import SessionSaver
 from .store import SessionStore
 
 log = logging.getLogger("anvilfs.sessions")
@@ -62,6 +63,7 @@ class Sessions:
         reserved: frozenset[str] = frozenset(),
         roles: Callable[[], dict[str, str]] = dict,
         agent_env: Callable[[str], dict[str, str]] = lambda name: {"ANVILFS_SESSION": name},
+        publish: Callable[[object], None] = lambda event: None,
     ):
         self.backends = backends
         self.events = events
@@ -71,12 +73,12 @@ class Sessions:
         self.reserved = reserved  # names taken by the files beside the sessions
         self.roles = roles  # role name -> prompt text, read when needed
         self.agent_env = agent_env
+        self.publish = publish  # typed domain events (SessionEnded) for the other domains
         self._sessions: dict[str, Session] = {}
         self._scopes: dict[str, trio.CancelScope] = {}
         self._counter = 0
         self._nursery: trio.Nursery | None = None
-        self.saves = SaveQueue(on_error=self._save_failed)
-        self._save_errors: dict = {}  # the last refusal reported per pending write
+        self.saver = SessionSaver(store, events)
 
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
         try:
@@ -84,45 +86,11 @@ class Sessions:
                 self._nursery = nursery
                 if self.store is not None:
                     await self._restore_all()
-                    nursery.start_soon(self.saves.run)
+                    nursery.start_soon(self.saver.run)
                 task_status.started()
                 await trio.sleep_forever()
         finally:
-            self.saves.flush()  # a clean stop leaves everything on disk
-
-    # ------------------------------------------------------------ saving
-    #
-    # What a request changes that must survive it is saved before it is
-    # answered (new, submit), and a turn's start is saved at once (the prompt
-    # leaves the queue on disk only as the turn's record). Everything else
-    # goes to the save queue, written once the tasks that made the changes
-    # have run: the log first, then `out`, then the .toml, so the .toml never
-    # says a turn ended before its answer is on disk.
-
-    _LOG, _OUT, _STATE = 0, 1, 2  # save-queue stages
-
-    def _save_now(self, session: Session) -> None:
-        """Save at once; raises AnvilError (EIO) if the disk refuses."""
-        if self.store is not None:
-            try:
-                self.saves.flush(lambda key: key[0] is session and key[1] != "state")
-                self.store.save(session)
-            except OSError as exc:
-                raise AnvilError(f"cannot save session {session.name} in {self.store.dir}: {exc.strerror or exc}") from None
-            self.saves.discard((session, "state"))
-
-    def _save_later(self, session: Session) -> None:
-        self.saves.replace((session, "state"), lambda: self.store.save(session), stage=self._STATE)
-        if session.turn is not None and session.turn.done:
-            self.saves.replace((session, "out"), lambda: self.store.save_out(session), stage=self._OUT)
-
-    def _save_failed(self, key, exc: OSError) -> None:
-        """Report a background save the disk refused; it is retried every second, so say it once."""
-        session, what = key
-        text = f"cannot save the {({'out': 'answer'}).get(what, what)} of {session.name}: {exc.strerror or exc}"
-        if self._save_errors.get(key) != text:
-            self._save_errors[key] = text
-            self.events.append(f"- state: {text}; will try again")
+            self.saver.flush()  # a clean stop leaves everything on disk
 
     # ------------------------------------------------------------ lookup
 
@@ -169,7 +137,7 @@ class Sessions:
                                 ephemeral=ephemeral, conversation=str(uuid.uuid4()), created=timestamp())
         session = self._make(definition, chosen, saved=None)
         try:
-            self._save_now(session)
+            self.saver.save_now(session)
         except AnvilError:
             del self._sessions[name]
             raise
@@ -206,11 +174,8 @@ class Sessions:
 
     def _changed(self, session: Session, *, saved: bool = False) -> None:
         """Report a change in `events`, and mark it for the next write unless it is `saved` already."""
-        if self.store is not None and not saved:
-            if session.state is State.RUNNING and session.turn is not None and not session.turn.done:
-                self._save_turn_start(session)
-            else:
-                self._save_later(session)
+        if not saved:
+            self.saver.changed(session)
         line = f"{session.name} {session.state.value}"
         if session.detail:
             line += f" {session.detail}"
@@ -220,17 +185,8 @@ class Sessions:
             session.last_event = line
             self.events.append(line)
 
-    def _save_turn_start(self, session: Session) -> None:
-        """A turn began: its prompt is off the queue in memory, so on disk it must be the turn's record now."""
-        try:
-            self._save_now(session)
-        except AnvilError as exc:  # the old .toml still has the prompt queued; keep trying in the background
-            self.events.append(f"- state: {exc.message}; will try again")
-            self._save_later(session)
-
     def _logged(self, session: Session, text: str) -> None:
-        if self.store is not None:
-            self.saves.append((session, "log"), text, lambda joined: self.store.append_log(session, joined), stage=self._LOG)
+        self.saver.logged(session, text)
 
     # ------------------------------------------------------------ prompts
 
@@ -249,7 +205,7 @@ class Sessions:
         session = self.check_prompt(name, len(text.encode()))
         session.queue.append(Prompt(text, sender))
         try:
-            self._save_now(session)  # on disk before the write that sent it is answered
+            self.saver.save_now(session)  # on disk before the write that sent it is answered
         except AnvilError as exc:
             session.queue.pop()
             raise AnvilError(f"{exc.message}; the prompt was not queued") from None
@@ -276,6 +232,10 @@ class Sessions:
 
     def stop(self, name: str, *, kill: bool = False) -> None:
         """Stop the agent (or a restart waiting to happen); queued prompts are dropped."""
+        self._stop(name, kill=kill)
+        self.publish(SessionEnded(name, "killed" if kill else "stopped"))
+
+    def _stop(self, name: str, *, kill: bool) -> None:
         session = self.get(name)
         if session.state is State.STOPPED:
             raise Busy(f"session {name} is already stopped")
@@ -291,20 +251,13 @@ class Sessions:
         session = self.get(name)
         if session.state not in (State.STOPPED, State.EXITED):
             raise Busy(f"session {name} is {session.state.value}: write 'stop' to its ctl first, then 'remove'")
-        if self.store is not None:
-            self.saves.flush(lambda key: key[0] is session)  # what is pending goes with it into the history
-            try:
-                where = self.store.remove(session)
-            except OSError as exc:
-                raise AnvilError(f"cannot move the files of session {name} out of {self.store.dir}: "
-                                 f"{exc.strerror or exc}; it was not removed") from None
-            for key in [(session, "state"), (session, "log"), (session, "out")]:
-                self.saves.discard(key)
+        where = self.saver.remove(session)
         self._cancel_runner(name)  # a restart on its way, for an exited session
         del self._sessions[name]
         session.changes.bump()  # readers blocked on it (wait, stream) see it gone
-        kept = f"; its files are in {where}" if self.store is not None else ""
+        kept = f"; its files are in {where}" if where else ""
         self.events.append(f"{name} removed{kept}")
+        self.publish(SessionEnded(name, "removed"))
 
     def restart(self, name: str) -> None:
         """Start the agent again; prompts still queued are kept and run."""
@@ -313,7 +266,7 @@ class Sessions:
             raise InvalidRequest(f"session {name} is ephemeral: it does one turn and never restarts; start a new one")
         if session.state not in (State.STOPPED, State.EXITED, State.ERROR):
             queue = list(session.queue)
-            self.stop(name, kill=True)
+            self._stop(name, kill=True)  # the session lives on: what it holds stays held
             session.queue.extend(queue)
         self._cancel_runner(name)
         session.move(Event.RESTART)
@@ -386,9 +339,11 @@ class Sessions:
         self._scopes.pop(session.name, None)
         policy = self.restart_policy
         if session.definition.ephemeral or not policy.enabled:
+            self.publish(SessionEnded(session.name, "exited"))
             return
         if session.restarts >= policy.max_restarts:
             self.events.append(f"{session.name} not restarting: {session.restarts} restarts in a row failed; write 'restart' to its ctl")
+            self.publish(SessionEnded(session.name, "exited"))
             return
         delay = policy.delay(session.restarts)
         session.restarts += 1

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ..domain_events import SessionEnded
 from ..journal import timestamp
 from .backend import Agent, AgentFailed, Backend, SessionInfo
 from .session import Turn, prompt_header
@@ -79,5 +80,6 @@ async def restore_session(sessions: Sessions, saved: SavedSession) -> None:
     if state in _ALIVE:
         session.abort_turn("lost: the server stopped during the turn")
         session.move(Event.EXIT, "the server restarted; write 'restart' to its ctl to resume")
+        sessions.publish(SessionEnded(definition.name, "exited"))  # no restart is coming by itself
     else:
         sessions.events.append(f"{definition.name} restored {state.value}")

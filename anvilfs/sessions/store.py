@@ -41,9 +41,9 @@ class SavedSession:
 
 
 class SessionStore:
-    def __init__(self, state_dir):
-        self.state = PrivateDir(state_dir)
-        self.files = self.state.subdir("sessions")
+    def __init__(self, state: PrivateDir):
+        self.state = state
+        self.files = state.subdir("sessions")
         self.dir = self.files.path
 
     def save(self, session: Session) -> None:

@@ -11,16 +11,21 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..errors import AnvilError, InvalidRequest
+from .nodes import Caller
 from .quoting import split_words
 
 
 @dataclass(frozen=True, slots=True)
 class Args:
-    """A parsed command line: positional words, key=value options, bare flags."""
+    """A parsed command line: positional words, key=value options, bare flags, and who wrote it.
+
+    A repeatable option's value is the list of every value given.
+    """
 
     words: tuple[str, ...]
-    options: dict[str, str]
+    options: dict[str, str | list[str]]
     flags: frozenset[str]
+    caller: Caller | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,12 +43,15 @@ class Command:
     max_words: int | None = 0
     options: frozenset[str] = field(default_factory=frozenset)
     flags: frozenset[str] = field(default_factory=frozenset)
+    repeatable: frozenset[str] = field(default_factory=frozenset)  # options that may be given more than once
 
-    def parse(self, words: list[str]) -> Args:
+    def parse(self, words: list[str], caller: Caller | None = None) -> Args:
         positional, options, flags = [], {}, set()
         for word in words:
             key, eq, value = word.partition("=")
-            if eq and key in self.options:
+            if eq and key in self.repeatable:
+                options.setdefault(key, []).append(value)
+            elif eq and key in self.options:
                 if key in options:
                     raise self.error(f"{key}= given twice")
                 options[key] = value
@@ -56,7 +64,7 @@ class Command:
         if self.max_words is not None and len(positional) > self.max_words:
             extra = " ".join(positional[self.max_words:])
             raise self.error(f"unexpected {extra!r}")
-        return Args(tuple(positional), options, frozenset(flags))
+        return Args(tuple(positional), options, frozenset(flags), caller)
 
     def error(self, problem: str) -> InvalidRequest:
         return InvalidRequest(f"{self.name}: {problem}; usage: {self.usage}")
@@ -71,14 +79,14 @@ class CommandTable:
     def usage(self) -> str:
         return "; ".join(c.usage for c in self._commands.values())
 
-    def run_line(self, line: str) -> str | None:
+    def run_line(self, line: str, caller: Caller | None = None) -> str | None:
         words = split_words(line)
         if not words:
             return None
         command = self._commands.get(words[0])
         if command is None:
             raise InvalidRequest(f"unknown command {words[0]!r}; commands: {self.usage()}")
-        args = command.parse(words[1:])
+        args = command.parse(words[1:], caller)
         try:
             return command.run(args)
         except AnvilError as exc:
@@ -86,11 +94,11 @@ class CommandTable:
                 raise
             raise type(exc)(f"{command.name}: {exc.message}") from None
 
-    def run_text(self, text: str) -> str | None:
+    def run_text(self, text: str, caller: Caller | None = None) -> str | None:
         """Run each line of a write in order; the first failure stops the rest."""
         result = None
         for line in text.split("\n"):  # only newline ends a command (not \v, U+2028, ...)
             line = line.removesuffix("\r")
             if line.strip():
-                result = self.run_line(line)
+                result = self.run_line(line, caller)
         return result

@@ -72,7 +72,7 @@ class CtlFile(File):
         self.table = table
 
     def open(self, caller: Caller) -> Handle:
-        return _CtlHandle(self.table)
+        return _CtlHandle(self.table, caller)
 
 
 class _CtlHandle(Handle):
@@ -84,15 +84,16 @@ class _CtlHandle(Handle):
     again. Before any write the answer is empty (`9p rdwr` reads first).
     """
 
-    def __init__(self, table: CommandTable):
+    def __init__(self, table: CommandTable, caller: Caller):
         self._table = table
+        self._caller = caller
         self._answer = b""
         self._fresh = False  # a write came since the last read
         self._pos = 0
 
     def write(self, offset: int, data: bytes) -> int:
         try:
-            result = self._table.run_text(_decode(data, "ctl"))
+            result = self._table.run_text(_decode(data, "ctl"), self._caller)
         except AnvilError as exc:
             self._set_answer(f"error: {exc.message}")
             raise
@@ -118,7 +119,7 @@ class CollectFile(File):
     can be refused early (session gone, too large) fails at that Twrite.
     """
 
-    __slots__ = ("check", "submit", "abandoned")
+    __slots__ = ("check", "submit", "abandoned", "render")
 
     def __init__(
         self,
@@ -128,9 +129,11 @@ class CollectFile(File):
         check: Callable[[int, Caller], None],
         submit: Callable[[bytes, Caller], None],
         abandoned: Callable[[bytes, Caller], None],
+        render: Callable[[], str] | None = None,
     ):
-        super().__init__(name, key, 0o222)
+        super().__init__(name, key, 0o666 if render else 0o222)
         self.check, self.submit, self.abandoned = check, submit, abandoned
+        self.render = render  # what a read gives (a field that writes replace, such as a bead's result)
 
     def open(self, caller: Caller) -> Handle:
         self.check(0, caller)
@@ -141,6 +144,7 @@ class _CollectHandle(Handle):
     def __init__(self, file: CollectFile, caller: Caller):
         self._file, self._caller = file, caller
         self._buf = bytearray()
+        self._snapshot: bytes | None = None
 
     def write(self, offset: int, data: bytes) -> int:
         if offset > len(self._buf):
@@ -153,6 +157,13 @@ class _CollectHandle(Handle):
 
     def truncate(self) -> None:
         pass  # a fresh open is already empty; O_TRUNC changes nothing
+
+    def read(self, offset: int, count: int) -> bytes:
+        if self._file.render is None:
+            return super().read(offset, count)
+        if offset == 0 or self._snapshot is None:
+            self._snapshot = self._file.render().encode("utf-8")
+        return self._snapshot[offset:offset + count]
 
     def clunk(self) -> None:
         if self._buf:

@@ -1,0 +1,211 @@
+"""`beads/` and `convoys/` (SPEC §3): the work-tracking domain as files.
+
+    beads/ctl            new <title> <role> <description> [dep-id ...] [requires_approval=true] [owns=GLOB ...] [convoy=ID]
+    beads/list  ready  ready.<role>  graph
+    beads/<id>/          status title description role assigned_to result review depends_on owns convoy context ctl
+    convoys/ctl          new <title> <goal>
+    convoys/list
+    convoys/<id>/        title goal status coordinator beads context progress ctl
+"""
+
+from __future__ import annotations
+
+from ..beads import Bead, Board, Convoys, Who, render_graph
+from ..beads.model import MAX_TEXT
+from ..errors import InvalidRequest
+from ..tree import Args, Caller, CollectFile, Command, CommandTable, CtlFile, Directory, TextFile
+from ..tree.objects import ObjectDirectories
+
+BEAD_NEW = "new <title> <role> <description> [dep-id ...] [requires_approval=true] [owns=GLOB ...] [convoy=ID]"
+CONVOY_NEW = "new <title> <goal>"
+
+
+def who(caller: Caller | None, is_session) -> Who:
+    name = caller.uname if caller is not None else "none"
+    return Who(name, name if is_session(name) else None)
+
+
+def bead_line(board: Board, bead: Bead) -> str:
+    """One line of `list` and `ready`: id status role assigned_to title (the same function for both)."""
+    return f"{bead.id} {bead.status.value} {bead.role} {bead.assigned_to or '-'} {bead.title}\n"
+
+
+def beads_directory(board: Board, convoys: Convoys, is_session) -> Directory:
+    def listing() -> str:
+        lines = [bead_line(board, b) for b in board.all()]
+        lines += [f"{i} broken - - {why}\n" for i, why in board.broken.items()]
+        return "".join(lines)
+
+    def ready(role: str | None) -> str:
+        return "".join(bead_line(board, b) for b in board.ready(role))
+
+    def ready_file(role: str) -> TextFile:
+        return TextFile(f"ready.{role}", f"beads/ready.{role}", lambda: ready(role))
+
+    def find(name: str):
+        if name.startswith("ready.") and len(name) > 6:
+            return ready_file(name[6:])
+        return beads.lookup(name)
+
+    def more():
+        return [ready_file(role) for role in board.roles()] + beads.children()
+
+    beads = ObjectDirectories(board.find, board.all, lambda b: b.id, lambda b: _bead_directory(board, convoys, b.id, is_session))
+    files = [
+        CtlFile("ctl", "beads/ctl", CommandTable([
+            Command("new", lambda args: _new_bead(board, args), BEAD_NEW, min_words=3, max_words=None,
+                    options=frozenset({"requires_approval", "convoy"}), repeatable=frozenset({"owns"})),
+        ]), readable=True),
+        TextFile("list", "beads/list", listing),
+        TextFile("ready", "beads/ready", lambda: ready(None)),
+        TextFile("graph", "beads/graph", lambda: render_graph({b.id: b for b in board.all()})),
+    ]
+    return Directory("beads", "beads", files, more=more, find=find)
+
+
+def _new_bead(board: Board, args: Args) -> str:
+    title, role, description, *deps = args.words
+    for dep in deps:
+        if "=" in dep:
+            raise InvalidRequest(f"new: unknown option {dep.partition('=')[0]}=; options: requires_approval=true, "
+                                 "owns=GLOB (repeatable), convoy=ID")
+    approval = args.options.get("requires_approval", "false")
+    if approval not in ("true", "false"):
+        raise InvalidRequest(f"new: requires_approval={approval}: write requires_approval=true or false")
+    bead = board.new(title, role, description, deps, requires_approval=approval == "true",
+                     owns=args.options.get("owns", []), convoy=args.options.get("convoy", ""))
+    return bead.id
+
+
+def _quiet(action):
+    """A ctl command whose read-back is empty: run the domain verb, drop what it returns."""
+    def run(args: Args) -> None:
+        action(args)
+    return run
+
+
+def _text_of(value: str) -> str:
+    return value + "\n" if value and not value.endswith("\n") else value
+
+
+def _bead_directory(board: Board, convoys: Convoys, bead_id: str, is_session) -> Directory:
+    key = f"bead/{bead_id}"
+
+    def field(name: str, render) -> TextFile:
+        return TextFile(name, f"{key}/{name}", lambda: _text_of(render(board.get(bead_id))))
+
+    def writable(name: str) -> CollectFile:
+        """`description` and `result`: what one open writes replaces the field, at close."""
+        def read_back():
+            return _text_of(getattr(board.get(bead_id), name))
+        return CollectFile(
+            name, f"{key}/{name}",
+            check=lambda size, caller: _check_size(board, bead_id, name, size),
+            submit=lambda data, caller: board.set_text(bead_id, name, data.decode("utf-8")),
+            abandoned=lambda data, caller: None, render=read_back)
+
+    def context() -> str:
+        bead = board.get(bead_id)
+        convoy = convoys.find(bead.convoy) if bead.convoy else None
+        parts = [convoy.context] if convoy is not None and convoy.context else []
+        return "".join(_text_of(p) for p in parts + [bead.description])
+
+    files = [
+        field("status", lambda b: b.status.value),
+        field("title", lambda b: b.title),
+        writable("description"),
+        field("role", lambda b: b.role),
+        field("assigned_to", lambda b: b.assigned_to),
+        writable("result"),
+        field("review", lambda b: b.review),
+        field("depends_on", lambda b: "\n".join(b.depends_on)),
+        field("owns", lambda b: "\n".join(b.owns)),
+        field("convoy", lambda b: b.convoy),
+        field("requires_approval", lambda b: "true" if b.requires_approval else "false"),
+        TextFile("context", f"{key}/context", context),
+        CtlFile("ctl", f"{key}/ctl", _bead_commands(board, bead_id, is_session)),
+    ]
+    return Directory(bead_id, key, files)
+
+
+def _check_size(board: Board, bead_id: str, what: str, size: int) -> None:
+    board.get(bead_id)
+    if size > MAX_TEXT:
+        raise InvalidRequest(f"{what} of bead {bead_id} would be {size} bytes; at most {MAX_TEXT}")
+
+
+def _bead_commands(board: Board, bead_id: str, is_session) -> CommandTable:
+    def rest(args: Args) -> str:
+        return " ".join(args.words)
+
+    def claim(args: Args) -> None:
+        lease = args.options.get("lease")
+        if lease is not None and not lease.isdigit():
+            raise InvalidRequest(f"claim: lease={lease}: give whole seconds, e.g. lease=600")
+        board.claim(bead_id, who(args.caller, is_session), args.words[0] if args.words else None,
+                    int(lease) if lease is not None else None)
+
+    return CommandTable([
+        Command("claim", claim, "claim [<session>] [lease=SECONDS]", max_words=1, options=frozenset({"lease"})),
+        Command("unclaim", _quiet(lambda args: board.unclaim(bead_id)), "unclaim"),
+        Command("complete", _quiet(lambda args: board.complete(bead_id, rest(args) if args.words else None)),
+                "complete [result]", max_words=None),
+        Command("fail", _quiet(lambda args: board.fail(bead_id, rest(args))), "fail <reason>", min_words=1, max_words=None),
+        Command("approve", _quiet(lambda args: board.approve(bead_id, who(args.caller, is_session))), "approve"),
+        Command("reject", _quiet(lambda args: board.reject(bead_id, rest(args), who(args.caller, is_session))),
+                "reject <reason>", min_words=1, max_words=None),
+        Command("reopen", _quiet(lambda args: board.reopen(bead_id)), "reopen"),
+    ])
+
+
+def convoys_directory(convoys: Convoys) -> Directory:
+    def listing() -> str:
+        lines = [f"{c.id} {c.status} {convoys.progress(c.id).split()[0]} {c.coordinator or '-'} {c.title}\n"
+                 for c in convoys.all()]
+        return "".join(lines + [f"{i} broken - - {why}\n" for i, why in convoys.broken.items()])
+
+    dirs = ObjectDirectories(convoys.find, convoys.all, lambda c: c.id, lambda c: _convoy_directory(convoys, c.id))
+    files = [
+        CtlFile("ctl", "convoys/ctl", CommandTable([
+            Command("new", lambda args: convoys.new(*args.words).id, CONVOY_NEW, min_words=2, max_words=2),
+        ]), readable=True),
+        TextFile("list", "convoys/list", listing),
+    ]
+    return Directory("convoys", "convoys", files, more=dirs.children, find=dirs.lookup)
+
+
+def _convoy_directory(convoys: Convoys, convoy_id: str) -> Directory:
+    key = f"convoy/{convoy_id}"
+
+    def field(name: str, render) -> TextFile:
+        return TextFile(name, f"{key}/{name}", lambda: _text_of(render(convoys.get(convoy_id))))
+
+    files = [
+        field("title", lambda c: c.title),
+        field("goal", lambda c: c.goal),
+        field("status", lambda c: c.status),
+        field("coordinator", lambda c: c.coordinator),
+        TextFile("beads", f"{key}/beads", lambda: "".join(f"{b.id}\n" for b in convoys.beads_of(convoy_id))),
+        CollectFile("context", f"{key}/context",
+                    check=lambda size, caller: _check_convoy_size(convoys, convoy_id, size),
+                    submit=lambda data, caller: convoys.set_context(convoy_id, data.decode("utf-8")),
+                    abandoned=lambda data, caller: None,
+                    render=lambda: _text_of(convoys.get(convoy_id).context)),
+        TextFile("progress", f"{key}/progress", lambda: convoys.progress(convoy_id) + "\n"),
+        CtlFile("ctl", f"{key}/ctl", CommandTable([
+            Command("add_bead", lambda args: convoys.add_bead(convoy_id, args.words[0]), "add_bead <id>", min_words=1, max_words=1),
+            Command("remove_bead", lambda args: convoys.remove_bead(convoy_id, args.words[0]), "remove_bead <id>",
+                    min_words=1, max_words=1),
+            Command("coordinator", _quiet(lambda args: convoys.set_coordinator(convoy_id, args.words[0])),
+                    "coordinator <session>", min_words=1, max_words=1),
+            Command("complete", _quiet(lambda args: convoys.complete(convoy_id)), "complete"),
+            Command("abandon", _quiet(lambda args: convoys.abandon(convoy_id)), "abandon"),
+        ])),
+    ]
+    return Directory(convoy_id, key, files)
+
+
+def _check_convoy_size(convoys: Convoys, convoy_id: str, size: int) -> None:
+    convoys.get(convoy_id)
+    if size > MAX_TEXT:
+        raise InvalidRequest(f"context of convoy {convoy_id} would be {size} bytes; at most {MAX_TEXT}")

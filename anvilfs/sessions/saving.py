@@ -1,0 +1,85 @@
+"""When each part of a session is written to disk, so that nothing answered is lost.
+
+What a request changes that must survive it is saved before it is answered
+(new, submit), and a turn's start is saved at once (the prompt leaves the
+queue on disk only as the turn's record). Everything else goes to the save
+queue, written once the tasks that made the changes have run: the log
+first, then `out`, then the .toml, so the .toml never says a turn ended
+before its answer is on disk. Without a store (tests), nothing is written.
+"""
+
+from __future__ import annotations
+
+from ..errors import AnvilError
+from ..journal import Journal
+from ..storage import SaveQueue
+from .session import Session
+from .states import State
+from .store import SessionStore
+
+_LOG, _OUT, _STATE = 0, 1, 2  # save-queue stages
+
+
+class SessionSaver:
+    def __init__(self, store: SessionStore | None, events: Journal):
+        self.store = store
+        self.events = events
+        self.queue = SaveQueue(on_error=self._failed)
+        self._reported: dict = {}  # the last refusal reported per pending write
+
+    async def run(self) -> None:
+        await self.queue.run()
+
+    def flush(self) -> None:
+        self.queue.flush()
+
+    def save_now(self, session: Session) -> None:
+        """Save at once; raises AnvilError (EIO) if the disk refuses."""
+        if self.store is None:
+            return
+        try:
+            self.queue.flush(lambda key: key[0] is session and key[1] != "state")
+            self.store.save(session)
+        except OSError as exc:
+            raise AnvilError(f"cannot save session {session.name} in {self.store.dir}: {exc.strerror or exc}") from None
+        self.queue.discard((session, "state"))
+
+    def changed(self, session: Session) -> None:
+        """A change to save: at once if a turn just began, else soon."""
+        if self.store is None:
+            return
+        if session.state is State.RUNNING and session.turn is not None and not session.turn.done:
+            try:
+                self.save_now(session)
+                return
+            except AnvilError as exc:  # the old .toml still has the prompt queued; keep trying in the background
+                self.events.append(f"- state: {exc.message}; will try again")
+        self.queue.replace((session, "state"), lambda: self.store.save(session), stage=_STATE)
+        if session.turn is not None and session.turn.done:
+            self.queue.replace((session, "out"), lambda: self.store.save_out(session), stage=_OUT)
+
+    def logged(self, session: Session, text: str) -> None:
+        if self.store is not None:
+            self.queue.append((session, "log"), text, lambda joined: self.store.append_log(session, joined), stage=_LOG)
+
+    def remove(self, session: Session) -> str:
+        """Move a session's files to the history; returns where (empty without a store)."""
+        if self.store is None:
+            return ""
+        self.queue.flush(lambda key: key[0] is session)  # what is pending goes with it into the history
+        try:
+            where = self.store.remove(session)
+        except OSError as exc:
+            raise AnvilError(f"cannot move the files of session {session.name} out of {self.store.dir}: "
+                             f"{exc.strerror or exc}; it was not removed") from None
+        for what in ("state", "log", "out"):
+            self.queue.discard((session, what))
+        return where
+
+    def _failed(self, key, exc: OSError) -> None:
+        """Report a background save the disk refused; it is retried every second, so say it once."""
+        session, what = key
+        text = f"cannot save the {({'out': 'answer'}).get(what, what)} of {session.name}: {exc.strerror or exc}"
+        if self._reported.get(key) != text:
+            self._reported[key] = text
+            self.events.append(f"- state: {text}; will try again")

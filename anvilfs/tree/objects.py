@@ -1,0 +1,44 @@
+"""A directory of objects: one subdirectory per object (a session, a bead, a convoy), built on demand.
+
+The domain says how to find an object by name and list them all; a
+subdirectory is built the first time it is needed and kept while that same
+object lives (found again by identity, so a new object that takes an old
+name gets a fresh directory), and forgotten once its object is gone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Generic, TypeVar
+
+from .nodes import Directory, Node
+
+T = TypeVar("T")
+
+
+class ObjectDirectories(Generic[T]):
+    def __init__(self, find: Callable[[str], T | None], every: Callable[[], Iterable[T]],
+                 name_of: Callable[[T], str], build: Callable[[T], Directory]):
+        self._find, self._every, self._name_of, self._build = find, every, name_of, build
+        self._built: dict[str, tuple[T, Directory]] = {}
+
+    def _dir(self, obj: T) -> Directory:
+        name = self._name_of(obj)
+        known = self._built.get(name)
+        if known is None or known[0] is not obj:
+            known = self._built[name] = (obj, self._build(obj))
+        return known[1]
+
+    def lookup(self, name: str) -> Directory | None:
+        obj = self._find(name)
+        if obj is None:
+            self._built.pop(name, None)
+            return None
+        return self._dir(obj)
+
+    def children(self) -> list[Node]:
+        objects = list(self._every())
+        if len(self._built) > len(objects):  # some are gone: forget their directories
+            names = {self._name_of(o) for o in objects}
+            self._built = {n: known for n, known in self._built.items() if n in names}
+        return [self._dir(o) for o in objects]

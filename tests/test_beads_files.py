@@ -1,0 +1,140 @@
+"""Beads and convoys through real 9P: the IDEAS.md flow with `anvilfs read/write`, and racing claims."""
+
+from __future__ import annotations
+
+import socket
+import threading
+
+import pytest
+
+from anvilfs.client import Client, ServerError
+from anvilfs.ninep import consts as c
+from harness.server import AnvilServer
+
+
+def run(srv: AnvilServer, *args: str, input: str | None = None, ok: bool = True) -> str:
+    result = srv.run_cli(*args, input=input)
+    if ok:
+        assert result.returncode == 0, f"{args}: {result.stderr}" + srv.trace_tail()
+        return result.stdout
+    assert result.returncode != 0, f"{args} should have failed"
+    return result.stderr
+
+
+def connect(srv: AnvilServer, uname: str = "tester") -> Client:
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.settimeout(30)
+    sock.connect(str(srv.socket))
+    return Client(sock, uname=uname)
+
+
+def test_the_research_then_development_flow_of_ideas_md(anvil_server: AnvilServer):
+    srv = anvil_server
+    run(srv, "write", "agent/ctl", "new sim /tmp name=research-bot-123")
+    run(srv, "write", "agent/beads/ctl", 'new "Research auth system" researcher "Analyze existing auth code"')
+    assert run(srv, "read", "agent/beads/ready") == "research-auth-001 pending researcher - Research auth system\n"
+    run(srv, "write", "agent/beads/research-auth-001/ctl", "claim research-bot-123")
+    run(srv, "write", "agent/beads/research-auth-001/result", input="/tmp/auth-analysis.md\n")
+    run(srv, "write", "agent/beads/research-auth-001/ctl", "complete")
+    run(srv, "write", "agent/beads/ctl", 'new "Implement OAuth" developer "Add OAuth based on research" research-auth-001')
+    assert run(srv, "read", "agent/beads/research-auth-001/status") == "completed\n"
+    assert run(srv, "read", "agent/beads/research-auth-001/result") == "/tmp/auth-analysis.md\n"
+    assert run(srv, "read", "agent/beads/ready.developer") == "impl-oauth-002 pending developer - Implement OAuth\n"
+    assert "claimed by" not in run(srv, "write", "agent/beads/impl-oauth-002/ctl", "claim dev-bot-456", ok=False)
+    run(srv, "write", "agent/beads/impl-oauth-002/ctl", "claim dev-bot-456 lease=600")
+    assert run(srv, "read", "agent/beads/list").splitlines() == [
+        "research-auth-001 completed researcher research-bot-123 Research auth system",
+        "impl-oauth-002 in_progress developer dev-bot-456 Implement OAuth",
+    ]
+    assert "wave" in run(srv, "read", "agent/beads/graph") or "done" in run(srv, "read", "agent/beads/graph")
+    assert run(srv, "read", "agent/beads/impl-oauth-002/depends_on") == "research-auth-001\n"
+
+
+def test_a_convoy_through_files(anvil_server: AnvilServer):
+    srv = anvil_server
+    with connect(srv) as client:
+        fid = client.open("convoys/ctl", c.ORDWR)
+        client.write_chunk(fid, 0, b'new "Implement auth system" "Add OAuth and session management"\n')
+        convoy = client.read_chunk(fid, 0).decode().strip()
+        client.clunk(fid)
+        client.write_file(f"convoys/{convoy}/context", b"The app is a Flask service.\n")
+        fid = client.open("beads/ctl", c.ORDWR)
+        client.write_chunk(fid, 0, f'new "Research auth" researcher "Analyze requirements" convoy={convoy}\n'.encode())
+        bead = client.read_chunk(fid, 0).decode().strip()
+        client.clunk(fid)
+        assert client.read_file(f"beads/{bead}/context") == b"The app is a Flask service.\nAnalyze requirements\n"
+        assert client.read_file(f"convoys/{convoy}/progress") == b"0/1 completed\n"
+        client.write_file(f"beads/{bead}/ctl", b"claim someone lease=60\n")
+        client.write_file(f"beads/{bead}/ctl", b"complete notes.md\n")
+        assert client.read_file(f"convoys/{convoy}/status") == b"completed\n"  # in the same step
+        assert client.read_file(f"convoys/{convoy}/beads") == f"{bead}\n".encode()
+
+
+def test_bad_input_is_refused_with_what_to_do(anvil_server: AnvilServer):
+    srv = anvil_server
+    with connect(srv, uname="glenda") as client:
+        for line, expected in [
+            (b'new "X" dev "d" nope-001\n', "dependency 'nope-001' is not a bead"),
+            (b'new "X" dev\n', "usage: new <title>"),
+            (b'new "X" dev "d" colour=red\n', "unknown option colour="),
+            (b'new "X" dev "d" requires_approval=maybe\n', "requires_approval=true or false"),
+            ('new "{}" dev "d"\n'.format("t" * 201).encode(), "at most 200"),
+            (b'new "X" dev "\xff"\n', "not valid UTF-8"),
+        ]:
+            with pytest.raises(ServerError, match=expected):
+                client.write_file("beads/ctl", line)
+        assert client.read_file("beads/list") == b""
+        client.write_file("beads/ctl", b'new "Task" dev "d"\n')
+        for line, expected in [
+            (b"claim\n", "you \\(glenda\\) are not a session"),
+            (b"claim ghost\n", "'ghost' is not a session"),
+            (b"complete\n", "is pending: it cannot take complete"),
+            (b"approve\n", "cannot take approve"),
+            (b"fly\n", "unknown command 'fly'"),
+        ]:
+            with pytest.raises(ServerError, match=expected):
+                client.write_file("beads/task-001/ctl", line)
+        assert client.read_file("beads/task-001/status") == b"pending\n"
+        with pytest.raises(ServerError, match="does not exist|no bead"):
+            client.read_file("beads/ghost-001/status")
+
+
+def test_of_fifty_clients_claiming_one_bead_exactly_one_wins_every_time(anvil_server: AnvilServer):
+    srv = anvil_server
+    clients = [connect(srv, uname=f"w{k}") for k in range(50)]
+    rounds, winners = 100, []
+    try:
+        for r in range(rounds):
+            fid = clients[0].open("beads/ctl", c.ORDWR)
+            clients[0].write_chunk(fid, 0, f'new "Race {r}" racer "one wins"\n'.encode())
+            bead = clients[0].read_chunk(fid, 0).decode().strip()
+            clients[0].clunk(fid)
+            fids = [cl.open(f"beads/{bead}/ctl", c.OWRITE) for cl in clients]
+            start, results = threading.Barrier(len(clients)), [None] * len(clients)
+
+            def claim(k: int) -> None:
+                start.wait(timeout=30)
+                try:
+                    clients[k].write_chunk(fids[k], 0, f"claim w{k} lease=600\n".encode())
+                    results[k] = "won"
+                except ServerError as exc:
+                    results[k] = str(exc)
+
+            threads = [threading.Thread(target=claim, args=(k,)) for k in range(len(clients))]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join(timeout=60)
+                assert not t.is_alive(), "a claimer never got its answer"
+            won = [k for k, res in enumerate(results) if res == "won"]
+            assert len(won) == 1, f"round {r}: {len(won)} winners"
+            lost = [res for res in results if res != "won"]
+            assert all(f"already claimed by w{won[0]}" in res for res in lost), lost[:3]
+            assert clients[0].read_file(f"beads/{bead}/assigned_to") == f"w{won[0]}\n".encode()
+            for cl, fid in zip(clients, fids):
+                cl.clunk(fid)
+            winners.append(won[0])
+    finally:
+        for cl in clients:
+            cl.close()
+    assert len(winners) == rounds
