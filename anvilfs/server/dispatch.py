@@ -202,21 +202,23 @@ class Dispatcher:
     def _read_dir(self, fid: Fid, offset: int, count: int) -> bytes:
         assert isinstance(fid.node, Directory)
         if offset == 0:
-            fid.listing, fid.list_index, fid.list_offset = fid.node.children(), 0, 0
-        elif offset != fid.list_offset:
+            listing, index = fid.node.children(), 0
+        elif offset == fid.list_offset:
+            listing, index = fid.listing, fid.list_index
+        else:
             raise RequestError(f"directory read at offset {offset}: continue at {fid.list_offset} or restart at 0", errno.EINVAL)
-        data, fid.list_index = pack_stats(fid.listing, fid.list_index, count, self.dialect)
-        fid.list_offset += len(data)
+        data, next_index = pack_stats(listing, index, count, self.dialect)  # may refuse: the fid is unchanged
+        fid.listing, fid.list_index, fid.list_offset = listing, next_index, offset + len(data)
         return data
 
     def readdir(self, msg: m.Treaddir) -> m.Message:
         fid = self.fids.get(msg.fid)
         if fid.listing is None:
             raise RequestError("Treaddir needs a directory fid opened with Tlopen", errno.ENOTDIR if fid.handle else errno.EBADF)
-        if msg.offset == 0:
-            fid.listing = fid.node.children()
-        count = min(msg.count, self.iounit)
-        return m.Rreaddir(tag=msg.tag, data=pack_dirents(fid.listing, msg.offset, count))
+        listing = fid.node.children() if msg.offset == 0 else fid.listing
+        data = pack_dirents(listing, msg.offset, min(msg.count, self.iounit))  # may refuse: nothing kept yet
+        fid.listing = listing
+        return m.Rreaddir(tag=msg.tag, data=data)
 
     def write(self, msg: m.Twrite) -> m.Message:
         fid = self.fids.get(msg.fid)
