@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+import codecs
 from collections.abc import Callable
 from typing import Protocol
 
@@ -117,18 +118,35 @@ class CollectFile(File):
 
 
 class _CollectHandle(Handle):
+    """Bytes appended in order, each checked once: a write costs its own size, not the prompt's.
+
+    A write may repeat bytes already collected (a client retrying) but not
+    change them; one that would is refused, and so is one that leaves a gap.
+    """
+
     def __init__(self, file: CollectFile, caller: Caller):
         self._file, self._caller = file, caller
         self._buf = bytearray()
+        self._utf8 = Utf8Check(file.name)
 
     def write(self, offset: int, data: bytes) -> int:
-        if offset > len(self._buf):
-            raise InvalidRequest(f"{self._file.name}: write at offset {offset} leaves a gap after {len(self._buf)} bytes; write in order")
-        self._file.check(offset + len(data), self._caller)
-        candidate = self._buf[:offset] + data + self._buf[offset + len(data):]
-        _check_utf8(candidate, self._file.name)  # refused at this write, not lost at clunk
-        self._buf = candidate
+        new = self._new_part(offset, data)
+        self._file.check(len(self._buf) + len(new), self._caller)
+        self._utf8.feed(new, len(self._buf))  # refused at this write, not lost at clunk
+        self._buf += new
         return len(data)
+
+    def _new_part(self, offset: int, data: bytes) -> bytes:
+        """What `data` adds at the end, once the part that repeats collected bytes is checked."""
+        end = len(self._buf)
+        if offset > end:
+            raise InvalidRequest(f"{self._file.name}: write at offset {offset} leaves a gap after {end} bytes; write in order")
+        repeated = min(end - offset, len(data))
+        if self._buf[offset:offset + repeated] != data[:repeated]:
+            raise InvalidRequest(
+                f"{self._file.name}: write at offset {offset} would change bytes already written (it has {end}); "
+                "write each part once, in order")
+        return data[repeated:]
 
     def truncate(self) -> None:
         pass  # a fresh open is already empty; O_TRUNC changes nothing
@@ -142,14 +160,27 @@ class _CollectHandle(Handle):
             self._file.abandoned(bytes(self._buf), self._caller)
 
 
-def _check_utf8(data: bytes, what: str) -> None:
-    """Valid UTF-8 so far; an incomplete character at the end may be finished by the next write."""
-    try:
-        data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        if exc.reason == "unexpected end of data" and exc.end == len(data):
-            return
-        raise InvalidRequest(f"{what}: not valid UTF-8 at byte {exc.start}; write text") from None
+class Utf8Check:
+    """UTF-8 checked as it arrives: only the new bytes, plus an unfinished character carried over.
+
+    ``checked`` counts the bytes looked at, which is each byte once.
+    """
+
+    def __init__(self, what: str):
+        self._what = what
+        self._decoder = codecs.getincrementaldecoder("utf-8")()
+        self.checked = 0
+
+    def feed(self, data: bytes, at: int) -> None:
+        """Check `data`, which starts at byte `at`; if it is refused, the state is as before."""
+        state = self._decoder.getstate()
+        try:
+            self._decoder.decode(data)
+        except UnicodeDecodeError as exc:
+            self._decoder.setstate(state)
+            carried = len(state[0])  # exc.start counts from the carried bytes
+            raise InvalidRequest(f"{self._what}: not valid UTF-8 at byte {at - carried + exc.start}; write text") from None
+        self.checked += len(data)
 
 
 class Cursor(Protocol):
