@@ -65,8 +65,10 @@ class RecordingStream(trio.abc.Stream):
 class Served:
     def __init__(self, limits: Limits, feed_size: int):
         self.opened = trio.Event()
+        self.version = 0  # bump it to change `changing`
         self.root = Directory("/", "/", [
             TextFile("big", "big", lambda: "b" * BIG),
+            TextFile("changing", "changing", lambda: f"{self.version:08}" + "c" * (BIG - 8)),
             StreamFile("feed", "feed", lambda: Gate(self.opened, feed_size)),
         ])
         client_end, server_end = trio.testing.lockstep_stream_pair()  # a send waits for the reader
@@ -142,6 +144,59 @@ async def test_blocked_reads_woken_together_wait_for_room(autojump_clock):
             got = {(await peer.receive()).tag for _ in range(reads)}
             assert got == {100 + i for i in range(reads)}
             assert max(served.stream.sends) <= (1 << 20) + msize, served.stream.sends
+        nursery.cancel_scope.cancel()
+
+
+# ------------------------------------------------------------ item 3: snapshots
+
+
+async def test_300_fids_reading_the_same_file_share_one_snapshot(autojump_clock):
+    async with trio.open_nursery() as nursery:
+        with trio.fail_after(DEADLINE):
+            served = await serve(nursery)
+            peer = served.peer
+            for fid in range(1, 301):
+                await open_file(peer, fid, "big")
+                await peer.send(f"Tread tag 3 fid {fid} offset 0 count 100")
+                assert (await peer.receive()).data == b"b" * 100
+            budget = served.conn.dispatcher.snapshots
+            assert (budget.held, budget.held_bytes) == (1, BIG)
+            await peer.send(*(f"Tclunk tag 4 fid {fid}" for fid in range(1, 301)))
+            for _ in range(300):
+                await peer.receive()
+            assert (budget.held, budget.held_bytes) == (0, 0)
+        nursery.cancel_scope.cancel()
+
+
+async def test_snapshots_past_the_connection_limit_are_refused_with_enomem(autojump_clock):
+    async with trio.open_nursery() as nursery:
+        with trio.fail_after(DEADLINE):
+            served = await serve(nursery, Limits(max_snapshot_bytes=1 << 20), version="9P2000.u")
+            peer = served.peer
+            for fid in (1, 2, 3, 4):  # each reads a different version: 3 x 300 KB fit in 1 MiB
+                served.version = fid
+                await open_file(peer, fid, "changing")
+                await peer.send(f"Tread tag 3 fid {fid} offset 0 count 8")
+                reply = await peer.receive()
+                if fid < 4:
+                    assert reply.data == f"{fid:08}".encode()
+            assert isinstance(reply, m.Rerror) and reply.errno == errno.ENOMEM, reply
+            assert reply.ename == ("too much memory held by open files: at most 1 MiB of snapshots per connection; "
+                                   "close some open files")
+            # fid 5 shares fid 3's snapshot (no new bytes); its re-read of the new content is refused
+            # and it keeps the snapshot it had
+            served.version = 3
+            await open_file(peer, 5, "changing")
+            await peer.send("Tread tag 5 fid 5 offset 0 count 8")
+            assert (await peer.receive()).data == b"00000003"
+            served.version = 4
+            await peer.send("Tread tag 6 fid 5 offset 0 count 8", "Tread tag 7 fid 5 offset 4 count 4")
+            assert isinstance(await peer.receive(), m.Rerror)
+            assert (await peer.receive()).data == b"0003"
+            await peer.send("Tclunk tag 8 fid 2", "Tread tag 9 fid 4 offset 0 count 8")
+            assert isinstance(await peer.receive(), m.Rclunk)
+            assert (await peer.receive()).data == b"00000004"  # room again
+            assert served.conn.dispatcher.snapshots.held == 3
         nursery.cancel_scope.cancel()
 
 

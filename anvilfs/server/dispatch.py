@@ -21,7 +21,7 @@ from ..ninep import consts as c
 from ..ninep import messages as m
 from ..ninep.dialect import MIN_MSIZE, UNKNOWN
 from ..ninep.fids import FidTable
-from ..tree import Caller, Directory, Node
+from ..tree import Caller, Directory, Node, SnapshotBudget, SnapshotReads
 from .attrs import getattr_of, pack_dirents, pack_stats, qid_of, stat_of
 from .state import Blocked, Fid, Limits
 
@@ -37,9 +37,11 @@ class Dispatcher:
     dialect: Dialect | None = None
     msize: int = 0
     fids: FidTable = None  # type: ignore[assignment]
+    snapshots: SnapshotBudget = None  # type: ignore[assignment]  # what this connection's open files hold
 
     def __post_init__(self) -> None:
         self.fids = FidTable(self.limits.max_fids)
+        self.snapshots = SnapshotBudget(self.limits.max_snapshot_bytes)
         self.msize = self.limits.max_msize
 
     # ------------------------------------------------------------ entry point
@@ -189,6 +191,8 @@ class Dispatcher:
         handle = fid.handle
         if handle.blocking and not handle.ready(msg.offset):
             return Blocked(fid, msg.fid, msg.tag, msg.offset, count)
+        if isinstance(handle, SnapshotReads):
+            return m.Rread(tag=msg.tag, data=handle.read(msg.offset, count, self.snapshots))
         return m.Rread(tag=msg.tag, data=handle.read(msg.offset, count))
 
     def finish_read(self, blocked: Blocked) -> m.Message:

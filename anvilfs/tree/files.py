@@ -15,6 +15,7 @@ from typing import Protocol
 from ..errors import InvalidRequest
 from .ctl import CommandTable
 from .nodes import Caller, File, Handle
+from .snapshots import UNLIMITED, Snapshot, SnapshotBudget, SnapshotSource
 
 
 def _decode(data: bytes, what: str) -> str:
@@ -24,36 +25,52 @@ def _decode(data: bytes, what: str) -> str:
         raise InvalidRequest(f"{what}: not valid UTF-8 at byte {exc.start}; write text") from None
 
 
-class _SnapshotReads(Handle):
-    """Reads at offset 0 take a fresh snapshot; later offsets continue it."""
+class SnapshotReads(Handle):
+    """Reads at offset 0 take a fresh snapshot; later offsets continue it.
 
-    def __init__(self, render: Callable[[], str]):
-        self._render = render
-        self._snapshot: bytes | None = None
+    The snapshot is shared with other opens while the content is the same,
+    and counted in the budget of the connection that reads (the server
+    passes its own; until the file is closed it stays charged there).
+    """
 
-    def read(self, offset: int, count: int) -> bytes:
+    def __init__(self, source: SnapshotSource):
+        self._source = source
+        self._snapshot: Snapshot | None = None
+        self._budget = UNLIMITED
+
+    def read(self, offset: int, count: int, budget: SnapshotBudget = UNLIMITED) -> bytes:
         if offset == 0 or self._snapshot is None:
-            self._snapshot = self._render().encode("utf-8")
-        return self._snapshot[offset:offset + count]
+            fresh = self._source.take()
+            if budget is not self._budget:  # first read: the reader's budget is charged from now on
+                self._budget.release(self._snapshot)
+                self._snapshot, self._budget = None, budget
+            budget.swap(self._snapshot, fresh)  # past the limit this refuses, keeping the old snapshot
+            self._snapshot = fresh
+        return self._snapshot.data[offset:offset + count]
+
+    def clunk(self) -> None:
+        self._budget.release(self._snapshot)
+        self._snapshot = None
 
 
 class TextFile(File):
     """Computed text. With ``on_line``, each written line is handed to it."""
 
-    __slots__ = ("render", "on_line")
+    __slots__ = ("render", "on_line", "snapshots")
 
     def __init__(self, name: str, key: str, render: Callable[[], str], on_line: Callable[[str, Caller], None] | None = None):
         super().__init__(name, key, 0o666 if on_line else 0o444)
         self.render = render
         self.on_line = on_line
+        self.snapshots = SnapshotSource(render)
 
     def open(self, caller: Caller) -> Handle:
         return _TextHandle(self, caller)
 
 
-class _TextHandle(_SnapshotReads):
+class _TextHandle(SnapshotReads):
     def __init__(self, file: TextFile, caller: Caller):
-        super().__init__(file.render)
+        super().__init__(file.snapshots)
         self._file, self._caller = file, caller
 
     def write(self, offset: int, data: bytes) -> int:
