@@ -87,11 +87,6 @@ class Connection:
         if not self._in_batch:
             self._out_ready.set()
 
-    @property
-    def unsent(self) -> int:
-        """Bytes of replies built and not yet handed to the stream."""
-        return len(self._out)
-
     def _has_room(self) -> bool:
         return len(self._out) <= self.limits.max_unsent
 
@@ -176,10 +171,10 @@ class Connection:
             self.trace(f"{self.name} -> {format_message(msg, data_limit=64)}")
         if not msg.is_request:
             self.send(self.dispatcher.error(msg, f"{type(msg).__name__} is a reply, not a request", errno.EINVAL))
+        elif isinstance(msg, m.Tflush):
+            self._flush(msg)  # answered by Rflush only, whatever its tag (flush(5))
         elif msg.tag in self.tags or msg.tag in self._flushing:
             self.send(self.dispatcher.error(msg, f"tag {msg.tag} is already in flight: use another tag", errno.EINVAL))
-        elif isinstance(msg, m.Tflush):
-            self._flush(msg)
         else:
             if isinstance(msg, m.Tversion):
                 self._cancel_all("reset")
