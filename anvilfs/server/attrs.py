@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import pwd
 import struct
 from functools import cache
 
-from ..ninep import Dialect, Qid, Stat, encode_stat
+from ..ninep import Dialect, Qid, RequestError, Stat, encode_stat
 from ..ninep import consts as c
 from ..tree import Node
 
@@ -57,6 +58,7 @@ def pack_stats(nodes: list[Node], start: int, count: int, dialect: Dialect) -> t
     while index < len(nodes):
         record = encode_stat(stat_of(nodes[index]), dialect)
         if len(out) + len(record) > count:
+            _check_fits(out, len(record), count)
             break
         out += record
         index += 1
@@ -73,6 +75,13 @@ def pack_dirents(nodes: list[Node], start: int, count: int) -> bytes:
         entry = _DIRENT.pack(qid.type, qid.version, qid.path, index + 1, _DT_DIR if node.is_dir else _DT_REG)
         entry += struct.pack("<H", len(raw)) + raw
         if len(out) + len(entry) > count:
+            _check_fits(out, len(entry), count)
             break
         out += entry
     return bytes(out)
+
+
+def _check_fits(out: bytearray, size: int, count: int) -> None:
+    """An empty answer would read as the end of the directory: refuse a count too small for one entry."""
+    if not out:
+        raise RequestError(f"directory read of {count} bytes is too small for the next entry: read at least {size} bytes", errno.EINVAL)

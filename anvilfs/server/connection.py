@@ -1,10 +1,14 @@
 """One client connection: the only place where 9P meets trio.
 
 Requests are answered inline as their frames arrive, and the replies of one
-received batch go out in one send. Only a read that must wait (the blocking
-files) gets a task, under a cancel scope kept in the tag table so a Tflush
-can cancel it. flush(5): Rflush goes out after any reply to the old request
-and never as an error; a flushed request gets no reply at all.
+received batch go out in one send. Unsent replies are bounded: once they pass
+``Limits.max_unsent`` the loop stops handling frames (they stay in the frame
+buffer, and the socket is not read) until the replies are sent. Only a read
+that must wait (the blocking files) gets a task, under a cancel scope kept in
+the tag table so a Tflush can cancel it; it too waits for room before it
+takes its data. flush(5): Rflush goes out after any reply to the old request
+(and after the Rflush of an older flush it names) and never as an error; a
+flushed request gets no reply at all.
 """
 
 from __future__ import annotations
@@ -24,7 +28,6 @@ from .dispatch import Blocked, Dispatcher, Limits
 from .transport import transport_for
 
 log = logging.getLogger("anvilfs.server")
-_MAX_UNSENT = 1 << 20  # reply bytes a connection may queue while a send is blocked
 
 
 @dataclass(slots=True)
@@ -33,7 +36,7 @@ class InFlight:
 
     scope: trio.CancelScope
     fid_number: int
-    flushes: list[int] = field(default_factory=list)  # Tflush tags waiting on it
+    flushes: list[int] = field(default_factory=list)  # Tflush tags waiting on it, answered in this order
     outcome: str = ""  # why it was cancelled: "flush", "clunk" or "reset"
 
 
@@ -53,9 +56,11 @@ class Connection:
         self.stream = stream
         self.io = transport_for(stream)
         self.name = name
+        self.limits = limits
         self.dispatcher = Dispatcher(root, limits, on_error=on_error)
         self.frames = FrameBuffer(limits.max_msize)
         self.tags: TagTable[InFlight] = TagTable()
+        self._flushing: dict[int, InFlight] = {}  # tag of a pending Tflush -> the read it waits on
         self.trace = trace
         self._out = bytearray()
         self._out_ready = trio.Event()
@@ -82,9 +87,17 @@ class Connection:
         if not self._in_batch:
             self._out_ready.set()
 
+    def _has_room(self) -> bool:
+        return len(self._out) <= self.limits.max_unsent
+
+    async def _wait_room(self) -> None:
+        """A client that does not read its replies is not read (nor answered) further."""
+        while not self._has_room():
+            await self._sent.wait()  # whoever is sending sets it once everything went out
+
     async def _flush_out(self) -> None:
-        while self._sending and len(self._out) > _MAX_UNSENT:
-            await self._sent.wait()  # a client that does not read its replies is not read either
+        if self._sending and not self._has_room():
+            await self._wait_room()
         if self._sending:
             return  # the sending task takes what was added, in order
         self._sending = True
@@ -121,23 +134,30 @@ class Connection:
                 await self.io.aclose()
 
     async def _receive_loop(self) -> None:
-        while True:
-            data = await self.io.receive()
-            if not data:
-                return
+        while data := await self.io.receive():
             self.frames.feed(data)
-            self._in_batch = True
             try:
-                for frame in self.frames.frames():
-                    self._handle_frame(frame)
+                while self._handle_frames():
+                    await self._flush_out()  # too much unsent: send it before the rest of the batch
             except FramingError as exc:
                 log.warning("%s: closing connection: %s", self.name, exc)
                 self.dispatcher.on_error(self.name, f"connection closed: {exc}")
+                await self._flush_out()  # what was answered before the broken frame still goes out
                 return
-            finally:
-                self._in_batch = False
-                self.frames.max_size = self.dispatcher.msize
             await self._flush_out()  # the whole batch's replies in one send
+
+    def _handle_frames(self) -> bool:
+        """Handle buffered frames; True if it stopped early because the unsent replies passed the limit."""
+        self._in_batch = True
+        try:
+            while (frame := self.frames.next_frame()) is not None:
+                self._handle_frame(frame)
+                self.frames.max_size = self.dispatcher.msize  # a Tversion's msize holds from the next frame
+                if not self._has_room():
+                    return True
+            return False
+        finally:
+            self._in_batch = False
 
     def _handle_frame(self, frame: bytes) -> None:
         try:
@@ -152,8 +172,8 @@ class Connection:
         if not msg.is_request:
             self.send(self.dispatcher.error(msg, f"{type(msg).__name__} is a reply, not a request", errno.EINVAL))
         elif isinstance(msg, m.Tflush):
-            self._flush(msg)
-        elif msg.tag in self.tags:
+            self._flush(msg)  # answered by Rflush only, whatever its tag (flush(5))
+        elif msg.tag in self.tags or msg.tag in self._flushing:
             self.send(self.dispatcher.error(msg, f"tag {msg.tag} is already in flight: use another tag", errno.EINVAL))
         else:
             if isinstance(msg, m.Tversion):
@@ -161,10 +181,12 @@ class Connection:
             elif isinstance(msg, m.Tclunk | m.Tremove):
                 self._cancel_reads_of(msg.fid)
             reply = self.dispatcher.handle(msg)
-            if isinstance(reply, Blocked):
-                self._start_blocked(reply)
-            else:
+            if not isinstance(reply, Blocked):
                 self.send(reply)
+            elif len(self.tags) >= self.limits.max_blocked_reads:
+                self.send(self.dispatcher.error(msg, _too_many_blocked(self.limits.max_blocked_reads), errno.EMFILE))
+            else:
+                self._start_blocked(reply)
 
     # ------------------------------------------------------------ blocking reads and flush
 
@@ -176,10 +198,10 @@ class Connection:
     async def _finish_blocked(self, blocked: Blocked, flight: InFlight) -> None:
         try:
             with flight.scope:
-                await blocked.fid.handle.wait_ready(blocked.offset)
-            # Woken with data, or cancelled: either way no checkpoint from here
-            # to send(), so a flush cannot slip in between taking the data and
-            # queueing its reply. The outcome decides, even if the data came
+                await self._wait_answerable(blocked)
+            # Woken with data and room for it, or cancelled: either way no
+            # checkpoint from here to send(), so a flush cannot slip in between
+            # taking the data and queueing its reply. The outcome decides, even if the data came
             # first: after a Tversion nothing of the old session may be answered.
             self._end(blocked.tag, flight)
             if flight.outcome == "reset":
@@ -195,16 +217,29 @@ class Connection:
         finally:
             if flight.outcome != "reset":
                 for tag in flight.flushes:
+                    self._flushing.pop(tag, None)
                     self.send(m.Rflush(tag=tag))
 
+    async def _wait_answerable(self, blocked: Blocked) -> None:
+        """Until the read has data and its reply fits in the unsent limit, both true on return."""
+        while True:
+            await blocked.fid.handle.wait_ready(blocked.offset)  # returns at once when ready
+            if self._has_room():
+                return
+            await self._wait_room()
+
     def _flush(self, msg: m.Tflush) -> None:
-        flight = self.tags.get(msg.oldtag)
-        if flight is None or msg.oldtag == NOTAG:
-            self.send(m.Rflush(tag=msg.tag))  # unknown or finished: nothing to cancel
-            return
+        flight = self.tags.get(msg.oldtag) if msg.oldtag != NOTAG else None
+        if flight is not None:
+            flight.outcome = flight.outcome or "flush"
+            flight.scope.cancel()
+        else:
+            flight = self._flushing.get(msg.oldtag)  # a flush of a pending flush: answered after it
+            if flight is None:
+                self.send(m.Rflush(tag=msg.tag))  # unknown or finished: nothing to cancel
+                return
         flight.flushes.append(msg.tag)
-        flight.outcome = flight.outcome or "flush"
-        flight.scope.cancel()
+        self._flushing[msg.tag] = flight
 
     def _end(self, tag: int, flight: InFlight) -> None:
         if self.tags.get(tag) is flight:  # after a Tversion reset the tag may be reused
@@ -216,6 +251,7 @@ class Connection:
             flight.outcome = why
             flight.scope.cancel()
         self.tags = TagTable()
+        self._flushing = {}
 
     def _cancel_reads_of(self, fid_number: int) -> None:
         for flight in self.tags.values():
@@ -223,3 +259,7 @@ class Connection:
                 flight.outcome = flight.outcome or "clunk"
                 flight.scope.cancel()
 
+
+
+def _too_many_blocked(limit: int) -> str:
+    return f"too many blocked reads: at most {limit} wait at once per connection; flush some or wait for their answers"

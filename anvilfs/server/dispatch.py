@@ -21,7 +21,7 @@ from ..ninep import consts as c
 from ..ninep import messages as m
 from ..ninep.dialect import MIN_MSIZE, UNKNOWN
 from ..ninep.fids import FidTable
-from ..tree import Caller, Directory, Node
+from ..tree import Caller, Directory, Node, SnapshotBudget, SnapshotReads
 from .attrs import getattr_of, pack_dirents, pack_stats, qid_of, stat_of
 from .state import Blocked, Fid, Limits
 
@@ -37,9 +37,11 @@ class Dispatcher:
     dialect: Dialect | None = None
     msize: int = 0
     fids: FidTable = None  # type: ignore[assignment]
+    snapshots: SnapshotBudget = None  # type: ignore[assignment]  # what this connection's open files hold
 
     def __post_init__(self) -> None:
         self.fids = FidTable(self.limits.max_fids)
+        self.snapshots = SnapshotBudget(self.limits.max_snapshot_bytes)
         self.msize = self.limits.max_msize
 
     # ------------------------------------------------------------ entry point
@@ -189,6 +191,8 @@ class Dispatcher:
         handle = fid.handle
         if handle.blocking and not handle.ready(msg.offset):
             return Blocked(fid, msg.fid, msg.tag, msg.offset, count)
+        if isinstance(handle, SnapshotReads):
+            return m.Rread(tag=msg.tag, data=handle.read(msg.offset, count, self.snapshots))
         return m.Rread(tag=msg.tag, data=handle.read(msg.offset, count))
 
     def finish_read(self, blocked: Blocked) -> m.Message:
@@ -202,21 +206,23 @@ class Dispatcher:
     def _read_dir(self, fid: Fid, offset: int, count: int) -> bytes:
         assert isinstance(fid.node, Directory)
         if offset == 0:
-            fid.listing, fid.list_index, fid.list_offset = fid.node.children(), 0, 0
-        elif offset != fid.list_offset:
+            listing, index = fid.node.children(), 0
+        elif offset == fid.list_offset:
+            listing, index = fid.listing, fid.list_index
+        else:
             raise RequestError(f"directory read at offset {offset}: continue at {fid.list_offset} or restart at 0", errno.EINVAL)
-        data, fid.list_index = pack_stats(fid.listing, fid.list_index, count, self.dialect)
-        fid.list_offset += len(data)
+        data, next_index = pack_stats(listing, index, count, self.dialect)  # may refuse: the fid is unchanged
+        fid.listing, fid.list_index, fid.list_offset = listing, next_index, offset + len(data)
         return data
 
     def readdir(self, msg: m.Treaddir) -> m.Message:
         fid = self.fids.get(msg.fid)
         if fid.listing is None:
             raise RequestError("Treaddir needs a directory fid opened with Tlopen", errno.ENOTDIR if fid.handle else errno.EBADF)
-        if msg.offset == 0:
-            fid.listing = fid.node.children()
-        count = min(msg.count, self.iounit)
-        return m.Rreaddir(tag=msg.tag, data=pack_dirents(fid.listing, msg.offset, count))
+        listing = fid.node.children() if msg.offset == 0 else fid.listing
+        data = pack_dirents(listing, msg.offset, min(msg.count, self.iounit))  # may refuse: nothing kept yet
+        fid.listing = listing
+        return m.Rreaddir(tag=msg.tag, data=data)
 
     def write(self, msg: m.Twrite) -> m.Message:
         fid = self.fids.get(msg.fid)

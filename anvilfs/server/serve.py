@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import itertools
 import logging
 import os
@@ -20,6 +21,7 @@ from ..storage import StorageError
 from .connection import Connection
 from .dispatch import Limits
 from .listen import ListenError, prepare_namespace, tcp_listeners, unix_listener
+from .refusal import refuse
 
 log = logging.getLogger("anvilfs.server")
 
@@ -48,6 +50,7 @@ class Server:
         self.app = app
         self.options = options
         self.connections = 0
+        self.refusing = 0  # refused connections still being told why
         self._ids = itertools.count(1)
 
     def _trace(self, line: str) -> None:
@@ -55,9 +58,17 @@ class Server:
 
     async def handle(self, stream: trio.abc.Stream) -> None:
         name = f"c{next(self._ids)}"
-        if self.connections >= self.options.max_connections:
+        limit = self.options.max_connections
+        if self.connections >= limit:
             self.app.record_error(name, f"refused: already {self.connections} connections, the most allowed")
-            await trio.aclose_forcefully(stream)
+            if self.refusing >= limit:  # a flood of them: no time for words
+                await trio.aclose_forcefully(stream)
+                return
+            self.refusing += 1
+            try:
+                await refuse(stream, f"too many connections: at most {limit} at once (--max-connections); close one first", errno.EUSERS)
+            finally:
+                self.refusing -= 1
             return
         self.connections += 1
         try:

@@ -9,8 +9,16 @@ from ..tree import Caller, Handle, Node
 
 @dataclass(frozen=True, slots=True)
 class Limits:
+    """What one connection may make the server hold; each is refused with an error naming it."""
+
     max_msize: int = 1 << 20
     max_fids: int = 4096
+    # Replies built but not yet sent. The receive loop stops handling frames
+    # once this is passed, and one reply is at most msize, so a connection
+    # holds at most max_unsent + max_msize bytes of replies.
+    max_unsent: int = 1 << 20
+    max_blocked_reads: int = 1024  # reads parked on events/stream/wait (EMFILE past it)
+    max_snapshot_bytes: int = 64 << 20  # distinct file snapshots its open fids pin (ENOMEM past it)
 
 
 @dataclass(slots=True)

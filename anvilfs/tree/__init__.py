@@ -1,9 +1,10 @@
 """The synthetic file tree: nodes, file kinds and ctl command tables (no 9P here)."""
 
 from .ctl import Args, Command, CommandTable
-from .files import CollectFile, CtlFile, Cursor, StreamFile, TextFile
+from .files import CollectFile, CtlFile, Cursor, SnapshotReads, StreamFile, TextFile
 from .nodes import Caller, Directory, File, Handle, Node, qid_path
 from .quoting import quote_word, split_words
+from .snapshots import SnapshotBudget
 
 __all__ = [
     "Args",
@@ -17,6 +18,8 @@ __all__ = [
     "File",
     "Handle",
     "Node",
+    "SnapshotBudget",
+    "SnapshotReads",
     "StreamFile",
     "TextFile",
     "qid_path",

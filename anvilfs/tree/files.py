@@ -8,12 +8,14 @@
 
 from __future__ import annotations
 
+import codecs
 from collections.abc import Callable
 from typing import Protocol
 
-from ..errors import AnvilError, InvalidRequest
+from ..errors import AnvilError, InvalidRequest, PermissionDenied
 from .ctl import CommandTable
 from .nodes import Caller, File, Handle
+from .snapshots import UNLIMITED, Snapshot, SnapshotBudget, SnapshotSource
 
 
 def _decode(data: bytes, what: str) -> str:
@@ -23,36 +25,52 @@ def _decode(data: bytes, what: str) -> str:
         raise InvalidRequest(f"{what}: not valid UTF-8 at byte {exc.start}; write text") from None
 
 
-class _SnapshotReads(Handle):
-    """Reads at offset 0 take a fresh snapshot; later offsets continue it."""
+class SnapshotReads(Handle):
+    """Reads at offset 0 take a fresh snapshot; later offsets continue it.
 
-    def __init__(self, render: Callable[[], str]):
-        self._render = render
-        self._snapshot: bytes | None = None
+    The snapshot is shared with other opens while the content is the same,
+    and counted in the budget of the connection that reads (the server
+    passes its own; until the file is closed it stays charged there).
+    """
 
-    def read(self, offset: int, count: int) -> bytes:
+    def __init__(self, source: SnapshotSource):
+        self._source = source
+        self._snapshot: Snapshot | None = None
+        self._budget = UNLIMITED
+
+    def read(self, offset: int, count: int, budget: SnapshotBudget = UNLIMITED) -> bytes:
         if offset == 0 or self._snapshot is None:
-            self._snapshot = self._render().encode("utf-8")
-        return self._snapshot[offset:offset + count]
+            fresh = self._source.take()
+            if budget is not self._budget:  # first read: the reader's budget is charged from now on
+                self._budget.release(self._snapshot)
+                self._snapshot, self._budget = None, budget
+            budget.swap(self._snapshot, fresh)  # past the limit this refuses, keeping the old snapshot
+            self._snapshot = fresh
+        return self._snapshot.data[offset:offset + count]
+
+    def clunk(self) -> None:
+        self._budget.release(self._snapshot)
+        self._snapshot = None
 
 
 class TextFile(File):
     """Computed text. With ``on_line``, each written line is handed to it."""
 
-    __slots__ = ("render", "on_line")
+    __slots__ = ("render", "on_line", "snapshots")
 
     def __init__(self, name: str, key: str, render: Callable[[], str], on_line: Callable[[str, Caller], None] | None = None):
         super().__init__(name, key, 0o666 if on_line else 0o444)
         self.render = render
         self.on_line = on_line
+        self.snapshots = SnapshotSource(render)
 
     def open(self, caller: Caller) -> Handle:
         return _TextHandle(self, caller)
 
 
-class _TextHandle(_SnapshotReads):
+class _TextHandle(SnapshotReads):
     def __init__(self, file: TextFile, caller: Caller):
-        super().__init__(file.render)
+        super().__init__(file.snapshots)
         self._file, self._caller = file, caller
 
     def write(self, offset: int, data: bytes) -> int:
@@ -119,7 +137,7 @@ class CollectFile(File):
     can be refused early (session gone, too large) fails at that Twrite.
     """
 
-    __slots__ = ("check", "submit", "abandoned", "render")
+    __slots__ = ("check", "submit", "abandoned", "snapshots")
 
     def __init__(
         self,
@@ -133,55 +151,86 @@ class CollectFile(File):
     ):
         super().__init__(name, key, 0o666 if render else 0o222)
         self.check, self.submit, self.abandoned = check, submit, abandoned
-        self.render = render  # what a read gives (a field that writes replace, such as a bead's result)
+        # what a read gives, for a field that writes replace (a bead's result); write-only without it
+        self.snapshots = SnapshotSource(render) if render else SnapshotSource(_write_only)
 
     def open(self, caller: Caller) -> Handle:
         self.check(0, caller)
         return _CollectHandle(self, caller)
 
 
-class _CollectHandle(Handle):
+class _CollectHandle(SnapshotReads):
+    """Bytes appended in order, each checked once: a write costs its own size, not the prompt's.
+
+    A write may repeat bytes already collected (a client retrying) but not
+    change them; one that would is refused, and so is one that leaves a gap.
+    Reads (of a readable one) give the field as it is, a snapshot like TextFile's.
+    """
+
     def __init__(self, file: CollectFile, caller: Caller):
+        super().__init__(file.snapshots)
         self._file, self._caller = file, caller
         self._buf = bytearray()
-        self._snapshot: bytes | None = None
+        self._utf8 = Utf8Check(file.name)
 
     def write(self, offset: int, data: bytes) -> int:
-        if offset > len(self._buf):
-            raise InvalidRequest(f"{self._file.name}: write at offset {offset} leaves a gap after {len(self._buf)} bytes; write in order")
-        self._file.check(offset + len(data), self._caller)
-        candidate = self._buf[:offset] + data + self._buf[offset + len(data):]
-        _check_utf8(candidate, self._file.name)  # refused at this write, not lost at clunk
-        self._buf = candidate
+        new = self._new_part(offset, data)
+        self._file.check(len(self._buf) + len(new), self._caller)
+        self._utf8.feed(new, len(self._buf))  # refused at this write, not lost at clunk
+        self._buf += new
         return len(data)
+
+    def _new_part(self, offset: int, data: bytes) -> bytes:
+        """What `data` adds at the end, once the part that repeats collected bytes is checked."""
+        end = len(self._buf)
+        if offset > end:
+            raise InvalidRequest(f"{self._file.name}: write at offset {offset} leaves a gap after {end} bytes; write in order")
+        repeated = min(end - offset, len(data))
+        if self._buf[offset:offset + repeated] != data[:repeated]:
+            raise InvalidRequest(
+                f"{self._file.name}: write at offset {offset} would change bytes already written (it has {end}); "
+                "write each part once, in order")
+        return data[repeated:]
 
     def truncate(self) -> None:
         pass  # a fresh open is already empty; O_TRUNC changes nothing
 
-    def read(self, offset: int, count: int) -> bytes:
-        if self._file.render is None:
-            return super().read(offset, count)
-        if offset == 0 or self._snapshot is None:
-            self._snapshot = self._file.render().encode("utf-8")
-        return self._snapshot[offset:offset + count]
-
     def clunk(self) -> None:
+        super().clunk()
         if self._buf:
             self._file.submit(bytes(self._buf), self._caller)
 
     def abandon(self) -> None:
+        super().clunk()
         if self._buf:
             self._file.abandoned(bytes(self._buf), self._caller)
 
 
-def _check_utf8(data: bytes, what: str) -> None:
-    """Valid UTF-8 so far; an incomplete character at the end may be finished by the next write."""
-    try:
-        data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        if exc.reason == "unexpected end of data" and exc.end == len(data):
-            return
-        raise InvalidRequest(f"{what}: not valid UTF-8 at byte {exc.start}; write text") from None
+def _write_only() -> str:
+    raise PermissionDenied("file is write-only")
+
+
+class Utf8Check:
+    """UTF-8 checked as it arrives: only the new bytes, plus an unfinished character carried over.
+
+    ``checked`` counts the bytes looked at, which is each byte once.
+    """
+
+    def __init__(self, what: str):
+        self._what = what
+        self._decoder = codecs.getincrementaldecoder("utf-8")()
+        self.checked = 0
+
+    def feed(self, data: bytes, at: int) -> None:
+        """Check `data`, which starts at byte `at`; if it is refused, the state is as before."""
+        state = self._decoder.getstate()
+        try:
+            self._decoder.decode(data)
+        except UnicodeDecodeError as exc:
+            self._decoder.setstate(state)
+            carried = len(state[0])  # exc.start counts from the carried bytes
+            raise InvalidRequest(f"{self._what}: not valid UTF-8 at byte {at - carried + exc.start}; write text") from None
+        self.checked += len(data)
 
 
 class Cursor(Protocol):

@@ -1,0 +1,71 @@
+"""A directory read too small for the next entry is an error, not an empty (end-of-directory) answer."""
+
+from __future__ import annotations
+
+from anvilfs.ninep import Dialect, decode_stat
+from anvilfs.ninep import messages as m
+from harness.transcript import served
+
+
+async def test_9p2000u_stat_read_too_small_is_einval_and_changes_nothing():
+    async with served() as (app, [peer]):
+        await peer.play("""
+> Tversion tag 65535 msize 8192 version 9P2000.u
+< Rversion tag 65535 msize 8192 version 9P2000.u
+> Tattach tag 1 fid 0 afid 4294967295 uname glenda aname "" n_uname 1000
+< Rattach tag 1 *
+> Twalk tag 2 fid 0 newfid 1 wnames []
+< Rwalk tag 2 wqids []
+> Topen tag 3 fid 1 mode 0
+< Ropen tag 3 *
+""")
+        await peer.send("Tread tag 4 fid 1 offset 0 count 8168")
+        whole = (await peer.receive()).data
+        first_size = int.from_bytes(whole[:2], "little") + 2
+        await peer.send(f"Tread tag 5 fid 1 offset 0 count {first_size}")
+        first = await peer.receive()
+        assert first.data == whole[:first_size]
+        await peer.send(f"Tread tag 6 fid 1 offset {first_size} count 10")
+        refused = await peer.receive()
+        assert isinstance(refused, m.Rerror) and refused.errno == 22, refused
+        assert refused.ename.startswith("directory read of 10 bytes is too small for the next entry: read at least ")
+        # the refused read moved nothing: the listing continues where it was
+        await peer.send(f"Tread tag 7 fid 1 offset {first_size} count 8168")
+        rest = await peer.receive()
+        assert rest.data == whole[first_size:]
+        assert decode_stat(whole[:first_size], Dialect.P2000U).name == "ctl"
+
+
+async def test_9p2000l_readdir_too_small_is_einval():
+    async with served() as (app, [peer]):
+        await peer.play("""
+> Tversion tag 65535 msize 8192 version 9P2000.L
+< Rversion tag 65535 msize 8192 version 9P2000.L
+> Tattach tag 1 fid 0 afid 4294967295 uname glenda aname "" n_uname 1000
+< Rattach tag 1 *
+> Twalk tag 2 fid 0 newfid 1 wnames []
+< Rwalk tag 2 wqids []
+> Tlopen tag 3 fid 1 flags 0
+< Rlopen tag 3 *
+> Treaddir tag 4 fid 1 offset 0 count 10
+< Rlerror tag 4 ecode 22
+> Treaddir tag 5 fid 1 offset 0 count 8000
+< Rreaddir tag 5 *
+""")
+        assert "too small for the next entry" in app.errors.text()
+
+
+async def test_a_read_past_the_last_entry_is_still_end_of_directory():
+    async with served() as (app, [peer]):
+        await peer.play("""
+> Tversion tag 65535 msize 8192 version 9P2000.L
+< Rversion tag 65535 msize 8192 version 9P2000.L
+> Tattach tag 1 fid 0 afid 4294967295 uname glenda aname "" n_uname 1000
+< Rattach tag 1 *
+> Twalk tag 2 fid 0 newfid 1 wnames []
+< Rwalk tag 2 wqids []
+> Tlopen tag 3 fid 1 flags 0
+< Rlopen tag 3 *
+> Treaddir tag 4 fid 1 offset 6 count 10
+< Rreaddir tag 4 data ""
+""")
