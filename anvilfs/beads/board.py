@@ -137,14 +137,14 @@ class Board:
         if convoy:
             self.convoy_check(convoy)
         now = timestamp()
-        bead = Bead(id=self._ids.next(title, self._taken()), title=title, role=role, description=description,
+        bead = Bead(id=self._ids.next(title, self._taken), title=title, role=role, description=description,
                     depends_on=deps, requires_approval=requires_approval, owns=owns, convoy=convoy,
                     created=now, updated=now)
         self._save(bead, f"Created: {title} ({bead.id}, role {role})", "new", new=True)
         return bead
 
-    def _taken(self):
-        return self._beads.keys() | self.broken.keys()
+    def _taken(self, bead_id: str) -> bool:
+        return bead_id in self._beads or bead_id in self.broken
 
     def claim(self, bead_id: str, who: Who, holder: str | None = None, lease: int | None = None) -> Bead:
         bead = self.get(bead_id)

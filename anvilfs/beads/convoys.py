@@ -87,7 +87,7 @@ class Convoys:
         _check_title(title)
         _check_text("goal", goal)
         now = timestamp()
-        convoy = Convoy(id=self._ids.next(title, self._convoys.keys() | self.broken.keys()), title=title, goal=goal,
+        convoy = Convoy(id=self._ids.next(title, lambda i: i in self._convoys or i in self.broken), title=title, goal=goal,
                         created=now, updated=now)
         return self._save(convoy, f"Convoy created: {title} ({convoy.id})", "new", new=True)
 

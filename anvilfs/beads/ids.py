@@ -9,6 +9,7 @@ reused, because the server makes them one at a time.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 _SKIP = frozenset({"a", "an", "the", "of", "to", "for", "and", "or", "in", "on", "with", "by", "from", "at"})
 _SHORT = {"implement": "impl", "implementation": "impl", "documentation": "docs", "configuration": "config",
@@ -38,9 +39,9 @@ class IdMaker:
     def seen(self, object_id: str) -> None:
         self.last = max(self.last, number_of(object_id))
 
-    def next(self, title: str, taken) -> str:
+    def next(self, title: str, taken: Callable[[str], bool]) -> str:
         while True:
             self.last += 1
             candidate = f"{slug(title, self.fallback)}-{self.last:03d}"
-            if candidate not in taken:
+            if not taken(candidate):
                 return candidate
