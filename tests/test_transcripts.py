@@ -159,13 +159,14 @@ async def test_unknown_version_and_suffix():
 """)
 
 
-async def test_auth_is_refused_and_errors_are_readable_in_dotl():
+async def test_auth_is_not_required_and_errors_are_readable_in_dotl():
+    # ENOENT (2) is what diod's clients and the kernel take as "no authentication needed"
     async with served() as (app, [peer]):
         await peer.play("""
 > Tversion tag 65535 msize 8192 version 9P2000.L
 < Rversion tag 65535 msize 8192 version 9P2000.L
 > Tauth tag 1 afid 5 uname glenda aname ""
-< Rlerror tag 1 ecode 95
+< Rlerror tag 1 ecode 2
 > Tattach tag 2 fid 0 afid 4294967295 uname glenda aname "" n_uname 1000
 < Rattach tag 2 *
 > Twalk tag 3 fid 0 newfid 1 wnames [ctl]
@@ -177,6 +178,19 @@ async def test_auth_is_refused_and_errors_are_readable_in_dotl():
 """)
         assert "unknown command 'bogus'; commands: new <backend> <cwd>" in app.errors.text()
         assert "unknown command 'bogus'" in app.events.text()
+
+
+async def test_auth_is_not_required_in_dotu_with_enoent():
+    async with served() as (app, [peer]):
+        await peer.play("""
+> Tversion tag 65535 msize 8192 version 9P2000.u
+< Rversion tag 65535 msize 8192 version 9P2000.u
+> Tauth tag 1 afid 5 uname glenda aname "" n_uname 1000
+< Rerror tag 1 ename "auth not required" errno 2
+> Tattach tag 2 fid 0 afid 4294967295 uname glenda aname "" n_uname 1000
+< Rattach tag 2 *
+""")
+        assert "auth" not in app.errors.text()  # every client tries it: not an error worth keeping
 
 
 async def test_write_to_read_only_file_and_read_of_write_only():

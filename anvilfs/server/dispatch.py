@@ -101,7 +101,8 @@ class Dispatcher:
         return m.Rversion(tag=msg.tag, msize=self.msize, version=dialect.value)
 
     def auth(self, msg: m.Tauth) -> m.Message:
-        raise RequestError("authentication not required: Tattach with afid NOFID", errno.EOPNOTSUPP)
+        # ENOENT is what diod's clients and the kernel read as "no authentication needed"
+        raise RequestError("auth not required", errno.ENOENT)
 
     def attach(self, msg: m.Tattach) -> m.Message:
         if msg.afid != c.NOFID:
