@@ -41,3 +41,10 @@ def test_diodcat_prints_list(anvil_server: AnvilServer) -> None:
     assert proc.returncode == 0, proc.stderr
     name, backend, status = proc.stdout.split()[:3]
     assert (name, backend) == ("dbot", "sim") and status in ("starting", "idle"), proc.stdout
+
+
+def test_diodls_long_shows_owner_only_modes(anvil_server: AnvilServer) -> None:
+    proc = run_diod_tool(anvil_server, "diodls", "-l")
+    assert proc.returncode == 0, proc.stderr
+    modes = {line.split()[-1]: line.split()[0].rstrip(".") for line in proc.stdout.splitlines()}
+    assert modes["ctl"] == "-rw-------" and modes["list"] == "-r--------", proc.stdout

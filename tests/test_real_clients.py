@@ -20,7 +20,7 @@ pytestmark = pytest.mark.clients
 
 DMDIR = 0x80000000
 QTDIR = 0x80
-ROOT_MODES = {"ctl": 0o666, "list": 0o444, "events": 0o444, "backends": 0o444, "errors": 0o444}
+ROOT_MODES = {"ctl": 0o600, "list": 0o400, "events": 0o400, "backends": 0o400, "errors": 0o400}
 BAD_TEXT = "unknown command 'bogus'"
 USAGE = "new <backend> <cwd>"
 
@@ -71,14 +71,14 @@ def test_client_drives_anvilfs(anvil_server: AnvilServer, client: str, dialect: 
         assert entries[name]["mode"] & 0o777 == perm, (name, oct(entries[name]["mode"]))
         assert not entries[name]["dir"] and not entries[name]["mode"] & DMDIR, name
     assert entries["cbot"]["dir"] and entries["cbot"]["qid"][0] & QTDIR, entries["cbot"]
-    assert entries["cbot"]["mode"] & 0o777 == 0o555, oct(entries["cbot"]["mode"])
+    assert entries["cbot"]["mode"] & 0o777 == 0o500, oct(entries["cbot"]["mode"])
     if dotL:
-        assert entries["list"]["unix_mode"] == 0o100444, oct(entries["list"]["unix_mode"])
-        assert entries["ctl"]["unix_mode"] == 0o100666, oct(entries["ctl"]["unix_mode"])
-        assert entries["cbot"]["unix_mode"] == 0o040555, oct(entries["cbot"]["unix_mode"])
+        assert entries["list"]["unix_mode"] == 0o100400, oct(entries["list"]["unix_mode"])
+        assert entries["ctl"]["unix_mode"] == 0o100600, oct(entries["ctl"]["unix_mode"])
+        assert entries["cbot"]["unix_mode"] == 0o040500, oct(entries["cbot"]["unix_mode"])
 
     st = r[7]["stat"]
-    assert st["mode"] & 0o777 == 0o444 and not st["dir"], st
+    assert st["mode"] & 0o777 == 0o400 and not st["dir"], st
     assert st["qid"] == entries["list"]["qid"], (st, entries["list"])
     if not dotL:
         assert st["name"] == "list", st

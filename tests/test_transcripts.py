@@ -199,7 +199,7 @@ async def test_write_to_read_only_file_and_read_of_write_only():
 > Twalk tag 2 fid 0 newfid 1 wnames [list]
 < Rwalk tag 2 *
 > Topen tag 3 fid 1 mode 1
-< Rerror tag 3 ename "list is read-only (mode 0444)"
+< Rerror tag 3 ename "list is read-only (mode 0400)"
 > Topen tag 4 fid 1 mode 16
 < Ropen tag 4 *
 > Twrite tag 5 fid 1 offset 0 data "x"
@@ -251,7 +251,7 @@ async def test_ops_that_make_no_sense_get_errors_not_hangups():
 > Tstatfs tag 10 fid 0
 < Rstatfs tag 10 type 16914839 bsize 4096 *
 > Tgetattr tag 11 fid 0 request_mask 2047
-< Rgetattr tag 11 valid 2047 qid (0x80 0 *) mode 0o40555 *
+< Rgetattr tag 11 valid 2047 qid (0x80 0 *) mode 0o40500 *
 > Treaddir tag 12 fid 0 offset 0 count 100
 < Rlerror tag 12 ecode 9
 """)

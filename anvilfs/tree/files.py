@@ -13,7 +13,7 @@ from typing import Protocol
 
 from ..errors import InvalidRequest
 from .ctl import CommandTable
-from .nodes import Caller, File, Handle
+from .nodes import READ_ONLY, READ_WRITE, WRITE_ONLY, Caller, File, Handle
 
 
 def _decode(data: bytes, what: str) -> str:
@@ -42,7 +42,7 @@ class TextFile(File):
     __slots__ = ("render", "on_line")
 
     def __init__(self, name: str, key: str, render: Callable[[], str], on_line: Callable[[str, Caller], None] | None = None):
-        super().__init__(name, key, 0o666 if on_line else 0o444)
+        super().__init__(name, key, READ_WRITE if on_line else READ_ONLY)
         self.render = render
         self.on_line = on_line
 
@@ -68,7 +68,7 @@ class CtlFile(File):
     __slots__ = ("table",)
 
     def __init__(self, name: str, key: str, table: CommandTable, *, readable: bool = False):
-        super().__init__(name, key, 0o666 if readable else 0o222)
+        super().__init__(name, key, READ_WRITE if readable else WRITE_ONLY)
         self.table = table
 
     def open(self, caller: Caller) -> Handle:
@@ -108,7 +108,7 @@ class CollectFile(File):
         submit: Callable[[bytes, Caller], None],
         abandoned: Callable[[bytes, Caller], None],
     ):
-        super().__init__(name, key, 0o222)
+        super().__init__(name, key, WRITE_ONLY)
         self.check, self.submit, self.abandoned = check, submit, abandoned
 
     def open(self, caller: Caller) -> Handle:
@@ -168,7 +168,7 @@ class StreamFile(File):
     __slots__ = ("open_cursor",)
 
     def __init__(self, name: str, key: str, open_cursor: Callable[[], Cursor]):
-        super().__init__(name, key, 0o444)
+        super().__init__(name, key, READ_ONLY)
         self.open_cursor = open_cursor
 
     def open(self, caller: Caller) -> Handle:
