@@ -102,3 +102,34 @@ def test_client_drives_anvilfs(anvil_server: AnvilServer, client: str, dialect: 
         assert "nope" in missing["error"], missing
 
     assert r[11]["data"] == r[5]["data"], why
+
+
+FSSPEC_OPS = [
+    {"op": "fsspec_write", "path": "ctl", "data": "new sim /tmp name=fbot\n"},  # 0
+    {"op": "fsspec_write", "path": "fbot/in", "data": "hello from fsspec\n"},  # 1
+    {"op": "read", "path": "fbot/wait"},  # 2
+    {"op": "read", "path": "fbot/out"},  # 3
+    {"op": "read", "path": "fbot/log"},  # 4
+    {"op": "fsspec_write", "path": "notes", "data": "x\n"},  # 5: a name that is not there
+]
+
+
+@pytest.mark.parametrize("dialect", ["9P2000.u", "9P2000.L"])
+def test_p9fs_open_for_writing_creates_then_opens(anvil_server: AnvilServer, dialect: str) -> None:
+    # fs.open(path, "wb") creates the existing name first (SPEC §4); in 9P2000.u with OREAD
+    results, proc = venvs.run_driver("p9fs", FSSPEC_OPS, "--unix", str(anvil_server.socket), "--dialect", dialect)
+    why = f"{results}\nstderr: {proc.stderr}\n{anvil_server.trace_tail()}"
+    assert proc.returncode == 0 and len(results) == len(FSSPEC_OPS), why
+    r = dict(enumerate(results))
+    for i in range(5):
+        assert r[i]["ok"] is True, (i, r[i], why)
+    assert r[2]["data"] == "await\n", why
+    assert "hello from fsspec" in r[3]["data"], why
+    # the create's own open and close wrote nothing: one prompt, not two
+    assert "--- prompt 1 " in r[4]["data"] and "--- prompt 2 " not in r[4]["data"], r[4]["data"]
+    refused = r[5]
+    assert refused["ok"] is False and refused["remote"] is True, refused
+    if dialect == "9P2000.L":
+        assert refused["errno"] == errno.EPERM, refused
+    else:
+        assert "cannot create 'notes'" in refused["error"], refused
