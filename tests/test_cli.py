@@ -148,7 +148,8 @@ def test_tcp_listener() -> None:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     tcp = f"tcp!127.0.0.1!{port}"
-    with running_server(extra_args=["--listen", tcp]) as srv:
+    # --no-token: this client's attach sends no aname (token attaches: tests/test_tcp_token.py)
+    with running_server(extra_args=["--listen", tcp, "--no-token"]) as srv:
         r = srv.run_cli("-a", tcp, "write", "ctl", "new sim /tmp name=tcpbot")
         assert r.returncode == 0, r.stderr + srv.trace_tail()
         assert "tcpbot" in list_rows(srv)  # same server over the unix socket

@@ -15,7 +15,7 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ..errors import AnvilError, InvalidRequest, NotFound, NotPermitted, NotSupported
+from ..errors import AnvilError, InvalidRequest, NotFound, NotPermitted, NotSupported, PermissionDenied
 from ..ninep import Dialect, RequestError, negotiate
 from ..ninep import consts as c
 from ..ninep import messages as m
@@ -25,6 +25,7 @@ from ..tree import Caller, Directory, Node
 from .attrs import getattr_of, pack_dirents, pack_stats, qid_of, stat_of
 from .opening import linux_access, open_existing, open_fid, plan9_access
 from .state import Blocked, Fid, Limits
+from .token import Token
 
 
 log = logging.getLogger("anvilfs.server")
@@ -35,6 +36,7 @@ class Dispatcher:
     root: Directory
     limits: Limits = field(default_factory=Limits)
     on_error: Callable[[str, str], None] = lambda where, text: None
+    token: Token | None = None  # what an attach must give as aname (TCP listeners), or None
     dialect: Dialect | None = None
     msize: int = 0
     fids: FidTable = None  # type: ignore[assignment]
@@ -108,7 +110,10 @@ class Dispatcher:
     def attach(self, msg: m.Tattach) -> m.Message:
         if msg.afid != c.NOFID:
             raise RequestError("authentication not required: use afid NOFID", errno.EINVAL)
-        if msg.aname not in ("", "/", "agent"):
+        if self.token is not None:
+            if not self.token.admits(msg.aname):  # its text must not quote the aname: a near-miss token
+                raise PermissionDenied(f"attach over TCP needs the server's token as aname: it is in {self.token.path}")
+        elif msg.aname not in ("", "/", "agent"):
             raise RequestError(f"no tree {msg.aname!r} to attach: use aname '' or 'agent'", errno.ENOENT)
         uname = msg.uname or (str(msg.n_uname) if msg.n_uname != c.NONUNAME else "none")
         self.fids.add(msg.fid, Fid(trail=(self.root,), caller=Caller(uname)))
