@@ -9,6 +9,7 @@ wait for something to happen.
 
 from __future__ import annotations
 
+import os
 import re
 
 import pytest
@@ -118,3 +119,27 @@ def test_v9fs_mount(guest_assets: None, anvil_server: AnvilServer, version: str)
     bogus = [ln for ln in errors.stdout.splitlines() if "'bogus'" in ln]
     assert bogus, f"no error for 'bogus' in agent/errors:\n{errors.stdout}\n{why}"
     assert "unknown command 'bogus'" in bogus[-1] and "new <backend> <cwd>" in bogus[-1], bogus
+
+
+ACCESS_SNIPPET = r"""
+mkdir -p /etc
+echo 'root:x:0:0::/:/bin/sh' > /etc/passwd; echo 'nobody:x:65534:65534::/:/bin/sh' >> /etc/passwd
+echo 'root:x:0:' > /etc/group; echo 'nogroup:x:65534:' >> /etc/group
+step() { echo "@@ $1"; }
+step owner;   echo 'new sim /tmp name=abot' > ctl && cat list;   echo "rc=$?"
+step other;   su -s /bin/sh nobody -c "cat $V9_MNT/list";          echo "rc=$?"
+step end
+"""
+
+
+def test_v9fs_access_uid_admits_only_that_user(guest_assets: None, anvil_server: AnvilServer) -> None:
+    # the README's mount line: access=<uid> of the server's user; a second guest user is refused
+    srv = anvil_server
+    r = run_in_guest(srv.socket, ACCESS_SNIPPET, version="9p2000.L", opts=f"access={os.getuid()}", timeout=90)
+    why = f"{r}\n{srv.trace_tail()}"
+    assert r.mounted, why
+    s = sections(r.output)
+    lines, rc = s["owner"]
+    assert rc == 0 and lines and lines[0].startswith("abot sim "), why
+    lines, rc = s["other"]
+    assert rc != 0 and not any(ln.startswith("abot") for ln in lines), why
