@@ -42,6 +42,7 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--state", default=None, help="directory for persistent state (default $XDG_STATE_HOME/anvilfs)")
     serve.add_argument("--listen", action="append", default=[], help="also listen on tcp!HOST!PORT (loopback unless --allow-remote)")
     serve.add_argument("--allow-remote", action="store_true", help="allow a non-loopback --listen address (there is no authentication)")
+    serve.add_argument("--no-token", action="store_true", help="TCP attaches need no token (every local user can then drive your agents)")
     serve.add_argument("--config", default=None, help="configuration file (default $XDG_CONFIG_HOME/anvilfs/config.toml)")
     serve.add_argument("--tmux-socket", default=None, help="run tmux agents on this tmux server (tmux -L NAME)")
     serve.add_argument("--trace", action="store_true", help="print every 9P message to standard error")
@@ -76,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
             namespace=args.namespace or default_namespace(),
             state_dir=args.state or default_state_dir(),
             listen=tuple(args.listen), allow_remote=args.allow_remote, trace=args.trace,
-            config_path=args.config, tmux_socket=args.tmux_socket,
+            config_path=args.config, tmux_socket=args.tmux_socket, token=not args.no_token,
             max_connections=args.max_connections, limits=Limits(max_msize=args.msize),
         )
         return run_server(options)

@@ -23,8 +23,8 @@ from harness.server import AnvilServer, start_server
 from harness.server import anvil_server as running_server
 
 USAGE_NEW = "new <backend> <cwd>"
-ROOT_FILES = {"ctl": "-rw-rw-rw-", "list": "-r--r--r--", "events": "-r--r--r--",
-              "backends": "-r--r--r--", "errors": "-r--r--r--"}  # fmt: skip
+ROOT_FILES = {"ctl": "-rw-------", "list": "-r--------", "events": "-r--------",
+              "backends": "-r--------", "errors": "-r--------"}  # fmt: skip
 
 
 def ok(srv: AnvilServer, *args: str, input: str | None = None) -> str:
@@ -116,14 +116,14 @@ def test_ls_and_stat(anvil_server: AnvilServer) -> None:
     modes = {line.split()[-1]: line.split()[0] for line in ok(srv, "ls", "-l", "agent").splitlines()}
     for name, mode in ROOT_FILES.items():
         assert modes[name] == mode, (name, modes)
-    assert modes["bot1"] == "dr-xr-xr-x", modes
+    assert modes["bot1"] == "dr-x------", modes
 
     st = ok(srv, "stat", "agent/list")
     assert st.startswith("'list' "), st
-    assert " m 0o444 " in st, st
+    assert " m 0o400 " in st, st
     assert " q (" in st and " 00) " in st, st  # a plain file's qid type
     st = ok(srv, "stat", "agent/bot1")
-    assert st.startswith("'bot1' ") and f" m {0x80000000 | 0o555:#o} " in st, st
+    assert st.startswith("'bot1' ") and f" m {0x80000000 | 0o500:#o} " in st, st
 
 
 def test_dial_address_with_a(anvil_server: AnvilServer) -> None:
@@ -148,7 +148,8 @@ def test_tcp_listener() -> None:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     tcp = f"tcp!127.0.0.1!{port}"
-    with running_server(extra_args=["--listen", tcp]) as srv:
+    # --no-token: this client's attach sends no aname (token attaches: tests/test_tcp_token.py)
+    with running_server(extra_args=["--listen", tcp, "--no-token"]) as srv:
         r = srv.run_cli("-a", tcp, "write", "ctl", "new sim /tmp name=tcpbot")
         assert r.returncode == 0, r.stderr + srv.trace_tail()
         assert "tcpbot" in list_rows(srv)  # same server over the unix socket

@@ -20,7 +20,7 @@ pytestmark = pytest.mark.clients
 
 DMDIR = 0x80000000
 QTDIR = 0x80
-ROOT_MODES = {"ctl": 0o666, "list": 0o444, "events": 0o444, "backends": 0o444, "errors": 0o444}
+ROOT_MODES = {"ctl": 0o600, "list": 0o400, "events": 0o400, "backends": 0o400, "errors": 0o400}
 BAD_TEXT = "unknown command 'bogus'"
 USAGE = "new <backend> <cwd>"
 
@@ -71,14 +71,14 @@ def test_client_drives_anvilfs(anvil_server: AnvilServer, client: str, dialect: 
         assert entries[name]["mode"] & 0o777 == perm, (name, oct(entries[name]["mode"]))
         assert not entries[name]["dir"] and not entries[name]["mode"] & DMDIR, name
     assert entries["cbot"]["dir"] and entries["cbot"]["qid"][0] & QTDIR, entries["cbot"]
-    assert entries["cbot"]["mode"] & 0o777 == 0o555, oct(entries["cbot"]["mode"])
+    assert entries["cbot"]["mode"] & 0o777 == 0o500, oct(entries["cbot"]["mode"])
     if dotL:
-        assert entries["list"]["unix_mode"] == 0o100444, oct(entries["list"]["unix_mode"])
-        assert entries["ctl"]["unix_mode"] == 0o100666, oct(entries["ctl"]["unix_mode"])
-        assert entries["cbot"]["unix_mode"] == 0o040555, oct(entries["cbot"]["unix_mode"])
+        assert entries["list"]["unix_mode"] == 0o100400, oct(entries["list"]["unix_mode"])
+        assert entries["ctl"]["unix_mode"] == 0o100600, oct(entries["ctl"]["unix_mode"])
+        assert entries["cbot"]["unix_mode"] == 0o040500, oct(entries["cbot"]["unix_mode"])
 
     st = r[7]["stat"]
-    assert st["mode"] & 0o777 == 0o444 and not st["dir"], st
+    assert st["mode"] & 0o777 == 0o400 and not st["dir"], st
     assert st["qid"] == entries["list"]["qid"], (st, entries["list"])
     if not dotL:
         assert st["name"] == "list", st
@@ -102,3 +102,34 @@ def test_client_drives_anvilfs(anvil_server: AnvilServer, client: str, dialect: 
         assert "nope" in missing["error"], missing
 
     assert r[11]["data"] == r[5]["data"], why
+
+
+FSSPEC_OPS = [
+    {"op": "fsspec_write", "path": "ctl", "data": "new sim /tmp name=fbot\n"},  # 0
+    {"op": "fsspec_write", "path": "fbot/in", "data": "hello from fsspec\n"},  # 1
+    {"op": "read", "path": "fbot/wait"},  # 2
+    {"op": "read", "path": "fbot/out"},  # 3
+    {"op": "read", "path": "fbot/log"},  # 4
+    {"op": "fsspec_write", "path": "notes", "data": "x\n"},  # 5: a name that is not there
+]
+
+
+@pytest.mark.parametrize("dialect", ["9P2000.u", "9P2000.L"])
+def test_p9fs_open_for_writing_creates_then_opens(anvil_server: AnvilServer, dialect: str) -> None:
+    # fs.open(path, "wb") creates the existing name first (SPEC §4); in 9P2000.u with OREAD
+    results, proc = venvs.run_driver("p9fs", FSSPEC_OPS, "--unix", str(anvil_server.socket), "--dialect", dialect)
+    why = f"{results}\nstderr: {proc.stderr}\n{anvil_server.trace_tail()}"
+    assert proc.returncode == 0 and len(results) == len(FSSPEC_OPS), why
+    r = dict(enumerate(results))
+    for i in range(5):
+        assert r[i]["ok"] is True, (i, r[i], why)
+    assert r[2]["data"] == "await\n", why
+    assert "hello from fsspec" in r[3]["data"], why
+    # the create's own open and close wrote nothing: one prompt, not two
+    assert "--- prompt 1 " in r[4]["data"] and "--- prompt 2 " not in r[4]["data"], r[4]["data"]
+    refused = r[5]
+    assert refused["ok"] is False and refused["remote"] is True, refused
+    if dialect == "9P2000.L":
+        assert refused["errno"] == errno.EPERM, refused
+    else:
+        assert "cannot create 'notes'" in refused["error"], refused

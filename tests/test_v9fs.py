@@ -9,6 +9,7 @@ wait for something to happen.
 
 from __future__ import annotations
 
+import os
 import re
 
 import pytest
@@ -73,9 +74,9 @@ def test_v9fs_mount(guest_assets: None, anvil_server: AnvilServer, version: str)
     assert rc == 0, why
     modes = {ln.split()[-1]: ln.split()[0] for ln in lines if not ln.startswith("total")}
     assert {"ctl", "list", "events", "backends", "errors"} <= set(modes), why
-    assert modes["ctl"] == "-rw-rw-rw-", why
-    assert modes["list"] == "-r--r--r--", why
-    assert modes["events"] == "-r--r--r--", why
+    assert modes["ctl"] == "-rw-------", why
+    assert modes["list"] == "-r--------", why
+    assert modes["events"] == "-r--------", why
 
     assert s["list"] == ([], 0), why  # no sessions yet: empty, and read to EOF
     assert s["new"] == ([], 0), why  # shell redirection: O_TRUNC accepted, command done
@@ -100,11 +101,11 @@ def test_v9fs_mount(guest_assets: None, anvil_server: AnvilServer, version: str)
     lines, rc = s["ls2"]
     assert rc == 0, why
     modes = {ln.split()[-1]: ln.split()[0] for ln in lines if not ln.startswith("total")}
-    assert modes.get("ctl") == "--w--w--w-" and modes.get("in") == "--w--w--w-", why
-    assert modes.get("out") == "-r--r--r--" and modes.get("wait") == "-r--r--r--", why
-    assert modes.get("status") == "-rw-rw-rw-", why
+    assert modes.get("ctl") == "--w-------" and modes.get("in") == "--w-------", why
+    assert modes.get("out") == "-r--------" and modes.get("wait") == "-r--------", why
+    assert modes.get("status") == "-rw-------", why
     lines, rc = s["lsd"]
-    assert rc == 0 and lines and lines[0].split()[0] == "dr-xr-xr-x", why
+    assert rc == 0 and lines and lines[0].split()[0] == "dr-x------", why
 
     # a blocked read interrupted in the guest is flushed (Tflush/Rflush); the mount still works
     assert s["flush"] == (["Terminated"], 143), why
@@ -118,3 +119,27 @@ def test_v9fs_mount(guest_assets: None, anvil_server: AnvilServer, version: str)
     bogus = [ln for ln in errors.stdout.splitlines() if "'bogus'" in ln]
     assert bogus, f"no error for 'bogus' in agent/errors:\n{errors.stdout}\n{why}"
     assert "unknown command 'bogus'" in bogus[-1] and "new <backend> <cwd>" in bogus[-1], bogus
+
+
+ACCESS_SNIPPET = r"""
+mkdir -p /etc
+echo 'root:x:0:0::/:/bin/sh' > /etc/passwd; echo 'nobody:x:65534:65534::/:/bin/sh' >> /etc/passwd
+echo 'root:x:0:' > /etc/group; echo 'nogroup:x:65534:' >> /etc/group
+step() { echo "@@ $1"; }
+step owner;   echo 'new sim /tmp name=abot' > ctl && cat list;   echo "rc=$?"
+step other;   su -s /bin/sh nobody -c "cat $V9_MNT/list";          echo "rc=$?"
+step end
+"""
+
+
+def test_v9fs_access_uid_admits_only_that_user(guest_assets: None, anvil_server: AnvilServer) -> None:
+    # the README's mount line: access=<uid> of the server's user; a second guest user is refused
+    srv = anvil_server
+    r = run_in_guest(srv.socket, ACCESS_SNIPPET, version="9p2000.L", opts=f"access={os.getuid()}", timeout=90)
+    why = f"{r}\n{srv.trace_tail()}"
+    assert r.mounted, why
+    s = sections(r.output)
+    lines, rc = s["owner"]
+    assert rc == 0 and lines and lines[0].startswith("abot sim "), why
+    lines, rc = s["other"]
+    assert rc != 0 and not any(ln.startswith("abot") for ln in lines), why

@@ -53,6 +53,7 @@ ORCLOSE = 0x40
 
 # Linux open flags as carried by Tlopen / Tlcreate.
 L_O_ACCMODE = 0o3
+L_O_EXCL = 0o200
 L_O_TRUNC = 0o1000
 
 # POSIX file-type bits as carried by 9P2000.L modes.

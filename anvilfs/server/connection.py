@@ -25,6 +25,7 @@ from ..ninep import messages as m
 from ..ninep.consts import NOTAG
 from ..tree import Directory
 from .dispatch import Blocked, Dispatcher, Limits
+from .token import Token
 from .transport import transport_for
 
 log = logging.getLogger("anvilfs.server")
@@ -52,12 +53,13 @@ class Connection:
         trace: Callable[[str], None] | None = None,
         on_error: Callable[[str, str], None] = lambda where, text: None,
         name: str = "conn",
+        token: Token | None = None,  # the aname an attach must present (TCP), or None
     ):
         self.stream = stream
         self.io = transport_for(stream)
         self.name = name
         self.limits = limits
-        self.dispatcher = Dispatcher(root, limits, on_error=on_error)
+        self.dispatcher = Dispatcher(root, limits, on_error=on_error, token=token)
         self.frames = FrameBuffer(limits.max_msize)
         self.tags: TagTable[InFlight] = TagTable()
         self._flushing: dict[int, InFlight] = {}  # tag of a pending Tflush -> the read it waits on

@@ -23,7 +23,9 @@ from ..ninep.dialect import MIN_MSIZE, UNKNOWN
 from ..ninep.fids import FidTable
 from ..tree import Caller, Directory, Node, SnapshotBudget, SnapshotReads
 from .attrs import getattr_of, pack_dirents, pack_stats, qid_of, stat_of
+from .opening import linux_access, open_existing, open_fid, plan9_access
 from .state import Blocked, Fid, Limits
+from .token import Token
 
 
 log = logging.getLogger("anvilfs.server")
@@ -34,6 +36,7 @@ class Dispatcher:
     root: Directory
     limits: Limits = field(default_factory=Limits)
     on_error: Callable[[str, str], None] = lambda where, text: None
+    token: Token | None = None  # what an attach must give as aname (TCP listeners), or None
     dialect: Dialect | None = None
     msize: int = 0
     fids: FidTable = None  # type: ignore[assignment]
@@ -103,12 +106,16 @@ class Dispatcher:
         return m.Rversion(tag=msg.tag, msize=self.msize, version=dialect.value)
 
     def auth(self, msg: m.Tauth) -> m.Message:
-        raise RequestError("authentication not required: Tattach with afid NOFID", errno.EOPNOTSUPP)
+        # ENOENT is what diod's clients and the kernel read as "no authentication needed"
+        raise RequestError("auth not required", errno.ENOENT)
 
     def attach(self, msg: m.Tattach) -> m.Message:
         if msg.afid != c.NOFID:
             raise RequestError("authentication not required: use afid NOFID", errno.EINVAL)
-        if msg.aname not in ("", "/", "agent"):
+        if self.token is not None:
+            if not self.token.admits(msg.aname):  # its text must not quote the aname: a near-miss token
+                raise PermissionDenied(f"attach over TCP needs the server's token as aname: it is in {self.token.path}")
+        elif msg.aname not in ("", "/", "agent"):
             raise RequestError(f"no tree {msg.aname!r} to attach: use aname '' or 'agent'", errno.ENOENT)
         uname = msg.uname or (str(msg.n_uname) if msg.n_uname != c.NONUNAME else "none")
         self.fids.add(msg.fid, Fid(trail=(self.root,), caller=Caller(uname)))
@@ -143,41 +150,33 @@ class Dispatcher:
 
     # ------------------------------------------------------------ opening
 
-    def _open(self, fid: Fid, read: bool, write: bool, trunc: bool) -> None:
-        node = fid.node
-        if fid.handle is not None or fid.listing is not None:
-            raise RequestError("fid is already open", errno.EBADF)
-        if node.is_dir:
-            if write or trunc:
-                raise RequestError(f"{node.name} is a directory: open it for reading only", errno.EISDIR)
-            fid.listing, fid.can_read = [], True
-            return
-        if read and not node.readable:
-            raise PermissionDenied(f"{node.name} is write-only (mode {node.mode:04o})")
-        if write and not node.writable:
-            raise PermissionDenied(f"{node.name} is read-only (mode {node.mode:04o})")
-        handle = node.open(fid.caller)
-        if trunc:
-            handle.truncate()
-        fid.handle, fid.can_read, fid.can_write = handle, read, write
-
     def open(self, msg: m.Topen) -> m.Message:
         fid = self.fids.get(msg.fid)
         if msg.mode & c.ORCLOSE:
             raise NotPermitted(f"{fid.node.name}: remove-on-close is not possible on a synthetic file")
-        access = msg.mode & 3
-        read = access in (c.OREAD, c.ORDWR, c.OEXEC)
-        write = access in (c.OWRITE, c.ORDWR)
-        self._open(fid, read, write, bool(msg.mode & c.OTRUNC))
+        open_fid(fid, *plan9_access(msg.mode), trunc=bool(msg.mode & c.OTRUNC))
         return m.Ropen(tag=msg.tag, qid=qid_of(fid.node), iounit=self.iounit)
 
     def lopen(self, msg: m.Tlopen) -> m.Message:
         fid = self.fids.get(msg.fid)
-        access = msg.flags & c.L_O_ACCMODE
-        read = access in (0, 2)
-        write = access in (1, 2)
-        self._open(fid, read, write, bool(msg.flags & c.L_O_TRUNC) and write)
+        read, write = linux_access(msg.flags)
+        open_fid(fid, read, write, trunc=bool(msg.flags & c.L_O_TRUNC) and write)
         return m.Rlopen(tag=msg.tag, qid=qid_of(fid.node), iounit=self.iounit)
+
+    def create(self, msg: m.Tcreate) -> m.Message:
+        fid = self.fids.get(msg.fid)
+        if msg.mode & c.ORCLOSE:
+            raise NotPermitted(f"{msg.name}: remove-on-close is not possible on a synthetic file")
+        # a directory's create is a mkdir, which never opens what is there
+        opened = open_existing(fid, msg.name, *plan9_access(msg.mode), exclusive=bool(msg.perm & c.DMDIR))
+        self.fids.replace(msg.fid, opened)
+        return m.Rcreate(tag=msg.tag, qid=qid_of(opened.node), iounit=self.iounit)
+
+    def lcreate(self, msg: m.Tlcreate) -> m.Message:
+        fid = self.fids.get(msg.fid)
+        opened = open_existing(fid, msg.name, *linux_access(msg.flags), exclusive=bool(msg.flags & c.L_O_EXCL))
+        self.fids.replace(msg.fid, opened)
+        return m.Rlcreate(tag=msg.tag, qid=qid_of(opened.node), iounit=self.iounit)
 
     # ------------------------------------------------------------ reading and writing
 
@@ -360,8 +359,8 @@ _HANDLERS: dict[type, Callable] = {
     m.Tgetlock: Dispatcher.getlock,
     m.Txattrwalk: Dispatcher.xattrwalk,
     m.Treadlink: Dispatcher.readlink,
-    m.Tcreate: Dispatcher.refuse_change,
-    m.Tlcreate: Dispatcher.refuse_change,
+    m.Tcreate: Dispatcher.create,
+    m.Tlcreate: Dispatcher.lcreate,
     m.Tmkdir: Dispatcher.refuse_change,
     m.Tsymlink: Dispatcher.refuse_change,
     m.Tmknod: Dispatcher.refuse_change,

@@ -102,8 +102,8 @@ async def tcp_listeners(address: str, *, allow_remote: bool) -> list[trio.Socket
     host, port = parse_tcp_address(address)
     if not is_loopback(host) and not allow_remote:
         raise ListenError(
-            f"{host} is not a loopback address; 9P has no authentication here, so anyone who can reach "
-            "the port controls your agents. Pass --allow-remote if you mean it")
+            f"{host} is not a loopback address, and the token would cross the network in clear text; "
+            "forward the unix socket with ssh -L instead, or pass --allow-remote if you mean it")
     try:
         return await trio.open_tcp_listeners(port, host=host)
     except OSError as exc:

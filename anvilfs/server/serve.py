@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import functools
 import itertools
 import logging
 import os
@@ -22,6 +23,7 @@ from .connection import Connection
 from .dispatch import Limits
 from .listen import ListenError, prepare_namespace, tcp_listeners, unix_listener
 from .refusal import refuse
+from .token import Token, TokenError, load_or_create
 
 log = logging.getLogger("anvilfs.server")
 
@@ -32,6 +34,7 @@ class ServerOptions:
     state_dir: str
     listen: tuple[str, ...] = ()  # extra addresses: tcp!host!port
     allow_remote: bool = False
+    token: bool = True  # TCP attaches must present the state directory's token (--no-token: off)
     trace: bool = False
     config_path: str | None = None  # default $XDG_CONFIG_HOME/anvilfs/config.toml
     tmux_socket: str | None = None  # tmux -L name for tmux agents (default: the user's tmux server)
@@ -56,7 +59,7 @@ class Server:
     def _trace(self, line: str) -> None:
         print(line, file=sys.stderr, flush=True)
 
-    async def handle(self, stream: trio.abc.Stream) -> None:
+    async def handle(self, stream: trio.abc.Stream, token: Token | None = None) -> None:
         name = f"c{next(self._ids)}"
         limit = self.options.max_connections
         if self.connections >= limit:
@@ -74,7 +77,7 @@ class Server:
         try:
             conn = Connection(
                 stream, self.app.root, limits=self.options.limits, name=name,
-                trace=self._trace if self.options.trace else None,
+                trace=self._trace if self.options.trace else None, token=token,
                 on_error=lambda where, text: self.app.record_error(f"{name} {where}", text),
             )
             await conn.serve()
@@ -84,21 +87,32 @@ class Server:
         finally:
             self.connections -= 1
 
-    async def listeners(self) -> list[trio.SocketListener]:
+    async def listeners(self) -> tuple[trio.SocketListener, list[trio.SocketListener]]:
+        """The unix socket's listener, and the TCP ones."""
         prepare_namespace(self.options.namespace)
-        listeners = [await unix_listener(self.options.socket_path)]
+        unix = await unix_listener(self.options.socket_path)
+        tcp = []
         for address in self.options.listen:
-            if self.options.allow_remote:
-                log.warning("listening on %s with no authentication: anyone who reaches it controls your agents", address)
-            listeners += await tcp_listeners(address, allow_remote=self.options.allow_remote)
-        return listeners
+            _warn_about(address, token=self.options.token, remote=self.options.allow_remote)
+            tcp += await tcp_listeners(address, allow_remote=self.options.allow_remote)
+        return unix, tcp
+
+    def tcp_token(self) -> Token | None:
+        if not self.options.listen or not self.options.token:
+            return None
+        token = load_or_create(self.options.state_dir)
+        log.info("TCP attaches must give the token in %s as their aname", token.path)
+        return token
 
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
-        listeners = await self.listeners()
+        token = self.tcp_token()
+        unix, tcp = await self.listeners()
         try:
             async with trio.open_nursery() as nursery:
                 await nursery.start(self.app.run)
-                await nursery.start(trio.serve_listeners, self.handle, listeners)
+                await nursery.start(trio.serve_listeners, self.handle, [unix])
+                if tcp:
+                    await nursery.start(trio.serve_listeners, functools.partial(self.handle, token=token), tcp)
                 nursery.start_soon(self._stop_on_signal, nursery.cancel_scope)
                 log.info("serving unix!%s", self.options.socket_path)
                 task_status.started(self.options.socket_path)
@@ -111,6 +125,14 @@ class Server:
                 log.info("%s: shutting down", signal.Signals(signum).name)
                 scope.cancel()
                 return
+
+
+def _warn_about(address: str, *, token: bool, remote: bool) -> None:
+    if not token:
+        who = "anyone who reaches it" if remote else "every local user"
+        log.warning("listening on %s without a token (--no-token): %s can drive your agents", address, who)
+    elif remote:
+        log.warning("listening on %s beyond this host: the token travels in clear text; prefer ssh -L", address)
 
 
 def _unlink_quietly(path: str) -> None:
@@ -145,7 +167,7 @@ def run_server(options: ServerOptions) -> int:
     try:
         server = Server(build_app(options), options)
         trio.run(server.run)
-    except (ListenError, ConfigError, StorageError) as exc:
+    except (ListenError, ConfigError, StorageError, TokenError) as exc:
         print(f"anvilfs: {exc}", file=sys.stderr)
         return 1
     return 0

@@ -14,7 +14,7 @@ from typing import Protocol
 
 from ..errors import AnvilError, InvalidRequest, PermissionDenied
 from .ctl import CommandTable
-from .nodes import Caller, File, Handle
+from .nodes import READ_ONLY, READ_WRITE, WRITE_ONLY, Caller, File, Handle
 from .snapshots import UNLIMITED, Snapshot, SnapshotBudget, SnapshotSource
 
 
@@ -59,7 +59,7 @@ class TextFile(File):
     __slots__ = ("render", "on_line", "snapshots")
 
     def __init__(self, name: str, key: str, render: Callable[[], str], on_line: Callable[[str, Caller], None] | None = None):
-        super().__init__(name, key, 0o666 if on_line else 0o444)
+        super().__init__(name, key, READ_WRITE if on_line else READ_ONLY)
         self.render = render
         self.on_line = on_line
         self.snapshots = SnapshotSource(render)
@@ -86,7 +86,7 @@ class CtlFile(File):
     __slots__ = ("table",)
 
     def __init__(self, name: str, key: str, table: CommandTable, *, readable: bool = False):
-        super().__init__(name, key, 0o666 if readable else 0o222)
+        super().__init__(name, key, READ_WRITE if readable else WRITE_ONLY)
         self.table = table
 
     def open(self, caller: Caller) -> Handle:
@@ -149,7 +149,7 @@ class CollectFile(File):
         abandoned: Callable[[bytes, Caller], None],
         render: Callable[[], str] | None = None,
     ):
-        super().__init__(name, key, 0o666 if render else 0o222)
+        super().__init__(name, key, READ_WRITE if render else WRITE_ONLY)
         self.check, self.submit, self.abandoned = check, submit, abandoned
         # what a read gives, for a field that writes replace (a bead's result); write-only without it
         self.snapshots = SnapshotSource(render) if render else SnapshotSource(_write_only)
@@ -249,7 +249,7 @@ class StreamFile(File):
     __slots__ = ("open_cursor",)
 
     def __init__(self, name: str, key: str, open_cursor: Callable[[], Cursor]):
-        super().__init__(name, key, 0o444)
+        super().__init__(name, key, READ_ONLY)
         self.open_cursor = open_cursor
 
     def open(self, caller: Caller) -> Handle:

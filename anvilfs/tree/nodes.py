@@ -16,6 +16,15 @@ from dataclasses import dataclass
 from ..errors import PermissionDenied
 
 
+# Modes are the owner's alone (SPEC §4): a mount shared with other local
+# users must not let them read transcripts or write prompts.
+READ_ONLY = 0o400
+WRITE_ONLY = 0o200
+READ_WRITE = 0o600
+DIRECTORY = 0o500  # entries come and go by ctl commands, not create/remove
+CHANGEABLE_DIRECTORY = 0o700  # for a directory whose create/remove work
+
+
 def qid_path(key: str) -> int:
     """A stable 64-bit identity for a node key."""
     return int.from_bytes(hashlib.blake2b(key.encode(), digest_size=8).digest(), "little")
@@ -43,11 +52,11 @@ class Node:
 
     @property
     def readable(self) -> bool:
-        return bool(self.mode & 0o444)
+        return bool(self.mode & 0o400)
 
     @property
     def writable(self) -> bool:
-        return bool(self.mode & 0o222)
+        return bool(self.mode & 0o200)
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.key}>"
@@ -71,7 +80,7 @@ class Directory(Node):
         *,
         more: Callable[[], Iterable[Node]] | None = None,
         find: Callable[[str], Node | None] | None = None,
-        mode: int = 0o555,
+        mode: int = DIRECTORY,
     ):
         super().__init__(name, key, mode)
         self._fixed = {node.name: node for node in fixed}

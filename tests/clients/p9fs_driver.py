@@ -6,13 +6,15 @@ Run with the python of the p9fs venv (tests/harness/venvs.py)::
     python -I p9fs_driver.py --tcp 127.0.0.1:5640 --dialect 9P2000 < ops
 
 p9fs's Client takes any connected socket, so UNIX sockets work (only the
-fsspec layer, ``p9fs.P9FileSystem``, is TCP-only; it is not used here).
+fsspec layer, ``p9fs.P9FileSystem``, dials TCP itself; fsspec_write runs it on
+the driver's connection instead).
 Constructing the Client logs in: Tversion; for 9P2000/9P2000.u a Tauth (afid
 10) whose Rerror makes it go on without auth; Tattach fid 11; Twalk 11->12.
 
 Operations, results and error reporting are the same as in py9p_driver.py
 (``mode`` is a 9P open mode: 0 OREAD, 1 OWRITE, 2 ORDWR, |16 OTRUNC):
-version, walk, read, write, ls, stat, create, remove.  The 9P2000.L dialect
+version, walk, read, write, ls, stat, create, remove, and fsspec_write
+(p9fs's own ``P9FileSystem.open(path, "wb")`` on the same connection).  The 9P2000.L dialect
 uses Tlopen (mode mapped to O_RDONLY/O_WRONLY/O_RDWR|O_TRUNC), Treaddir +
 Tgetattr for ls, Tgetattr for stat, Tlcreate / Tmkdir for create.  Entries
 and stats always carry "mode" as a 9P mode (DMDIR = 0x80000000) and "dir";
@@ -297,6 +299,18 @@ class Driver:
 
         return self.with_fid(names[:-1], body)
 
+    def op_fsspec_write(self, op):
+        """p9fs's own file layer: ``fs.open(path, "wb")``, write, close.
+
+        p9fs creates the name first (Tcreate with OREAD in 9P2000(.u), Tlcreate
+        in 9P2000.L), clunks, then opens it for writing with truncation.
+        """
+        self.stage = "fsspec"
+        data = op_data(op)
+        with fsspec_on(self.c, self.ver).open(op["path"], "wb") as f:
+            f.write(data)
+        return {"count": len(data)}
+
     def op_remove(self, op):
         fid = self.walk_to(split_path(op["path"]))
         self.stage = "remove"
@@ -318,6 +332,17 @@ class Driver:
         except Exception as exc:
             res.update(ok=False, stage=self.stage, error=f"{type(exc).__name__}: {exc}", remote=False)
         return res
+
+
+def fsspec_on(client, version):
+    """A p9fs.P9FileSystem on the driver's connection (its own _connect dials TCP only)."""
+    from p9fs import P9FileSystem
+
+    class OnThisClient(P9FileSystem):
+        def _connect(self):
+            self.client = client
+
+    return OnThisClient(host="", port=0, username="", version=version, skip_instance_cache=True)
 
 
 def rpc_error(exc: Exception) -> dict:

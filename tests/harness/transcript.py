@@ -17,6 +17,7 @@ from anvilfs.app import App
 from anvilfs.ninep import Dialect, FrameBuffer, decode, encode, format_message, parse_message
 from anvilfs.ninep import messages as m
 from anvilfs.server import Connection, Limits
+from anvilfs.server.token import Token
 
 
 def _pattern(expected: str) -> re.Pattern:
@@ -77,15 +78,15 @@ class Peer:
 
 
 @asynccontextmanager
-async def served(app: App | None = None, *, limits: Limits = Limits(), clients: int = 1):
-    """An app with `clients` in-memory connections; yields (app, peers)."""
+async def served(app: App | None = None, *, limits: Limits = Limits(), clients: int = 1, token: Token | None = None):
+    """An app with `clients` in-memory connections; yields (app, peers). `token`: as on a TCP listener."""
     app = app or App()
     async with trio.open_nursery() as nursery:
         await nursery.start(app.run)
         peers = []
         for i in range(clients):
             client_end, server_end = trio.testing.memory_stream_pair()
-            conn = Connection(server_end, app.root, limits=limits, name=f"c{i + 1}",
+            conn = Connection(server_end, app.root, limits=limits, name=f"c{i + 1}", token=token,
                               on_error=lambda where, text, n=i: app.record_error(f"c{n + 1} {where}", text))
             nursery.start_soon(conn.serve)
             peers.append(Peer(client_end, limits))
