@@ -34,7 +34,7 @@ async def test_status_line_says_interrupted(autojump_clock, running):
     await until(lambda: s.state is State.RUNNING)
     app.sessions.interrupt("bot1")
     await until(lambda: s.state is State.AWAIT)
-    assert s.status_line() == "await interrupted (simulated)"
+    assert s.status_line() == "await simulated interrupted"
 
 
 async def test_clear_starts_afresh_and_repeats_the_role(autojump_clock, running):

