@@ -112,7 +112,7 @@ def test_a_restarted_server_reports_command_sessions_as_exited_and_keeps_the_que
     second = start_server(base, extra_args=args, log_name="server2.trace")
     try:
         status = read(second, "s1/status")
-        assert status.startswith("exited the server restarted"), status
+        assert status.startswith("exited simulated the server restarted"), status
         assert "waiting in the queue" in read(second, "s1/queue")
         write(second, "s1/ctl", "restart\n")
         assert read(second, "s1/wait") == "await\n"
