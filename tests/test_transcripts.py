@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-
-import trio
-
+from harness.apps import until
 from harness.transcript import HELLO, served
 
 
@@ -328,11 +326,9 @@ async def test_tversion_aborts_a_blocked_read_without_a_reply(autojump_clock):
 > Tversion tag 65535 msize 8192 version 9P2000
 < Rversion tag 65535 msize 8192 version 9P2000
 """)
-        while s.state.value != "running":
-            await trio.sleep(0.01)
+        await until(lambda: s.state.value == "running")
         app.sessions.interrupt("bot1")  # the wait would answer now, to a session that is gone
-        while s.busy:
-            await trio.sleep(0.01)
+        await until(lambda: not s.busy)
         await peer.play("""
 > Tattach tag 4 fid 0 afid 4294967295 uname glenda aname ""
 < Rattach tag 4 *
