@@ -16,7 +16,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import uuid
 from collections.abc import Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -27,8 +26,9 @@ import trio
 from anvilfs.backends.tmux import TmuxAgent, TmuxBackend
 from anvilfs.config.model import TmuxBackendConfig
 from anvilfs.sessions.backend import AgentExited, AgentFailed, SessionInfo
+from harness.tmux import private_tmux
 
-pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="needs tmux")
+pytestmark = pytest.mark.needs("tmux")
 
 FAKE = Path(__file__).parent / "fakes" / "fake_agent.py"
 HOOKS = Path(__file__).parent.parent / "hooks"
@@ -45,13 +45,8 @@ s.recv(1)
 
 @pytest.fixture
 def tmux_socket() -> Iterator[str]:
-    name = f"anvilfs-test-{uuid.uuid4().hex[:12]}"
-    try:
+    with private_tmux() as name:
         yield name
-    finally:
-        subprocess.run(["tmux", "-L", name, "kill-server"], capture_output=True)
-        directory = os.path.join(os.environ.get("TMUX_TMPDIR") or "/tmp", f"tmux-{os.getuid()}")
-        Path(directory, name).unlink(missing_ok=True)  # tmux leaves its socket behind
 
 
 def backend(tmux_socket: str, **settings) -> TmuxBackend:
