@@ -48,7 +48,7 @@ def diod(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Diod]:
         yield Diod(sock, export)
     finally:
         proc.kill()
-        _, err = proc.communicate()
+        _, err = proc.communicate(timeout=10)
         print(f"diod stderr:\n{err}")
 
 

@@ -16,6 +16,9 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
+import trio
+
+from .deadlines import within
 from .prerequisites import require
 
 PREFIX = "anvilfs-test-"
@@ -45,3 +48,33 @@ def private_tmux() -> Iterator[str]:
         yield name
     finally:
         end_tmux(name)
+
+
+class PaneLooks:
+    """Counts the looks a tmux agent's turn takes at its pane, so a test can wait for them.
+
+    A turn follows its pane by running ``capture-pane`` every POLL seconds; a
+    test that must show a turn does *not* end by itself waits for looks that
+    would have ended it, rather than for a length of time.
+    """
+
+    def __init__(self, tmux) -> None:  # anvilfs.backends.tmux.Tmux, wrapped in place
+        self.count = 0
+        self._changed = trio.Event()
+        run = tmux.run
+
+        async def counted(*args: str, **kwargs):
+            result = await run(*args, **kwargs)
+            if args and args[0] == "capture-pane":
+                self.count += 1
+                self._changed.set()
+                self._changed = trio.Event()
+            return result
+
+        tmux.run = counted
+
+    async def wait_more(self, looks: int, *, timeout: float = 10) -> None:
+        target = self.count + looks
+        with within(timeout, f"{looks} more looks at the pane (seen {self.count})"):
+            while self.count < target:
+                await self._changed.wait()
