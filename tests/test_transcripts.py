@@ -292,7 +292,8 @@ async def test_a_walk_to_a_huge_name_is_answered():
 """)
 
 
-async def test_a_prompt_that_is_not_utf8_is_refused_at_the_write():
+async def test_a_prompt_that_is_not_utf8_is_refused_at_the_write(autojump_clock):
+    # virtual time: the sim agent starts (and takes the queued prompt) only once the transcript is done
     async with served() as (app, [peer]):
         app.sessions.new("sim", "/tmp", name="bot1")
         await peer.play(HELLO + """
