@@ -199,10 +199,8 @@ def test_sigterm_stops_cleanly_with_blocked_readers(anvil_server: AnvilServer) -
     try:
         _wait_for_trace(srv, lambda t: _blocked_reads(t) == 2, "two blocked Treads")
         assert all(p.poll() is None for p in readers)
-        t0 = time.monotonic()
-        rc = srv.stop(sig=signal.SIGTERM, timeout=10)
+        rc = srv.stop(sig=signal.SIGTERM, timeout=5)  # then SIGKILL: rc -9
         assert rc == 0, f"exit status {rc} after SIGTERM\n{srv.trace_tail()}"
-        assert time.monotonic() - t0 < 5
         assert not os.path.lexists(srv.socket), "the socket file was left behind"
         assert "SIGTERM" in srv.trace()
         for p in readers:  # the server going away ends the blocked reads
@@ -212,7 +210,7 @@ def test_sigterm_stops_cleanly_with_blocked_readers(anvil_server: AnvilServer) -
         for p in readers:
             if p.poll() is None:
                 p.kill()
-                p.communicate()
+                p.communicate(timeout=10)
 
 
 def test_sigterm_idle_server(anvil_server: AnvilServer) -> None:

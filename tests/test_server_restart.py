@@ -19,7 +19,9 @@ from pathlib import Path
 import pytest
 
 from harness.fakes import FAKE_AGENT
+from harness.prerequisites import require
 from harness.server import AnvilServer, start_server
+from harness.tmux import end_tmux
 
 HOOK = Path(__file__).resolve().parent.parent / "hooks" / "anvilfs-status"
 
@@ -56,13 +58,14 @@ def until(check, what: str, timeout: float = 30) -> None:
 
 @pytest.fixture
 def place():
+    require("tmux")
     base = Path(tempfile.mkdtemp(prefix="anvr.", dir="/tmp"))
     tmux_socket = f"anvilfs-test-{uuid.uuid4().hex[:8]}"
     (base / "config.toml").write_text(config_text(base))
     try:
         yield base, ["--config", str(base / "config.toml"), "--tmux-socket", tmux_socket]
     finally:
-        subprocess.run(["tmux", "-L", tmux_socket, "kill-server"], capture_output=True)
+        end_tmux(tmux_socket)
         shutil.rmtree(base, ignore_errors=True)
 
 

@@ -14,6 +14,7 @@ from anvilfs.fs.cursors import JournalCursor, StreamCursor, WaitCursor
 from anvilfs.sessions import SessionLimits, State
 from anvilfs.sessions.states import TRANSITIONS, Event, IllegalTransition, advance
 from harness.apps import until
+from harness.deadlines import WAIT, within
 
 
 def test_every_state_event_pair_is_in_the_table_or_refused():
@@ -147,7 +148,8 @@ async def test_wait_cursor_blocks_while_busy_then_gives_state(autojump_clock, ru
     cursor = WaitCursor(s)
     assert not cursor.ready(0)
     app.sessions.submit("bot1", "hi", "glenda")
-    await cursor.wait_ready(0)
+    with within(WAIT, "wait to be ready when the turn ends"):
+        await cursor.wait_ready(0)
     assert s.state is State.AWAIT
     assert cursor.read(0, 100) == b"await\n"
     assert cursor.ready(6) and cursor.read(6, 100) == b""
@@ -160,7 +162,8 @@ async def test_stream_cursor_follows_the_next_turn_to_its_end(autojump_clock, ru
     app.sessions.submit("bot1", "hi", "glenda")
     got = bytearray()
     while True:
-        await cursor.wait_ready(0)
+        with within(WAIT, f"more of the stream after {bytes(got)!r}"):
+            await cursor.wait_ready(0)
         data = cursor.read(0, 7)  # small reads split chunks without losing bytes
         if not data:
             break

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-
 import trio
 import trio.testing
 
@@ -310,7 +309,8 @@ async def test_a_walk_to_a_huge_name_is_answered():
 """)
 
 
-async def test_a_prompt_that_is_not_utf8_is_refused_at_the_write():
+async def test_a_prompt_that_is_not_utf8_is_refused_at_the_write(autojump_clock):
+    # virtual time: the sim agent starts (and takes the queued prompt) only once the transcript is done
     async with served() as (app, [peer]):
         app.sessions.new("sim", "/tmp", name="bot1")
         await peer.play(HELLO + """
@@ -344,11 +344,9 @@ async def test_tversion_aborts_a_blocked_read_without_a_reply(autojump_clock):
 > Tversion tag 65535 msize 8192 version 9P2000
 < Rversion tag 65535 msize 8192 version 9P2000
 """)
-        while s.state.value != "running":
-            await trio.sleep(0.01)
+        await until(lambda: s.state.value == "running")
         app.sessions.interrupt("bot1")  # the wait would answer now, to a session that is gone
-        while s.busy:
-            await trio.sleep(0.01)
+        await until(lambda: not s.busy)
         await peer.play("""
 > Tattach tag 4 fid 0 afid 4294967295 uname glenda aname ""
 < Rattach tag 4 *
