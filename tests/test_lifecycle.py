@@ -23,7 +23,7 @@ async def test_interrupt_ends_the_turn_in_await_and_the_queue_goes_on(autojump_c
     await until(lambda: s.turn_count == 2 and not s.busy)
     assert "--- interrupted 1" in s.log_text()
     assert s.state is State.AWAIT and "turn 2" in s.out
-    with pytest.raises(Busy, match="no turn to interrupt"):
+    with pytest.raises(Busy, match="no turn is running"):
         app.sessions.interrupt("bot1")
 
 
@@ -232,7 +232,7 @@ async def test_an_ephemeral_session_takes_one_prompt(autojump_clock, running):
     app = await running()
     app.sessions.new("sim", "/tmp", name="once", ephemeral=True)
     app.sessions.submit("once", "one", "glenda")
-    with pytest.raises(Busy, match="ephemeral: it takes one prompt"):
+    with pytest.raises(Busy, match="ephemeral and has had its one prompt"):
         app.sessions.submit("once", "two", "glenda")
 
 
