@@ -112,11 +112,14 @@ def ninepfuse_mount(bin_dir: Path, socket: Path, *, timeout: float = 30) -> Iter
     mnt = Path(tempfile.mkdtemp(prefix="9pfuse."))
     env = tool_env(bin_dir)
     try:
-        # 9pfuse forks: the parent returns once the mount is up
-        proc = subprocess.run([str(bin_dir / "9pfuse"), f"unix!{socket}", str(mnt)], capture_output=True,
-                              text=True, env=env, timeout=timeout, stdin=subprocess.DEVNULL)
-        if proc.returncode != 0:
-            raise RuntimeError(f"9pfuse failed (exit {proc.returncode}): {proc.stderr}")
+        # 9pfuse forks: the parent returns once the mount is up, the daemon keeps
+        # its output open, so that goes to a file (a pipe would never see EOF)
+        with tempfile.TemporaryFile() as log:
+            proc = subprocess.run([str(bin_dir / "9pfuse"), f"unix!{socket}", str(mnt)], stdout=log, stderr=log,
+                                  env=env, timeout=timeout, stdin=subprocess.DEVNULL)
+            if proc.returncode != 0:
+                log.seek(0)
+                raise RuntimeError(f"9pfuse failed (exit {proc.returncode}): {log.read().decode(errors='replace')}")
         _wait_mounted(mnt, timeout)
         yield mnt
     finally:
