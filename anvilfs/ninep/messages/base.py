@@ -7,7 +7,8 @@ from dataclasses import dataclass
 
 from ..fields import U16
 
-MESSAGE_TYPES: dict[int, type[Message]] = {}
+MESSAGE_TYPES: dict[int, type[Message]] = {}  # complete once messages.load_dotl() has run
+DOTL_LIMIT = 100  # 9P2000.L numbers the messages it adds below 100; 9P2000's start at 100
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,6 +27,8 @@ def message(type_id: int):
     """Register a message class under its wire type number."""
 
     def register(cls):
+        if cls.__doc__ is None:  # else dataclass() renders inspect.signature(cls) as one, slowly
+            cls.__doc__ = f"9P message {cls.__name__} (type {type_id})"
         cls = dataclass(frozen=True, slots=True)(cls)
         cls.TYPE = type_id
         MESSAGE_TYPES[type_id] = cls
