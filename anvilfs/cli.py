@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import textwrap
 
 from . import __version__
 from .client import COMMANDS, AddressError, Client, CommandError, ConnectionLost, ServerError, attach_aname, attach_uname
@@ -27,10 +26,9 @@ from .places import default_state_dir
 EXIT_INTERRUPTED = 128 + 2  # SIGINT, as a shell reports a process that Ctrl-C ended
 EXIT_PIPE_CLOSED = 128 + 13  # SIGPIPE: the reader of our output went away (`| head -1`)
 
-DESCRIPTION = """\
-A 9P file server that presents LLM coding-agent sessions as files, and a
-client for it that works like plan9port's 9p. Start the server once, then
-read and write its files from any shell."""
+DESCRIPTION = ("A 9P file server that presents LLM coding-agent sessions as files, and a client for it "
+               "that works like plan9port's 9p. Start the server once, then read and write its files "
+               "from any shell.")
 
 EXAMPLES = """\
 examples:
@@ -62,6 +60,15 @@ CLIENT_COMMANDS = {
 }
 
 
+class _Formatter(argparse.RawDescriptionHelpFormatter):
+    """Wraps descriptions to the terminal, but keeps the lines of an examples epilog as written."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        if text.startswith("examples:"):
+            return super()._fill_text(text, width, indent)
+        return argparse.HelpFormatter._fill_text(self, text, width, indent)
+
+
 def _client_options(parser: argparse.ArgumentParser, *, top: bool) -> None:
     # Below a command, an option not given must not overwrite the one given
     # before it (`anvilfs -a X read NAME`): argparse.SUPPRESS leaves it out.
@@ -79,17 +86,16 @@ def _client_options(parser: argparse.ArgumentParser, *, top: bool) -> None:
 def _add_client_command(sub, name: str) -> argparse.ArgumentParser:
     summary, detail, examples = CLIENT_COMMANDS[name]
     epilog = "examples:\n" + "\n".join(f"  {line}" for line in examples)
-    description = textwrap.fill(f"{summary[0].upper()}{summary[1:]}. {detail or ''}".strip(), 76)
-    p = sub.add_parser(name, help=summary, description=description, epilog=epilog,
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    description = f"{summary[0].upper()}{summary[1:]}. {detail or ''}".strip()
+    p = sub.add_parser(name, help=summary, description=description, epilog=epilog, formatter_class=_Formatter)
     _client_options(p, top=False)
     return p
 
 
 def _add_serve(sub) -> None:
     serve = sub.add_parser(
-        "serve", help="run the file server", formatter_class=argparse.RawDescriptionHelpFormatter,
-        description="Run the file server on the unix socket `agent` in the namespace directory,\n"
+        "serve", help="run the file server", formatter_class=_Formatter,
+        description="Run the file server on the unix socket `agent` in the namespace directory, "
                     "until Ctrl-C or SIGTERM.",
         epilog="examples:\n  anvilfs serve\n  anvilfs serve --listen tcp!127.0.0.1!5640 --trace\n"
                "  anvilfs serve --namespace /tmp/ns.test --state /tmp/anvil-state")
@@ -105,8 +111,7 @@ def _add_serve(sub) -> None:
 
 
 def _parser() -> argparse.ArgumentParser:
-    top = argparse.ArgumentParser(prog="anvilfs", description=DESCRIPTION, epilog=EXAMPLES,
-                                  formatter_class=argparse.RawDescriptionHelpFormatter)
+    top = argparse.ArgumentParser(prog="anvilfs", description=DESCRIPTION, epilog=EXAMPLES, formatter_class=_Formatter)
     top.add_argument("--version", action="version", version=f"anvilfs {__version__}")
     _client_options(top, top=True)
     sub = top.add_subparsers(dest="command", required=True, metavar="COMMAND")

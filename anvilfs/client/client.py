@@ -88,7 +88,7 @@ class Client:
         reply = self.receive()
         if isinstance(reply, m.Rerror):
             raise ServerError(reply.ename)
-        if isinstance(reply, m.Rlerror):
+        if self.dialect.is_l and isinstance(reply, m.Rlerror):  # asking for Rlerror makes every .L class
             raise ServerError(f"errno {reply.ecode}")
         return reply
 
