@@ -114,7 +114,8 @@ def _parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(prog="anvilfs", description=DESCRIPTION, epilog=EXAMPLES, formatter_class=_Formatter)
     top.add_argument("--version", action="version", version=f"anvilfs {__version__}")
     _client_options(top, top=True)
-    sub = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    sub = top.add_subparsers(dest="command", required=True, metavar="COMMAND",
+                             help="one of these (`anvilfs COMMAND --help` for its options)")
     _add_serve(sub)
     commands = {name: _add_client_command(sub, name) for name in CLIENT_COMMANDS}
     for name in ("read", "stat", "rdwr"):

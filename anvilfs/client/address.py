@@ -71,10 +71,11 @@ def dial(target: Target, timeout: float = CONNECT_TIMEOUT) -> socket.socket:
             raise
         return sock
     except OSError as exc:
-        raise AddressError(f"cannot connect to {target.dial_string}: {_reason(exc)}; {_hint(target)}") from None
+        raise AddressError(f"cannot connect to {target.dial_string}: {describe_os_error(exc)}; {_hint(target)}") from None
 
 
-def _reason(exc: OSError) -> str:
+def describe_os_error(exc: OSError) -> str:
+    """strerror as the middle of a sentence: "connection refused"."""
     if isinstance(exc, socket.timeout):
         return "no answer (timed out)"
     text = exc.strerror or str(exc)

@@ -12,7 +12,7 @@ import getpass
 import os
 
 from ..places import default_token_path
-from .address import AddressError, Target
+from .address import AddressError, Target, describe_os_error
 
 
 def attach_uname() -> str:
@@ -37,6 +37,6 @@ def _read_token(path: str, *, required: bool) -> str:
     except (OSError, UnicodeDecodeError) as exc:
         if not required:
             return ""  # the server's refusal then says where its token is
-        reason = getattr(exc, "strerror", None) or "not UTF-8 text"
+        reason = describe_os_error(exc) if isinstance(exc, OSError) else "not UTF-8 text"
         raise AddressError(f"cannot read token file {path}: {reason}; "
                            "give the file the server wrote (STATE/token) or set $ANVILFS_TOKEN") from None
