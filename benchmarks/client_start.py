@@ -2,7 +2,7 @@
 
 Run by hand (not by CI); it prints numbers and never asserts on them:
 
-    .venv/bin/python benchmarks/client_start.py [--runs 20] [--rounds 3]
+    .venv/bin/python benchmarks/client_start.py [--runs 20] [--rounds 3] [--script PATH ...]
 
 It starts `python -m anvilfs serve` in a temporary directory, makes one sim
 session `s1`, then times whole client processes (fork, exec, imports, dial,
@@ -33,7 +33,8 @@ REPO = Path(__file__).resolve().parents[1]
 SCRIPT = Path(sys.executable).with_name("anvilfs")  # the pip console-script wrapper
 
 
-def commands() -> dict[str, list[str]]:
+def commands(scripts: list[str]) -> dict[str, list[str]]:
+    """The commands timed; --script adds another install's console script (e.g. not editable)."""
     read = ["read", "agent/s1/status"]
     found = {
         "python -c pass": [sys.executable, "-c", "pass"],
@@ -41,6 +42,8 @@ def commands() -> dict[str, list[str]]:
     }
     if SCRIPT.exists():
         found["anvilfs read (console script)"] = [str(SCRIPT), *read]
+    for script in scripts:
+        found[f"{script} read"] = [script, *read]
     return found
 
 
@@ -78,8 +81,7 @@ def run_once(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
     return elapsed, cpu
 
 
-def measure(runs: int, env: dict[str, str]) -> dict[str, list[tuple[float, float]]]:
-    cmds = commands()
+def measure(cmds: dict[str, list[str]], runs: int, env: dict[str, str]) -> dict[str, list[tuple[float, float]]]:
     times: dict[str, list[tuple[float, float]]] = {name: [] for name in cmds}
     for _ in range(runs):
         for name, argv in cmds.items():
@@ -91,6 +93,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--runs", type=int, default=20, help="processes per command and round")
     ap.add_argument("--rounds", type=int, default=3, help="rounds; the table gives each round's median")
+    ap.add_argument("--script", action="append", default=[], help="also time this `anvilfs` console script")
     args = ap.parse_args()
     base = Path(tempfile.mkdtemp(prefix="anvil-bench."))
     env = os.environ | {"NAMESPACE": str(base / "ns")}
@@ -99,14 +102,14 @@ def main() -> None:
         subprocess.run([sys.executable, "-m", "anvilfs", "write", "agent/ctl", "new sim /tmp name=s1"],
                        env=env, check=True, timeout=30)
         print(f"# {args.rounds} rounds of {args.runs} runs; load {os.getloadavg()[0]:.2f}; Python {sys.version.split()[0]}")
-        print(f"{'command':32} {'wall ms, median per round':>27} {'min':>6} {'cpu ms (median)':>16}")
-        rounds = [measure(args.runs, env) for _ in range(args.rounds)]
+        print(f"{'command':40} {'wall ms, median per round':>27} {'min':>6} {'cpu ms (median)':>16}")
+        rounds = [measure(commands(args.script), args.runs, env) for _ in range(args.rounds)]
         for name in rounds[0]:
             walls = [[wall for wall, _ in r[name]] for r in rounds]
             medians = " ".join(f"{statistics.median(w) * 1000:6.1f}" for w in walls)
             best = min(map(min, walls)) * 1000
             cpu = statistics.median(c for r in rounds for _, c in r[name]) * 1000
-            print(f"{name:32} {medians:>27} {best:6.1f} {cpu:16.1f}")
+            print(f"{name:40} {medians:>27} {best:6.1f} {cpu:16.1f}")
     finally:
         proc.send_signal(signal.SIGTERM)
         try:
