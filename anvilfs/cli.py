@@ -21,6 +21,7 @@ import sys
 from . import __version__
 from .client import COMMANDS, AddressError, Client, CommandError, ConnectionLost, ServerError, attach_aname, attach_uname
 from .client import dial, resolve
+from .ninep import RemoteProtocolError
 from .places import default_state_dir
 
 EXIT_INTERRUPTED = 128 + 2  # SIGINT, as a shell reports a process that Ctrl-C ended
@@ -159,6 +160,8 @@ def _run_client_command(args) -> int:
         return _fail(str(exc))
     except ConnectionLost as exc:
         return _fail(f"{args.name}: {exc}")
+    except RemoteProtocolError as exc:  # e.g. -a names some other kind of server
+        return _fail(f"{args.name}: the server's reply is not 9P ({exc}); is that an anvilfs server?")
 
 
 def _fail(text: str) -> int:

@@ -325,6 +325,30 @@ def test_refused_tcp_connection_is_one_clear_line() -> None:
     assert r.stdout == ""
 
 
+def test_a_server_that_does_not_speak_9p_is_one_clear_line() -> None:
+    import threading
+
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(1)
+        listener.settimeout(30)  # the accept has a deadline too
+        port = listener.getsockname()[1]
+
+        def answer_like_a_web_server() -> None:
+            conn, _ = listener.accept()
+            with conn:
+                conn.recv(4096)
+                conn.sendall(b"HTTP/1.1 400 Bad Request\r\n\r\n")
+
+        web = threading.Thread(target=answer_like_a_web_server, daemon=True)
+        web.start()
+        r = _cli("-a", f"tcp!127.0.0.1!{port}", "read", "list")
+        web.join(timeout=30)
+    assert r.returncode == 1 and r.stdout == "", r
+    assert r.stderr.startswith("anvilfs: list: the server's reply is not 9P (frame size "), r.stderr
+    assert r.stderr.endswith("is that an anvilfs server?\n") and r.stderr.count("\n") == 1, r.stderr
+
+
 def test_missing_unix_socket_is_one_clear_line(tmp_path: Path) -> None:
     r = _cli("read", "agent/list", env={"NAMESPACE": str(tmp_path)})
     assert r.returncode == 1, r
