@@ -64,10 +64,30 @@ CLIENT_COMMANDS = {
 class _Formatter(argparse.RawDescriptionHelpFormatter):
     """Wraps descriptions to the terminal, but keeps the lines of an examples epilog as written."""
 
+    def __init__(self, prog: str, **kwargs) -> None:
+        # argparse makes a formatter for every add_argument, and its own asks
+        # shutil for the width: importing shutil (and zlib, bz2, lzma with it)
+        # was a tenth of a client command's start.
+        kwargs.setdefault("width", _terminal_columns() - 2)
+        super().__init__(prog, **kwargs)
+
     def _fill_text(self, text: str, width: int, indent: str) -> str:
         if text.startswith("examples:"):
             return super()._fill_text(text, width, indent)
         return argparse.HelpFormatter._fill_text(self, text, width, indent)
+
+
+def _terminal_columns() -> int:
+    """As shutil.get_terminal_size: $COLUMNS, else the terminal's width, else 80."""
+    try:
+        if (columns := int(os.environ["COLUMNS"])) > 0:
+            return columns
+    except (KeyError, ValueError):
+        pass
+    try:
+        return os.get_terminal_size(sys.__stdout__.fileno()).columns
+    except (AttributeError, ValueError, OSError):
+        return 80
 
 
 def _client_options(parser: argparse.ArgumentParser, *, top: bool) -> None:
