@@ -19,8 +19,18 @@ import os
 import sys
 
 from . import __version__
-from .client import COMMANDS, AddressError, Client, CommandError, ConnectionLost, ServerError, attach_aname, attach_uname
-from .client import dial, resolve
+from .client import (
+    COMMANDS,
+    AddressError,
+    Client,
+    CommandError,
+    ConnectionLost,
+    ServerError,
+    attach_aname,
+    attach_uname,
+    dial,
+    resolve,
+)
 from .ninep import RemoteProtocolError
 from .places import default_state_dir
 
@@ -39,7 +49,7 @@ examples:
   anvilfs read agent/bot1/wait                   block until the turn ends
   anvilfs read agent/bot1/out                    the answer
   anvilfs ls -l agent                            the files and sessions
-  anvilfs -a tcp!127.0.0.1!5640 read list        a server on TCP (sends the token)
+  anvilfs -a 'tcp!127.0.0.1!5640' read list      a server on TCP (sends the token)
 
 NAME is service/path (agent/list is /list on unix!$NAMESPACE/agent); with
 -a it is the path on that server. `anvilfs COMMAND --help` says more."""
@@ -118,7 +128,7 @@ def _add_serve(sub) -> None:
         "serve", help="run the file server", formatter_class=_Formatter,
         description="Run the file server on the unix socket `agent` in the namespace directory, "
                     "until Ctrl-C or SIGTERM.",
-        epilog="examples:\n  anvilfs serve\n  anvilfs serve --listen tcp!127.0.0.1!5640 --trace\n"
+        epilog="examples:\n  anvilfs serve\n  anvilfs serve --listen 'tcp!127.0.0.1!5640' --trace    # quoted: ! is special to bash\n"
                "  anvilfs serve --namespace /tmp/ns.test --state /tmp/anvil-state")
     serve.add_argument("--namespace", default=None, metavar="DIR", help="directory for the `agent` socket (default $NAMESPACE or /tmp/ns.$USER.$DISPLAY)")
     serve.add_argument("--state", default=None, metavar="DIR", help="directory for persistent state (default $XDG_STATE_HOME/anvilfs)")
