@@ -1,68 +1,165 @@
 """The `anvilfs` command: `serve`, and a client that behaves like plan9port's 9p.
 
     anvilfs serve [--namespace DIR] [--state DIR] [--listen tcp!HOST!PORT] [--allow-remote] [--trace]
-    anvilfs [-a ADDRESS] read NAME
-    anvilfs [-a ADDRESS] write [-l] NAME [TEXT ...]   (TEXT, or else standard input)
-    anvilfs [-a ADDRESS] ls [-l] [-d] NAME
-    anvilfs [-a ADDRESS] stat NAME
-    anvilfs [-a ADDRESS] rdwr NAME
+    anvilfs [-a ADDRESS] [-A ANAME] [--token-file FILE] read|write|ls|stat|rdwr ... NAME
 
 Without -a, NAME is service/path: `agent/list` is /list on the server at
 unix!$NAMESPACE/agent. With -a (unix!/path or tcp!host!port), NAME is the
 path on that server.
+
+Only `serve` imports the server (trio, the backends, httpx, pydantic): the
+client commands are what shell loops and agents' hooks run, many times a
+second, so they load only the blocking client and the protocol package.
 """
 
 from __future__ import annotations
 
 import argparse
-import getpass
-import logging
 import os
 import sys
-import time
 
-from .client import AddressError, Client, ServerError, dial, resolve
-from .ninep import consts as c
-from .ninep.dialect import MIN_MSIZE
-from .server import Limits, ServerOptions, default_namespace, run_server
+from . import __version__
+from .client import (
+    COMMANDS,
+    AddressError,
+    Client,
+    CommandError,
+    ConnectionLost,
+    ServerError,
+    attach_aname,
+    attach_uname,
+    dial,
+    resolve,
+)
+from .ninep import RemoteProtocolError
+from .places import default_state_dir
+
+EXIT_INTERRUPTED = 128 + 2  # SIGINT, as a shell reports a process that Ctrl-C ended
+EXIT_PIPE_CLOSED = 128 + 13  # SIGPIPE: the reader of our output went away (`| head -1`)
+
+DESCRIPTION = ("A 9P file server that presents LLM coding-agent sessions as files, and a client for it "
+               "that works like plan9port's 9p. Start the server once, then read and write its files "
+               "from any shell.")
+
+EXAMPLES = """\
+examples:
+  anvilfs serve                                  start the server (Ctrl-C stops it)
+  anvilfs write agent/ctl 'new sim /tmp name=bot1'
+  echo hello | anvilfs write agent/bot1/in       send a prompt
+  anvilfs read agent/bot1/wait                   block until the turn ends
+  anvilfs read agent/bot1/out                    the answer
+  anvilfs ls -l agent                            the files and sessions
+  anvilfs -a 'tcp!127.0.0.1!5640' read list      a server on TCP (sends the token)
+
+NAME is service/path (agent/list is /list on unix!$NAMESPACE/agent); with
+-a it is the path on that server. `anvilfs COMMAND --help` says more."""
+
+CLIENT_COMMANDS = {
+    "read": ("print a file's contents until its end",
+             "A blocking file (events, stream, wait) is followed until it ends or Ctrl-C (exit 130).",
+             ["anvilfs read agent/list", "anvilfs read agent/events | grep bot1"]),
+    "write": ("write TEXT, or else standard input, to a file",
+              "Input goes in whole lines per write where they fit, since ctl files act per write.",
+              ["anvilfs write agent/ctl 'new sim /tmp name=bot1'", "echo hello | anvilfs write agent/bot1/in",
+               "printf 'stop\\nrestart\\n' | anvilfs write -l agent/bot1/ctl"]),
+    "ls": ("list a directory's entries (or name a file)", None,
+           ["anvilfs ls agent", "anvilfs ls -l agent/bot1", "anvilfs ls -ld agent"]),
+    "stat": ("print a file's 9P stat record, as 9p stat does", None, ["anvilfs stat agent/list"]),
+    "rdwr": ("open a file read-write: print a read, write a line of input, repeat",
+             "As 9p rdwr: ends when standard input ends.",
+             ["echo 'new sim /tmp' | anvilfs rdwr agent/ctl    # prints the new session's name"]),
+}
 
 
-def default_state_dir() -> str:
-    base = os.environ.get("XDG_STATE_HOME") or os.path.expanduser("~/.local/state")
-    return os.path.join(base, "anvilfs")
+class _Formatter(argparse.RawDescriptionHelpFormatter):
+    """Wraps descriptions to the terminal, but keeps the lines of an examples epilog as written."""
+
+    def __init__(self, prog: str, **kwargs) -> None:
+        # argparse makes a formatter for every add_argument, and its own asks
+        # shutil for the width: importing shutil (and zlib, bz2, lzma with it)
+        # was a tenth of a client command's start.
+        kwargs.setdefault("width", _terminal_columns() - 2)
+        super().__init__(prog, **kwargs)
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        if text.startswith("examples:"):
+            return super()._fill_text(text, width, indent)
+        return argparse.HelpFormatter._fill_text(self, text, width, indent)
+
+
+def _terminal_columns() -> int:
+    """As shutil.get_terminal_size: $COLUMNS, else the terminal's width, else 80."""
+    try:
+        if (columns := int(os.environ["COLUMNS"])) > 0:
+            return columns
+    except (KeyError, ValueError):
+        pass
+    try:
+        return os.get_terminal_size(sys.__stdout__.fileno()).columns
+    except (AttributeError, ValueError, OSError):
+        return 80
+
+
+def _client_options(parser: argparse.ArgumentParser, *, top: bool) -> None:
+    # Below a command, an option not given must not overwrite the one given
+    # before it (`anvilfs -a X read NAME`): argparse.SUPPRESS leaves it out.
+    default = None if top else argparse.SUPPRESS
+    parser.add_argument("-a", dest="address", metavar="ADDRESS", default=default,
+                        help="the server's address: unix!/path/to/socket or tcp!HOST!PORT "
+                             "(default: unix!$NAMESPACE/SERVICE, from NAME)")
+    parser.add_argument("-A", dest="aname", metavar="ANAME", default=default,
+                        help="attach with this aname, as 9p -A does (for TCP, instead of the token)")
+    parser.add_argument("--token-file", metavar="FILE", default=default,
+                        help="for a tcp! address, read the token from FILE (default: $ANVILFS_TOKEN, "
+                             "else $XDG_STATE_HOME/anvilfs/token if readable)")
+
+
+def _add_client_command(sub, name: str) -> argparse.ArgumentParser:
+    summary, detail, examples = CLIENT_COMMANDS[name]
+    epilog = "examples:\n" + "\n".join(f"  {line}" for line in examples)
+    description = f"{summary[0].upper()}{summary[1:]}. {detail or ''}".strip()
+    p = sub.add_parser(name, help=summary, description=description, epilog=epilog, formatter_class=_Formatter)
+    _client_options(p, top=False)
+    return p
+
+
+def _add_serve(sub) -> None:
+    serve = sub.add_parser(
+        "serve", help="run the file server", formatter_class=_Formatter,
+        description="Run the file server on the unix socket `agent` in the namespace directory, "
+                    "until Ctrl-C or SIGTERM.",
+        epilog="examples:\n  anvilfs serve\n  anvilfs serve --listen 'tcp!127.0.0.1!5640' --trace    # quoted: ! is special to bash\n"
+               "  anvilfs serve --namespace /tmp/ns.test --state /tmp/anvil-state")
+    serve.add_argument("--namespace", default=None, metavar="DIR", help="directory for the `agent` socket (default $NAMESPACE or /tmp/ns.$USER.$DISPLAY)")
+    serve.add_argument("--state", default=None, metavar="DIR", help="directory for persistent state (default $XDG_STATE_HOME/anvilfs)")
+    serve.add_argument("--listen", action="append", default=[], metavar="tcp!HOST!PORT", help="also listen on TCP, e.g. tcp!127.0.0.1!5640 (repeatable; loopback unless --allow-remote)")
+    serve.add_argument("--allow-remote", action="store_true", help="allow a non-loopback --listen address (anyone who reaches it drives your agents)")
+    serve.add_argument("--no-token", action="store_true", help="TCP attaches need no token (every local user can then drive your agents; warned about)")
+    serve.add_argument("--config", default=None, metavar="FILE", help="configuration file (default $XDG_CONFIG_HOME/anvilfs/config.toml)")
+    serve.add_argument("--tmux-socket", default=None, metavar="NAME", help="run tmux agents on this tmux server (tmux -L NAME)")
+    serve.add_argument("--trace", action="store_true", help="print every 9P message to standard error")
+    serve.add_argument("--msize", type=int, default=None, metavar="BYTES", help="largest message size offered to clients (default: the server's limit, 1048576)")
+    serve.add_argument("--max-connections", type=int, default=256, metavar="N", help="connections served at once; more are refused (default %(default)s)")
 
 
 def _parser() -> argparse.ArgumentParser:
-    top = argparse.ArgumentParser(prog="anvilfs", description="9P file server for LLM coding-agent sessions")
-    top.add_argument("-a", dest="address", help="server address: unix!/path or tcp!host!port")
-    sub = top.add_subparsers(dest="command", required=True)
-
-    serve = sub.add_parser("serve", help="run the file server")
-    serve.add_argument("--namespace", default=None, help="directory for the `agent` socket (default $NAMESPACE or /tmp/ns.$USER.$DISPLAY)")
-    serve.add_argument("--state", default=None, help="directory for persistent state (default $XDG_STATE_HOME/anvilfs)")
-    serve.add_argument("--listen", action="append", default=[], help="also listen on tcp!HOST!PORT (loopback unless --allow-remote)")
-    serve.add_argument("--allow-remote", action="store_true", help="allow a non-loopback --listen address (there is no authentication)")
-    serve.add_argument("--no-token", action="store_true", help="TCP attaches need no token (every local user can then drive your agents)")
-    serve.add_argument("--config", default=None, help="configuration file (default $XDG_CONFIG_HOME/anvilfs/config.toml)")
-    serve.add_argument("--tmux-socket", default=None, help="run tmux agents on this tmux server (tmux -L NAME)")
-    serve.add_argument("--trace", action="store_true", help="print every 9P message to standard error")
-    serve.add_argument("--msize", type=int, default=Limits().max_msize, help="largest message size offered")
-    serve.add_argument("--max-connections", type=int, default=256)
-
+    top = argparse.ArgumentParser(prog="anvilfs", description=DESCRIPTION, epilog=EXAMPLES, formatter_class=_Formatter)
+    top.add_argument("--version", action="version", version=f"anvilfs {__version__}")
+    _client_options(top, top=True)
+    sub = top.add_subparsers(dest="command", required=True, metavar="COMMAND",
+                             help="one of these (`anvilfs COMMAND --help` for its options)")
+    _add_serve(sub)
+    commands = {name: _add_client_command(sub, name) for name in CLIENT_COMMANDS}
     for name in ("read", "stat", "rdwr"):
-        p = sub.add_parser(name)
-        p.add_argument("-a", dest="sub_address")
-        p.add_argument("name")
-    write = sub.add_parser("write")
-    write.add_argument("-a", dest="sub_address")
+        commands[name].add_argument("name", metavar="NAME", help="the file, e.g. agent/list")
+    write = commands["write"]
     write.add_argument("-l", dest="lines", action="store_true", help="write each line of input with its own write")
-    write.add_argument("name")
-    write.add_argument("text", nargs="*", help="text to write (a newline is added); standard input if none")
-    ls = sub.add_parser("ls")
-    ls.add_argument("-a", dest="sub_address")
-    ls.add_argument("-l", dest="long", action="store_true")
+    write.add_argument("name", metavar="NAME", help="the file, e.g. agent/ctl")
+    write.add_argument("text", nargs="*", metavar="TEXT", help="text to write (words joined by spaces, a newline added); standard input if none")
+    ls = commands["ls"]
+    ls.add_argument("-l", dest="long", action="store_true", help="long form: mode, owner, group, length, time, name")
     ls.add_argument("-d", dest="itself", action="store_true", help="the directory itself, not its entries")
-    ls.add_argument("name")
+    ls.add_argument("name", metavar="NAME", help="the directory or file, e.g. agent")
     return top
 
 
@@ -70,113 +167,65 @@ def main(argv: list[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
     if args.command == "serve":
-        if args.msize < MIN_MSIZE:
-            parser.error(f"--msize {args.msize} is too small: at least {MIN_MSIZE}")
-        logging.basicConfig(level=logging.INFO, format="anvilfs: %(message)s")
-        options = ServerOptions(
-            namespace=args.namespace or default_namespace(),
-            state_dir=args.state or default_state_dir(),
-            listen=tuple(args.listen), allow_remote=args.allow_remote, trace=args.trace,
-            config_path=args.config, tmux_socket=args.tmux_socket, token=not args.no_token,
-            max_connections=args.max_connections, limits=Limits(max_msize=args.msize),
-        )
-        return run_server(options)
-    address = getattr(args, "sub_address", None) or args.address
+        return _serve(parser, args)
     try:
-        target = resolve(args.name, address)
-        with Client(dial(target), uname=_user()) as client:
-            return _COMMANDS[args.command](client, target.path, args)
-    except (AddressError, ServerError) as exc:
-        print(f"anvilfs: {args.name}: {exc}", file=sys.stderr)
-        return 1
-    except (ConnectionError, EOFError):
-        print(f"anvilfs: {args.name}: the server closed the connection", file=sys.stderr)
-        return 1
+        status = _run_client_command(args)
+        sys.stdout.flush()  # here, so a closed pipe is seen now and not at exit
+        return status
+    except KeyboardInterrupt:
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:  # only standard output: the client's own socket raises ConnectionLost
+        _silence_stdout()
+        return EXIT_PIPE_CLOSED
 
 
-def _user() -> str:
-    return getpass.getuser()
-
-
-def _read(client: Client, path: str, args) -> int:
-    fid = client.open(path, c.OREAD)
+def _run_client_command(args) -> int:
     try:
-        for data in client.read_chunks(fid):
-            sys.stdout.buffer.write(data)
-            sys.stdout.buffer.flush()
-    finally:
-        client.clunk(fid)
-    return 0
+        target = resolve(args.name, args.address)
+        aname = attach_aname(target, aname=args.aname, token_file=args.token_file)
+        with Client(dial(target), uname=attach_uname(), aname=aname) as client:
+            return COMMANDS[args.command](client, target.path, args)
+    except ServerError as exc:
+        return _fail(f"{args.name}: {exc}")
+    except (AddressError, CommandError) as exc:
+        return _fail(str(exc))
+    except ConnectionLost as exc:
+        return _fail(f"{args.name}: {exc}")
+    except RemoteProtocolError as exc:  # e.g. -a names some other kind of server
+        return _fail(f"{args.name}: the server's reply is not 9P ({exc}); is that an anvilfs server?")
 
 
-def _pieces(data: bytes, unit: int, lines: bool) -> list[bytes]:
-    """Split input for writing: whole lines per write where they fit (ctl files act per write)."""
-    if lines:
-        return [line for line in data.splitlines(keepends=True)]
-    pieces = []
-    while data:
-        piece = data[:unit]
-        if len(data) > unit and b"\n" in piece:
-            piece = piece[:piece.rindex(b"\n") + 1]
-        pieces.append(piece)
-        data = data[len(piece):]
-    return pieces
+def _fail(text: str) -> int:
+    print(f"anvilfs: {text}", file=sys.stderr)
+    return 1
 
 
-def _write(client: Client, path: str, args) -> int:
-    data = (" ".join(args.text) + "\n").encode() if args.text else sys.stdin.buffer.read()
-    fid = client.open(path, c.OWRITE)
-    try:
-        offset = 0
-        for piece in _pieces(data, client.msize - c.IOHDRSZ, args.lines):
-            offset += client.write_chunk(fid, offset, piece)
-    finally:
-        client.clunk(fid)
-    return 0
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null, so that Python's flush at exit does not report the closed pipe again."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
 
 
-def _mode_string(mode: int) -> str:
-    kind = "d" if mode & c.DMDIR else "-"
-    bits = "".join(ch if mode & (1 << (8 - i)) else "-" for i, ch in enumerate("rwxrwxrwx"))
-    return kind + bits
+def _serve(parser: argparse.ArgumentParser, args) -> int:
+    import logging  # noqa: PLC0415 - here, so that the client commands never load the server
 
+    from .ninep.dialect import MIN_MSIZE  # noqa: PLC0415
+    from .server import Limits, ServerOptions, default_namespace, run_server  # noqa: PLC0415
 
-def _stat_line(stat) -> str:
-    when = time.strftime("%b %e %H:%M", time.localtime(stat.mtime))
-    return f"{_mode_string(stat.mode)} {stat.uid} {stat.gid} {stat.length} {when} {stat.name}"
+    msize = args.msize if args.msize is not None else Limits().max_msize
+    if msize < MIN_MSIZE:
+        parser.error(f"--msize {msize} is too small: at least {MIN_MSIZE}")
+    logging.basicConfig(level=logging.INFO, format="anvilfs: %(message)s")
+    options = ServerOptions(
+        namespace=args.namespace or default_namespace(),
+        state_dir=args.state or default_state_dir(),
+        listen=tuple(args.listen), allow_remote=args.allow_remote, trace=args.trace,
+        config_path=args.config, tmux_socket=args.tmux_socket, token=not args.no_token,
+        max_connections=args.max_connections, limits=Limits(max_msize=msize),
+    )
+    return run_server(options)
 
-
-def _ls(client: Client, path: str, args) -> int:
-    stat = client.stat(path)
-    entries = client.list_dir(path) if stat.mode & c.DMDIR and not args.itself else [stat]
-    for entry in entries:
-        print(_stat_line(entry) if args.long else entry.name)
-    return 0
-
-
-def _stat(client: Client, path: str, args) -> int:
-    s = client.stat(path)
-    print(f"'{s.name}' '{s.uid}' '{s.gid}' '{s.muid}' q ({s.qid.path:016x} {s.qid.version} {s.qid.type:02x}) "
-          f"m {s.mode:#o} at {s.atime} mt {s.mtime} l {s.length} t {s.type} d {s.dev}")
-    return 0
-
-
-def _rdwr(client: Client, path: str, args) -> int:
-    """As 9p rdwr: print what a read gives, then write a line of input; repeat until input ends."""
-    fid = client.open(path, c.ORDWR)
-    try:
-        while True:
-            sys.stdout.buffer.write(client.read_chunk(fid, 0))
-            sys.stdout.buffer.flush()
-            line = sys.stdin.buffer.readline()
-            if not line:
-                return 0
-            client.write_chunk(fid, 0, line)
-    finally:
-        client.clunk(fid)
-
-
-_COMMANDS = {"read": _read, "write": _write, "ls": _ls, "stat": _stat, "rdwr": _rdwr}
 
 if __name__ == "__main__":
     sys.exit(main())

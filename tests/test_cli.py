@@ -7,6 +7,7 @@ namespace directory. Failures print the server's 9P trace.
 
 from __future__ import annotations
 
+import getpass
 import os
 import shutil
 import signal
@@ -258,3 +259,247 @@ def test_live_socket_is_not_taken_over(anvil_server: AnvilServer) -> None:
         start_server(srv.base, namespace=srv.namespace, state=srv.base / "state2", log_name="second.trace")
     assert "exited with 1" in str(info.value)
     assert "first" in list_rows(srv)  # the first server still owns the socket
+
+
+# --- the command line a new user meets -----------------------------------------
+
+
+def _cli(*args: str, env: dict[str, str] | None = None, input: str = "") -> subprocess.CompletedProcess[str]:
+    """``python -m anvilfs ARGS`` with no server involved."""
+    return subprocess.run([sys.executable, "-m", "anvilfs", *args], input=input, capture_output=True, text=True,
+                          env=os.environ | {"COLUMNS": "100"} | (env or {}), timeout=30)
+
+
+def test_version_is_the_packages() -> None:
+    import tomllib
+
+    from anvilfs import __version__
+
+    pyproject = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text())
+    assert __version__ == pyproject["project"]["version"], "anvilfs.__version__ and pyproject.toml disagree"
+    r = _cli("--version")
+    assert (r.returncode, r.stdout, r.stderr) == (0, f"anvilfs {__version__}\n", "")
+
+
+def _parsers():
+    from anvilfs.cli import _parser
+
+    top = _parser()
+    commands = next(a for a in top._actions if a.dest == "command").choices  # the subparsers
+    return top, commands
+
+
+def test_every_command_and_option_says_what_it_does() -> None:
+    top, commands = _parsers()
+    assert set(commands) == {"serve", "read", "write", "ls", "stat", "rdwr"}
+    for name, parser in {"anvilfs": top, **commands}.items():
+        assert parser.description, f"{name} has no description"
+        epilog = parser.epilog or ""
+        assert epilog.startswith("examples:\n") and f"anvilfs {'' if name == 'anvilfs' else name}" in epilog, \
+            f"{name} --help has no example"
+        for action in parser._actions:
+            assert action.help, f"{name} {action.option_strings or action.dest} has no help"
+
+
+def test_help_reads_well() -> None:
+    top = _cli("--help")
+    assert top.returncode == 0 and top.stderr == ""
+    for name in ("serve", "read", "write", "ls", "stat", "rdwr", "--version", "examples:"):
+        assert name in top.stdout, (name, top.stdout)
+    serve = _cli("serve", "--help").stdout
+    for option in ("--listen", "--max-connections", "--msize", "--trace", "examples:"):
+        assert option in serve, (option, serve)
+    from anvilfs.server import Limits
+
+    assert str(Limits().max_msize) in serve, "the --msize help gives the server's real default"
+    read = _cli("read", "--help").stdout
+    assert "anvilfs read agent/list" in read and "-a ADDRESS" in read, read
+
+
+def test_refused_tcp_connection_is_one_clear_line() -> None:
+    with socket.socket() as s:  # a port nobody listens on once this closes
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    r = _cli("-a", f"tcp!127.0.0.1!{port}", "read", "list")
+    assert r.returncode == 1, r
+    assert r.stderr == (f"anvilfs: cannot connect to tcp!127.0.0.1!{port}: connection refused; "
+                        f"is `anvilfs serve --listen tcp!127.0.0.1!{port}` running?\n"), r.stderr
+    assert r.stdout == ""
+
+
+def test_a_server_that_does_not_speak_9p_is_one_clear_line() -> None:
+    import threading
+
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(1)
+        listener.settimeout(30)  # the accept has a deadline too
+        port = listener.getsockname()[1]
+
+        def answer_like_a_web_server() -> None:
+            conn, _ = listener.accept()
+            with conn:
+                conn.recv(4096)
+                conn.sendall(b"HTTP/1.1 400 Bad Request\r\n\r\n")
+
+        web = threading.Thread(target=answer_like_a_web_server, daemon=True)
+        web.start()
+        r = _cli("-a", f"tcp!127.0.0.1!{port}", "read", "list")
+        web.join(timeout=30)
+    assert r.returncode == 1 and r.stdout == "", r
+    assert r.stderr.startswith("anvilfs: list: the server's reply is not 9P (frame size "), r.stderr
+    assert r.stderr.endswith("is that an anvilfs server?\n") and r.stderr.count("\n") == 1, r.stderr
+
+
+def test_missing_unix_socket_is_one_clear_line(tmp_path: Path) -> None:
+    r = _cli("read", "agent/list", env={"NAMESPACE": str(tmp_path)})
+    assert r.returncode == 1, r
+    assert r.stderr == (f"anvilfs: cannot connect to unix!{tmp_path}/agent: no such file or directory; "
+                        "is `anvilfs serve` running?\n"), r.stderr
+
+
+def test_reading_a_directory_says_to_use_ls(anvil_server: AnvilServer) -> None:
+    srv = anvil_server
+    ok(srv, "write", "agent/ctl", "new sim /tmp name=bot1")
+    for name in ("agent", "agent/bot1"):
+        r = srv.run_cli("read", name)
+        assert (r.returncode, r.stdout) == (1, ""), r
+        assert r.stderr == f"anvilfs: {name} is a directory: use `anvilfs ls {name}`\n", r.stderr
+    assert "bot1" in ok(srv, "ls", "agent").split()  # and ls does list it
+
+
+def _start_reader(srv: AnvilServer, path: str) -> subprocess.Popen:
+    """``anvilfs read PATH`` in the background, returned once its read is blocked in the server."""
+    before = _blocked_reads(srv.trace())
+    proc = subprocess.Popen([sys.executable, "-m", "anvilfs", "read", path], env=srv.env(),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    _wait_for_trace(srv, lambda t: _blocked_reads(t) > before, f"blocked Tread of {path}")
+    return proc
+
+
+def _finish(proc: subprocess.Popen, timeout: float = 10) -> tuple[int, bytes]:
+    """Wait for a reader to exit (killing it if it does not), and return its status and stderr."""
+    try:
+        _, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        raise AssertionError(f"{proc.args} still running {timeout}s later") from None
+    return proc.returncode, err
+
+
+def test_ctrl_c_on_a_blocking_read_exits_130_without_a_traceback(anvil_server: AnvilServer) -> None:
+    reader = _start_reader(anvil_server, "agent/events")
+    reader.send_signal(signal.SIGINT)
+    status, err = _finish(reader)
+    assert (status, err) == (130, b""), (status, err.decode(errors="replace"))
+
+
+def _read_line(proc: subprocess.Popen, timeout: float = 10) -> bytes:
+    """The first line a process writes to its stdout pipe, within a deadline."""
+    import select
+
+    data, deadline = b"", time.monotonic() + timeout
+    while b"\n" not in data:
+        left = deadline - time.monotonic()
+        assert left > 0, f"no line from {proc.args} after {timeout}s: {data!r}"
+        if select.select([proc.stdout], [], [], left)[0]:
+            chunk = os.read(proc.stdout.fileno(), 4096)
+            assert chunk, f"{proc.args} closed its output after {data!r}"
+            data += chunk
+    return data
+
+
+def test_a_reader_that_goes_away_ends_the_read_quietly(anvil_server: AnvilServer) -> None:
+    # anvilfs read agent/events | head -1
+    srv = anvil_server
+    reader = _start_reader(srv, "agent/events")
+    ok(srv, "write", "agent/ctl", "new sim /tmp name=first")
+    assert b"first" in _read_line(reader)
+    reader.stdout.close()  # head has its line and exits
+    ok(srv, "write", "agent/ctl", "new sim /tmp name=second")  # the next event meets the closed pipe
+    status, err = _finish(reader)
+    assert (status, err) == (128 + signal.SIGPIPE, b""), (status, err.decode(errors="replace"))
+
+
+# --- who the client says it is: uname and aname -------------------------------------------
+
+TOKEN = "0123456789abcdef" * 4
+
+
+def _attaches(srv: AnvilServer) -> list[str]:
+    return [line for line in srv.trace().splitlines() if "-> Tattach " in line]
+
+
+def _attach_of(srv: AnvilServer, *args: str, env: dict[str, str], check: bool = True) -> str:
+    """Run one client command and return the Tattach it sent (the trace line)."""
+    before = len(_attaches(srv))
+    r = srv.run_cli(*args, env=env)
+    assert r.returncode == 0 or not check, f"{args} -> {r.returncode}: {r.stderr}\n{srv.trace_tail()}"
+    new = _attaches(srv)[before:]
+    assert len(new) == 1, new
+    return new[0]
+
+
+@pytest.fixture
+def tcp_server():
+    """A server with a TCP listener whose state directory is $XDG_STATE_HOME/anvilfs, holding a known token."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    base = Path(tempfile.mkdtemp(prefix="anvil."))
+    state = base / "xdg-state" / "anvilfs"
+    state.mkdir(parents=True, mode=0o700)
+    fd = os.open(state / "token", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)  # kept by a server that makes tokens
+    os.write(fd, f"{TOKEN}\n".encode())
+    os.close(fd)
+    srv = start_server(base, state=state, extra_args=["--listen", f"tcp!127.0.0.1!{port}"])
+    try:
+        yield srv, f"tcp!127.0.0.1!{port}"
+    finally:
+        srv.stop()
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def test_tcp_attach_presents_the_token(tcp_server) -> None:
+    srv, tcp = tcp_server
+    default = {"XDG_STATE_HOME": str(srv.state.parent), "ANVILFS_TOKEN": ""}
+    elsewhere = {"XDG_STATE_HOME": str(srv.base / "nothing-here")}
+    cases = {
+        "the default token file": ([], default),
+        "$ANVILFS_TOKEN": ([], elsewhere | {"ANVILFS_TOKEN": TOKEN}),
+        "--token-file": (["--token-file", str(srv.state / "token")], elsewhere | {"ANVILFS_TOKEN": ""}),
+        "-A": (["-A", TOKEN], elsewhere | {"ANVILFS_TOKEN": ""}),
+    }
+    for what, (options, env) in cases.items():
+        # the server may refuse it (until it checks tokens, any aname but "" and agent): the client side is under test
+        line = _attach_of(srv, "-a", tcp, *options, "read", "list", env=env, check=False)
+        assert line.endswith(f" aname {TOKEN}"), (what, line)
+    # no token anywhere: an empty aname, for the server to refuse with its own explanation
+    line = _attach_of(srv, "-a", tcp, "read", "list", env=elsewhere | {"ANVILFS_TOKEN": ""}, check=False)
+    assert line.endswith(' aname ""'), line
+
+
+def test_unix_attach_sends_no_token(tcp_server) -> None:
+    srv, _ = tcp_server
+    env = {"XDG_STATE_HOME": str(srv.state.parent), "ANVILFS_TOKEN": TOKEN}
+    assert _attach_of(srv, "read", "agent/list", env=env).endswith(' aname ""')
+    assert _attach_of(srv, "-A", "agent", "read", "agent/list", env=env).endswith(" aname agent")
+
+
+def test_a_token_file_that_cannot_be_read_is_a_clear_error(tcp_server) -> None:
+    srv, tcp = tcp_server
+    missing = srv.base / "no-such-token"
+    before = len(_attaches(srv))
+    r = srv.run_cli("-a", tcp, "--token-file", str(missing), "read", "list")
+    assert r.returncode == 1 and r.stdout == "", r
+    assert r.stderr.startswith(f"anvilfs: cannot read token file {missing}: no such file or directory;"), r.stderr
+    assert len(_attaches(srv)) == before, "nothing is sent with a token that could not be read"
+
+
+def test_uname_is_the_calling_agents_session(anvil_server: AnvilServer) -> None:
+    srv = anvil_server
+    login = _attach_of(srv, "read", "agent/list", env={"ANVILFS_SESSION": ""})
+    assert f" uname {getpass.getuser()} " in login, login
+    agent = _attach_of(srv, "read", "agent/list", env={"ANVILFS_SESSION": "bot7"})
+    assert " uname bot7 " in agent, agent

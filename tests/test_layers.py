@@ -1,17 +1,25 @@
 """The import direction of the layers (STYLE.md), checked on the source.
 
     ninep (no I/O, no trio)  <-  server  ->  tree  <-  fs  ->  sessions
+    ninep  <-  client (blocking sockets; nothing of the server, no trio)
+
+and, in a real client process, what the client commands load: a shell loop
+or an agent's hook pays for every module, once per call.
 """
 
 from __future__ import annotations
 
 import ast
 import importlib
+import json
 import pathlib
+import subprocess
+import sys
 
 import pytest
 
 import anvilfs
+from harness.server import AnvilServer
 
 PACKAGE = pathlib.Path(anvilfs.__file__).parent
 
@@ -23,6 +31,8 @@ FORBIDDEN = {
     "backends": {"ninep", "server", "tree", "fs", "client", "app"},
     "config": {"ninep", "server", "tree", "fs", "client", "app", "sessions", "backends", "trio"},
     "fs": {"ninep", "server", "client"},
+    "client": {"server", "tree", "fs", "sessions", "backends", "config", "app", "trio", "httpx", "pydantic", "tomlkit"},
+    "places.py": {"ninep", "server", "tree", "fs", "sessions", "backends", "config", "client", "app", "trio"},
 }
 
 
@@ -49,9 +59,14 @@ def imported_names(path: pathlib.Path) -> set[str]:
     return names
 
 
+def sources(name: str) -> list[pathlib.Path]:
+    path = PACKAGE / name
+    return [path] if path.is_file() else sorted(path.rglob("*.py"))
+
+
 @pytest.mark.parametrize("package", sorted(FORBIDDEN))
 def test_layer_imports_point_the_right_way(package):
-    for path in sorted((PACKAGE / package).rglob("*.py")):
+    for path in sources(package):
         bad = imported_names(path) & FORBIDDEN[package]
         assert not bad, f"{path.relative_to(PACKAGE)} imports {sorted(bad)}"
 
@@ -68,3 +83,79 @@ def test_public_api_is_sorted_and_importable(module):
     assert mod.__all__ == sorted(mod.__all__)
     for name in mod.__all__:
         assert hasattr(mod, name), name
+
+
+# --- what a client process loads --------------------------------------------------------
+
+HEAVY = ("trio", "httpx", "pydantic", "tomlkit", "anvilfs.server", "anvilfs.backends", "anvilfs.sessions",
+         "anvilfs.tree", "anvilfs.fs", "anvilfs.config", "anvilfs.app")
+# Only a 9P2000.L peer or a trace needs these (anvilfs/ninep/messages/__init__.py).
+UNUSED_BY_A_9P2000_CLIENT = ("anvilfs.ninep.messages.dotl", "anvilfs.ninep.text")
+
+RUN_AND_REPORT = """
+import json, sys
+{prelude}
+from anvilfs.cli import main
+try:
+    status = main(sys.argv[1:])
+except SystemExit as exc:  # --help
+    status = exc.code
+sys.stdout.flush()
+print(json.dumps({"status": status, "modules": sorted(sys.modules)}), file=sys.stderr)
+"""
+
+
+def run_and_report(srv: AnvilServer, *args: str, input: str = "", prelude: str = "") -> set[str]:
+    """Run one client command in a fresh interpreter; the modules it had loaded at the end."""
+    code = RUN_AND_REPORT.replace("{prelude}", prelude)
+    r = subprocess.run([sys.executable, "-c", code, *args], input=input, capture_output=True,
+                       text=True, env=srv.env(), timeout=30)
+    report = json.loads(r.stderr.splitlines()[-1])
+    assert report["status"] == 0, (args, r.stdout, r.stderr)
+    return set(report["modules"])
+
+
+def loaded(modules: set[str], prefixes: tuple[str, ...]) -> list[str]:
+    return sorted(m for m in modules if any(m == p or m.startswith(p + ".") for p in prefixes))
+
+
+def test_client_commands_load_nothing_of_the_server(anvil_server: AnvilServer) -> None:
+    srv = anvil_server
+    commands = [
+        (("write", "agent/ctl", "new sim /tmp name=bot1"), ""),
+        (("read", "agent/list"), ""),
+        (("ls", "-l", "agent"), ""),
+        (("stat", "agent/bot1/status"), ""),
+        (("rdwr", "agent/ctl"), "new sim /tmp name=bot2\n"),
+        (("--help",), ""),
+    ]
+    for args, input in commands:
+        modules = run_and_report(srv, *args, input=input)
+        assert "anvilfs.client" in modules or args == ("--help",), "the check must see the client's modules"
+        assert not loaded(modules, HEAVY), f"anvilfs {' '.join(args)} loaded {loaded(modules, HEAVY)}"
+        assert not loaded(modules, UNUSED_BY_A_9P2000_CLIENT), (args, loaded(modules, UNUSED_BY_A_9P2000_CLIENT))
+
+
+def test_the_checker_sees_a_heavy_import(anvil_server: AnvilServer) -> None:
+    # what the old cli.py did at its top
+    modules = run_and_report(anvil_server, "read", "agent/list", prelude="import anvilfs.server")
+    assert {"trio", "anvilfs.server", "anvilfs.backends", "pydantic"} <= set(loaded(modules, HEAVY))
+
+
+DECODE_A_DOTL_MESSAGE_FIRST = """
+import struct, sys
+from anvilfs.ninep import Dialect, decode, encode
+assert "anvilfs.ninep.messages.dotl" not in sys.modules
+frame = struct.pack("<IBHII", 15, 12, 1, 7, 0)  # Tlopen tag 1 fid 7 flags 0, before any .L class exists
+msg = decode(frame, Dialect.P2000L)
+assert type(msg).__name__ == "Tlopen" and (msg.tag, msg.fid, msg.flags) == (1, 7, 0), msg
+assert encode(msg, Dialect.P2000L) == frame
+from anvilfs.ninep import messages as m
+assert m.Tlopen is type(msg) and 12 in m.DOTL_ONLY and m.MESSAGE_TYPES[12] is m.Tlopen
+print("ok")
+"""
+
+
+def test_a_9p2000L_message_decodes_before_its_class_is_made() -> None:
+    r = subprocess.run([sys.executable, "-c", DECODE_A_DOTL_MESSAGE_FIRST], capture_output=True, text=True, timeout=30)
+    assert (r.returncode, r.stdout) == (0, "ok\n"), r.stderr

@@ -1,4 +1,4 @@
-"""Resolve plan9port-style names: `agent/list`, `-a unix!/path`, `-a tcp!host!port`."""
+"""Resolve plan9port-style names (`agent/list`, `-a unix!/path`, `-a tcp!host!port`) and dial them."""
 
 from __future__ import annotations
 
@@ -6,11 +6,13 @@ import os
 import socket
 from dataclasses import dataclass
 
-from ..server.listen import default_namespace, parse_tcp_address
+from ..places import default_namespace, parse_tcp_address
+
+CONNECT_TIMEOUT = 10.0  # seconds for a TCP connect; a blocked read afterwards may wait for ever
 
 
 class AddressError(Exception):
-    """A name or address the client cannot use; the text says how to write it."""
+    """A name or address the client cannot use or reach; the text says what to do."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -20,6 +22,17 @@ class Target:
     family: int
     address: str | tuple[str, int]
     path: str
+
+    @property
+    def dial_string(self) -> str:
+        if self.family == socket.AF_UNIX:
+            return f"unix!{self.address}"
+        host, port = self.address
+        return f"tcp!{host}!{port}"
+
+    @property
+    def is_tcp(self) -> bool:
+        return self.family != socket.AF_UNIX
 
 
 def resolve(name: str, address: str | None = None) -> Target:
@@ -34,26 +47,42 @@ def resolve(name: str, address: str | None = None) -> Target:
         return Target(socket.AF_UNIX, address[5:], path)
     if address.startswith("tcp!"):
         try:
-            return Target(socket.AF_INET, parse_tcp_address(address), path)
-        except Exception as exc:
+            host, port = parse_tcp_address(address)
+        except ValueError as exc:
             raise AddressError(str(exc)) from None
+        return Target(socket.AF_INET, (host, port), path)  # create_connection picks the real family
     if "!" not in address:
         return Target(socket.AF_UNIX, address, path)
     raise AddressError(f"bad address {address!r}: write unix!/path/to/socket or tcp!host!port")
 
 
-def dial(target: Target, timeout: float | None = None) -> socket.socket:
-    if target.family == socket.AF_UNIX:
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        where = target.address
-    else:
-        host, port = target.address
-        sock = socket.create_connection((host, port), timeout=timeout)
-        sock.settimeout(None)
-        return sock
+def dial(target: Target, timeout: float = CONNECT_TIMEOUT) -> socket.socket:
+    """A connected blocking socket; AddressError names the address and what to start."""
     try:
-        sock.connect(where)
+        if target.is_tcp:
+            sock = socket.create_connection(target.address, timeout=timeout)
+            sock.settimeout(None)
+            return sock
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            sock.connect(target.address)
+        except BaseException:
+            sock.close()
+            raise
+        return sock
     except OSError as exc:
-        sock.close()
-        raise AddressError(f"cannot connect to {where}: {exc.strerror}; is `anvilfs serve` running?") from None
-    return sock
+        raise AddressError(f"cannot connect to {target.dial_string}: {describe_os_error(exc)}; {_hint(target)}") from None
+
+
+def describe_os_error(exc: OSError) -> str:
+    """strerror as the middle of a sentence: "connection refused"."""
+    if isinstance(exc, socket.timeout):
+        return "no answer (timed out)"
+    text = exc.strerror or str(exc)
+    return text[:1].lower() + text[1:]
+
+
+def _hint(target: Target) -> str:
+    if target.is_tcp:
+        return f"is `anvilfs serve --listen {target.dial_string}` running?"
+    return "is `anvilfs serve` running?"

@@ -10,7 +10,7 @@ import dataclasses
 import socket
 import struct
 
-from ..ninep import Dialect, FrameBuffer, Stat, decode, decode_stat, encode
+from ..ninep import Dialect, FrameBuffer, Qid, Stat, decode, decode_stat, encode
 from ..ninep import consts as c
 from ..ninep import messages as m
 
@@ -19,8 +19,22 @@ class ServerError(Exception):
     """The server answered Rerror (or Rlerror); the text is the server's."""
 
 
+class ConnectionLost(ConnectionError):
+    """The connection to the server broke or was closed by it.
+
+    Its own type, so that a caller can tell it from a BrokenPipeError of its
+    own standard output (`anvilfs read agent/events | head -1`).
+    """
+
+
+def _lost(exc: OSError | None = None) -> ConnectionLost:
+    why = f" ({exc.strerror or exc})" if exc is not None else ""
+    return ConnectionLost(f"the server closed the connection{why}")
+
+
 class Client:
-    def __init__(self, sock: socket.socket, *, msize: int = 65536 + c.IOHDRSZ, dialect: Dialect = Dialect.P2000, uname: str = "none"):
+    def __init__(self, sock: socket.socket, *, msize: int = 65536 + c.IOHDRSZ, dialect: Dialect = Dialect.P2000,
+                 uname: str = "none", aname: str = ""):
         self.sock = sock
         self.dialect = dialect
         self._frames = FrameBuffer(msize)
@@ -32,7 +46,7 @@ class Client:
         self.msize = reply.msize
         self._frames.max_size = self.msize
         self.root = self.new_fid()
-        self.rpc(m.Tattach(tag=0, fid=self.root, uname=uname))
+        self.rpc(m.Tattach(tag=0, fid=self.root, uname=uname, aname=aname))
 
     def close(self) -> None:
         self.sock.close()
@@ -49,13 +63,19 @@ class Client:
     # ------------------------------------------------------------ messages
 
     def send(self, msg: m.Message) -> None:
-        self.sock.sendall(encode(msg, self.dialect))
+        try:
+            self.sock.sendall(encode(msg, self.dialect))
+        except OSError as exc:
+            raise _lost(exc) from None
 
     def receive(self) -> m.Message:
         while (frame := self._frames.next_frame()) is None:
-            data = self.sock.recv(1 << 16)
+            try:
+                data = self.sock.recv(1 << 16)
+            except OSError as exc:
+                raise _lost(exc) from None
             if not data:
-                raise ConnectionError("server closed the connection")
+                raise _lost()
             self._frames.feed(data)
         return decode(frame, self.dialect)
 
@@ -68,7 +88,7 @@ class Client:
         reply = self.receive()
         if isinstance(reply, m.Rerror):
             raise ServerError(reply.ename)
-        if isinstance(reply, m.Rlerror):
+        if self.dialect.is_l and isinstance(reply, m.Rlerror):  # asking for Rlerror makes every .L class
             raise ServerError(f"errno {reply.ecode}")
         return reply
 
@@ -90,13 +110,17 @@ class Client:
         return fid
 
     def open(self, path: str, mode: int) -> int:
+        return self.open_with_qid(path, mode)[0]
+
+    def open_with_qid(self, path: str, mode: int) -> tuple[int, Qid]:
+        """Walk and open; the qid tells a directory (QTDIR) from a file."""
         fid = self.walk(path)
         try:
-            self.rpc(m.Topen(tag=0, fid=fid, mode=mode))
+            reply = self.rpc(m.Topen(tag=0, fid=fid, mode=mode))
         except ServerError:
             self.clunk(fid)
             raise
-        return fid
+        return fid, reply.qid
 
     def clunk(self, fid: int) -> None:
         self.rpc(m.Tclunk(tag=0, fid=fid))

@@ -18,7 +18,19 @@ from .errors import (
 from .fids import FidTable, TagTable
 from .fields import Qid, Stat
 from .framing import FrameBuffer
-from .text import format_message, parse_message
+
+_TEXT_FORM = ("format_message", "parse_message")
+
+
+def __getattr__(name: str):
+    # The text form is for traces and transcripts, and needs every message
+    # class (messages/__init__.py): a client never uses it, so it loads on first use.
+    if name in _TEXT_FORM:
+        from . import text  # noqa: PLC0415
+
+        return getattr(text, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "BadMessage",

@@ -4,8 +4,6 @@ Message classes annotate their fields with these aliases; the codec reads the
 annotations once, so a message's class definition is its wire layout.
 """
 
-from __future__ import annotations
-
 import enum
 from dataclasses import dataclass
 from typing import Annotated

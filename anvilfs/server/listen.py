@@ -9,7 +9,6 @@ replaced; one that still answers belongs to a live server and is an error.
 from __future__ import annotations
 
 import errno
-import getpass
 import ipaddress
 import os
 import socket as stdsocket
@@ -17,17 +16,12 @@ import stat
 
 import trio
 
+from .. import places
+from ..places import default_namespace
+
 
 class ListenError(Exception):
     """The server cannot listen where it was asked to."""
-
-
-def default_namespace() -> str:
-    ns = os.environ.get("NAMESPACE")
-    if ns:
-        return ns
-    display = os.environ.get("DISPLAY") or ":0"
-    return f"/tmp/ns.{getpass.getuser()}.{display}"
 
 
 def prepare_namespace(path: str) -> None:
@@ -83,10 +77,10 @@ async def unix_listener(path: str) -> trio.SocketListener:
 
 def parse_tcp_address(address: str) -> tuple[str, int]:
     """`tcp!host!port` (plan9 dial string) into host and port."""
-    parts = address.split("!")
-    if len(parts) != 3 or parts[0] != "tcp" or not parts[2].isdigit():
-        raise ListenError(f"bad address {address!r}: write tcp!HOST!PORT, e.g. tcp!127.0.0.1!5640")
-    return parts[1], int(parts[2])
+    try:
+        return places.parse_tcp_address(address)
+    except ValueError as exc:
+        raise ListenError(str(exc)) from None
 
 
 def is_loopback(host: str) -> bool:

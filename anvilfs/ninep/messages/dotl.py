@@ -1,7 +1,5 @@
 """The messages 9P2000.L adds (types below 100)."""
 
-from __future__ import annotations
-
 from ..fields import U8, U32, U64, Data, QidF, Str
 from .base import Message, message
 

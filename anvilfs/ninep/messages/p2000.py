@@ -1,7 +1,5 @@
 """The messages of 9P2000, with the fields 9P2000.u adds (marked for their dialects)."""
 
-from __future__ import annotations
-
 from ..consts import NOFID, NONUNAME
 from ..fields import U8, U16, U32, U64, Data, Names, QidF, Qids, StatF, Str, ULU32, UStr, UU32
 from .base import Message, message

@@ -1,0 +1,100 @@
+"""The client commands, as plan9port's 9p has them: read, write, ls, stat, rdwr.
+
+Each takes a connected Client, the path on the server and the parsed
+arguments, writes its output to standard output and returns the exit status.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+
+from ..ninep import consts as c
+from .client import Client
+
+
+class CommandError(Exception):
+    """A request the command will not carry out as asked; the text says what to do instead."""
+
+
+def read(client: Client, path: str, args) -> int:
+    fid, qid = client.open_with_qid(path, c.OREAD)
+    try:
+        if qid.type & c.QTDIR:  # its data is binary stat records, of no use on a terminal
+            raise CommandError(f"{args.name} is a directory: use `anvilfs ls {args.name}`")
+        for data in client.read_chunks(fid):
+            sys.stdout.buffer.write(data)
+            sys.stdout.buffer.flush()  # a blocking file (events, stream) is followed line by line
+    finally:
+        client.clunk(fid)
+    return 0
+
+
+def pieces(data: bytes, unit: int, lines: bool) -> list[bytes]:
+    """Split input for writing: whole lines per write where they fit (ctl files act per write)."""
+    if lines:
+        return data.splitlines(keepends=True)
+    out = []
+    while data:
+        piece = data[:unit]
+        if len(data) > unit and b"\n" in piece:
+            piece = piece[:piece.rindex(b"\n") + 1]
+        out.append(piece)
+        data = data[len(piece):]
+    return out
+
+
+def write(client: Client, path: str, args) -> int:
+    data = (" ".join(args.text) + "\n").encode() if args.text else sys.stdin.buffer.read()
+    fid = client.open(path, c.OWRITE)
+    try:
+        offset = 0
+        for piece in pieces(data, client.msize - c.IOHDRSZ, args.lines):
+            offset += client.write_chunk(fid, offset, piece)
+    finally:
+        client.clunk(fid)
+    return 0
+
+
+def _mode_string(mode: int) -> str:
+    kind = "d" if mode & c.DMDIR else "-"
+    bits = "".join(ch if mode & (1 << (8 - i)) else "-" for i, ch in enumerate("rwxrwxrwx"))
+    return kind + bits
+
+
+def _stat_line(stat) -> str:
+    when = time.strftime("%b %e %H:%M", time.localtime(stat.mtime))
+    return f"{_mode_string(stat.mode)} {stat.uid} {stat.gid} {stat.length} {when} {stat.name}"
+
+
+def ls(client: Client, path: str, args) -> int:
+    stat = client.stat(path)
+    entries = client.list_dir(path) if stat.mode & c.DMDIR and not args.itself else [stat]
+    for entry in entries:
+        print(_stat_line(entry) if args.long else entry.name)
+    return 0
+
+
+def stat(client: Client, path: str, args) -> int:
+    s = client.stat(path)
+    print(f"'{s.name}' '{s.uid}' '{s.gid}' '{s.muid}' q ({s.qid.path:016x} {s.qid.version} {s.qid.type:02x}) "
+          f"m {s.mode:#o} at {s.atime} mt {s.mtime} l {s.length} t {s.type} d {s.dev}")
+    return 0
+
+
+def rdwr(client: Client, path: str, args) -> int:
+    """As 9p rdwr: print what a read gives, then write a line of input; repeat until input ends."""
+    fid = client.open(path, c.ORDWR)
+    try:
+        while True:
+            sys.stdout.buffer.write(client.read_chunk(fid, 0))
+            sys.stdout.buffer.flush()
+            line = sys.stdin.buffer.readline()
+            if not line:
+                return 0
+            client.write_chunk(fid, 0, line)
+    finally:
+        client.clunk(fid)
+
+
+COMMANDS = {"read": read, "write": write, "ls": ls, "stat": stat, "rdwr": rdwr}
