@@ -75,7 +75,7 @@ def test_bad_input_is_refused_with_what_to_do(anvil_server: AnvilServer):
     with connect(srv, uname="glenda") as client:
         for line, expected in [
             (b'new "X" dev "d" nope-001\n', "dependency 'nope-001' is not a bead"),
-            (b'new "X" dev\n', "usage: new <title>"),
+            (b'new "X" dev\n', "new: needs 3 arguments"),
             (b'new "X" dev "d" colour=red\n', "unknown option colour="),
             (b'new "X" dev "d" requires_approval=maybe\n', "requires_approval=true or false"),
             ('new "{}" dev "d"\n'.format("t" * 201).encode(), "at most 200"),

@@ -252,7 +252,7 @@ async def test_a_pending_flush_tag_cannot_be_reused(autojump_clock):
             # the Rflush waits for the read's task, so tag 11 is still in flight for the Tstat
             await peer.send("Tflush tag 11 oldtag 10", "Tstat tag 11 fid 0")
             reply = await peer.receive()
-            assert isinstance(reply, m.Rerror) and reply.ename == "tag 11 is already in flight: use another tag"
+            assert isinstance(reply, m.Rerror) and reply.ename == "invalid: tag 11 is already in flight: use another tag"
             assert await peer.receive() == m.Rflush(tag=11)
         nursery.cancel_scope.cancel()
 

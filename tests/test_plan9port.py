@@ -120,7 +120,7 @@ def test_user_story_through_9p(p9bin, srv):
         events.wait(timeout=TIMEOUT)
     listing = ok9p(p9bin, srv, "ls", "-l", "agent")
     rows = {line.split()[-1]: line.split()[0] for line in listing.splitlines()}
-    assert rows["story"].startswith("d") and rows["list"] == "--r--r--r--" and rows["ctl"] == "--rw-rw-rw-", listing
+    assert rows["story"].startswith("d") and rows["list"] == "--r--------" and rows["ctl"] == "--rw-------", listing
     assert "list" in ok9p(p9bin, srv, "stat", "agent/list")
     # rdwr reads first (empty at once), then each line written is answered by a read
     answer = ok9p(p9bin, srv, "rdwr", "agent/ctl", input="new sim /tmp name=rdwr\n")
@@ -181,7 +181,7 @@ def test_shell_tools_on_a_9pfuse_mount(mnt, tmp_path):
     ok(f"cp {tmp_path / 'prompt.txt'} fbot/in")
     assert ok("cat fbot/wait") == "await\n" and "from a file" in ok("cat fbot/out")
     assert {"./bot1/status", "./fbot/status", "./halt/status"} <= set(ok("find . -maxdepth 2 -name status").split())
-    assert ok("stat -c '%a %F' list ctl fbot").splitlines() == ["444 regular empty file", "666 regular empty file", "555 directory"]
+    assert ok("stat -c '%a %F' list ctl fbot").splitlines() == ["400 regular empty file", "600 regular empty file", "500 directory"]
 
 
 @pytest.mark.parametrize("line", ["fly", "interrupt", "stop now"])

@@ -436,11 +436,11 @@ async def test_create_in_plain_9p2000_refuses_new_names_and_directories():
 > Twalk tag 2 fid 0 newfid 1 wnames []
 < Rwalk tag 2 wqids []
 > Tcreate tag 3 fid 1 name notes perm 420 mode 1
-< Rerror tag 3 ename "cannot create 'notes': anvilfs makes its files itself (sessions: 'new' on ctl)"
+< Rerror tag 3 ename "not permitted: cannot create 'notes': anvilfs makes its files itself (sessions: 'new' on ctl)"
 > Tcreate tag 4 fid 1 name ctl perm 2147484141 mode 0
 < Rerror tag 4 ename "ctl exists already (an open, or a create without O_EXCL, opens it)"
 > Tcreate tag 5 fid 1 name ctl perm 420 mode 66
-< Rerror tag 5 ename "ctl: remove-on-close is not possible on a synthetic file"
+< Rerror tag 5 ename "not permitted: ctl: remove-on-close is not possible on a synthetic file"
 > Tcreate tag 6 fid 1 name ctl perm 420 mode 2
 < Rcreate tag 6 *
 """)
