@@ -19,8 +19,8 @@ per anvilfs session, on the default tmux server, so a person can
                option @anvilfs-turn, with the turn's number), so a server
                that stops mid-turn loses none of it.
     follow     a turn the previous server left running: from its marked
-               row, to the hook's `await` (which hooks/anvilfs-status also
-               records in the pane's @anvilfs-hook when no server took it)
+               row, to the hook's `await` (which hooks/anvilfs-status
+               leaves in the pane's @anvilfs-hook when no server took it)
                or to quiet; TurnFailed if its prompt was never typed
     interrupt  Ctrl-C into the pane
     stop       Ctrl-C, then kill-window; kill: kill-window
@@ -49,7 +49,7 @@ EXIT_POLL = 0.5  # seconds between looks for a pane that went away
 STOP_GRACE = 1.0  # seconds a stopped agent gets after Ctrl-C before its window is killed
 ANCHOR_ROWS = 3  # rows above a turn's start that find it again after the history was trimmed
 TURN_OPTION = "@anvilfs-turn"  # pane option: where the current turn began (JSON), set before its prompt is typed
-HOOK_OPTION = "@anvilfs-hook"  # pane option: the agent's hook's last word, as hooks/anvilfs-status records it
+HOOK_OPTION = "@anvilfs-hook"  # pane option: a word the agent's hook could not write to us (hooks/anvilfs-status)
 _PANE_FORMAT = "\t".join("#{%s}" % name for name in (
     "pane_id", "pane_pid", "window_id", "pane_dead", "pane_dead_status", "history_size", "history_limit", "cursor_y",
     HOOK_OPTION))
@@ -67,7 +67,7 @@ class Pane:
     history: int  # rows in the history now
     limit: int  # rows the history keeps; when full, tmux drops the oldest tenth
     row: int
-    hook: str = ""  # "await" or "await sent" once the hook reported the turn's end ("" when it has not)
+    hook: str = ""  # "await" once the hook found no server to take the turn's end
 
     @classmethod
     def parse(cls, line: str) -> Pane | None:
@@ -315,7 +315,7 @@ class TmuxAgent(Agent):
             written = _write_lines(output, lines[:-1], written)  # the cursor's line may still change
             if self._turn_done is not None:
                 # The hook's word reached us, or only the pane (no server was there to take it).
-                if self._turn_done.is_set() or pane.hook.startswith("await"):
+                if self._turn_done.is_set() or pane.hook == "await":
                     break  # after one more look, taken once the hook had fired
                 with trio.move_on_after(POLL):
                     await self._turn_done.wait()
