@@ -31,7 +31,7 @@ def llm_home(monkeypatch):
     monkeypatch.setenv("LLM_USER_PATH", str(base / "llm"))
     monkeypatch.setenv("PATH", f"{Path(LLM).parent}{os.pathsep}{os.environ['PATH']}")
     subprocess.run([LLM, "models", "default", "echo"], check=True, capture_output=True)
-    subprocess.run([LLM, "logs", "list", "-n", "1"], check=True, capture_output=True)  # its database, as a user has it
+    subprocess.run([LLM, "earlier use"], check=True, capture_output=True)  # its database, as a user has it
     try:
         yield base
     finally:
@@ -60,7 +60,7 @@ def test_two_llm_sessions_keep_two_conversations(llm_home):
     logs = json.loads(subprocess.run([LLM, "logs", "list", "--json", "-n", "0"], check=True,
                                      capture_output=True, text=True).stdout)
     conversations: dict[str, list[str]] = {}
-    for entry in logs:
+    for entry in (entry for entry in logs if entry["prompt"] != "earlier use"):
         conversations.setdefault(entry["conversation_id"], []).append(entry["prompt"].strip())
     assert sorted(sorted(prompts) for prompts in conversations.values()) == [
         ["a says 1", "a says 2"], ["b says 1", "b says 2"]], conversations
