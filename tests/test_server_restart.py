@@ -140,18 +140,26 @@ def test_a_restarted_server_reports_command_sessions_as_exited_and_keeps_the_que
         second.stop()
 
 
-def test_a_turn_left_running_by_the_old_server_is_followed_to_its_end(place):
-    """quiet mode: the answer printed while no server ran is the turn's `out`; then the queue moves on."""
+def cut_off_mid_answer(place, backend: str, name: str, prompt: str, how: int, queued: str = "") -> None:
+    """A server whose session's agent has begun to answer (and waits at the gate) is stopped; the gate opens."""
     base, args, tmux_socket = place
     first = start_server(base, extra_args=args)
     try:
-        write(first, "ctl", "new quiet /tmp name=q1\n")
-        write(first, "q1/in", "fake:spin please\n")  # never quiet until the gate opens
-        until(lambda: "[fake agent] conversation" in pane_text(tmux_socket, "q1"), "the agent to begin its answer")
-        write(first, "q1/in", "the next prompt\n")
+        write(first, "ctl", f"new {backend} /tmp name={name}\n")
+        write(first, f"{name}/in", prompt + "\n")
+        until(lambda: "[fake agent] conversation" in pane_text(tmux_socket, name), "the agent to begin its answer")
+        if queued:
+            write(first, f"{name}/in", queued + "\n")
     finally:
-        first.stop(sig=signal.SIGTERM)
+        first.stop(sig=how)
     (base / "gate").touch()  # the rest of the answer comes while no server runs
+
+
+def test_a_turn_left_running_by_the_old_server_is_followed_to_its_end(place):
+    """quiet mode: the answer printed while no server ran is the turn's `out`; then the queue moves on."""
+    base, args, tmux_socket = place
+    # fake:spin keeps the pane changing, so the old server cannot end the turn by quiet before it stops
+    cut_off_mid_answer(place, "quiet", "q1", "fake:spin please", signal.SIGTERM, queued="the next prompt")
     until(lambda: "the first line was: fake:spin please" in pane_text(tmux_socket, "q1"), "the answer to end")
     second = start_server(base, extra_args=args, log_name="server2.trace")
     try:
@@ -167,14 +175,7 @@ def test_a_turn_left_running_by_the_old_server_is_followed_to_its_end(place):
 def test_a_turn_that_ended_while_no_server_ran_is_found_ended(place):
     """hook mode: the hook found no server; the next one sees what it left in the pane, not `running` for ever."""
     base, args, tmux_socket = place
-    first = start_server(base, extra_args=args)
-    try:
-        write(first, "ctl", "new fake /tmp name=h1\n")
-        write(first, "h1/in", "fake:slow please\n")
-        until(lambda: "[fake agent] conversation" in pane_text(tmux_socket, "h1"), "the agent to begin its answer")
-    finally:
-        first.stop(sig=signal.SIGKILL)
-    (base / "gate").touch()
+    cut_off_mid_answer(place, "fake", "h1", "fake:slow please", signal.SIGKILL)
     until(lambda: "cannot" in pane_text(tmux_socket, "h1").split("the first line was: fake:slow please")[-1],
           "the hook to fail for want of a server")
     second = start_server(base, extra_args=args, log_name="server2.trace")
