@@ -13,9 +13,11 @@ import sys
 
 import pytest
 import trio
+import trio.testing
 
 from anvilfs.backends import command
 from anvilfs.backends.command import CommandAgent, CommandBackend
+from anvilfs.backends.conversation import TurnGate
 from anvilfs.config.model import CommandBackendConfig
 from anvilfs.sessions.backend import AgentExited, AgentFailed, SessionInfo, TurnFailed
 
@@ -227,9 +229,10 @@ async def test_death_by_a_signal_is_agent_exited(tmp_path):
 
 
 async def test_timeout_fails_the_turn_and_kills_the_process(tmp_path):
-    agent = make_agent(tmp_path, timeout=0.5)
+    # 3 s, not less: the fake (a Python process) must have started and said it hangs by then, even on a busy machine
+    agent = make_agent(tmp_path, timeout=3)
     out = Collector(agent)
-    with pytest.raises(TurnFailed, match=r"^timed out after 0.5 s$"):
+    with pytest.raises(TurnFailed, match=r"^timed out after 3 s$"):
         await run(agent, "fake:hang", out)
     assert "hanging until killed" in out.text
     with pytest.raises(ProcessLookupError):
@@ -304,3 +307,84 @@ async def test_path_from_the_backend_env_finds_the_program(tmp_path):
     backend = CommandBackend("fake", claude_like(tmp_path, argv=["fake_agent.py"], resume_argv=None, env=env))
     assert backend.availability() == "ready"
     assert "[fake agent]" in (await run(backend.agent(info(tmp_path)), "hi")).text
+
+
+# ------------------------------------------------------------ CLIs that name their conversations (llm, codex)
+
+NAMES_ITS_OWN = """\
+import sys
+args = sys.argv[1:]
+if args[:1] == ["--resume"]:
+    print("resumed", args[1])
+else:
+    print("session id: conv-" + sys.stdin.read().split()[0], file=sys.stderr)
+    print("started")
+"""
+
+
+def names_its_own(tmp_path, **changes) -> CommandBackendConfig:
+    fields = {"kind": "command", "argv": [sys.executable, "-c", NAMES_ITS_OWN],
+              "resume_argv": [sys.executable, "-c", NAMES_ITS_OWN, "--resume", "{conversation}"],
+              "conversation_pattern": r"session id: (\S+)"}
+    return CommandBackendConfig(**(fields | changes))
+
+
+async def test_the_id_a_cli_prints_on_stderr_is_the_conversation_resumed(tmp_path):
+    agent = CommandBackend("own", names_its_own(tmp_path)).agent(info(tmp_path))
+    assert "started" in (await run(agent, "alpha\n")).text
+    assert (await run(agent, "beta\n")).text == "resumed conv-alpha\n"
+    assert agent.saved()["conversation"] == "conv-alpha"  # a restarted server resumes it too
+    agent.clear()
+    await run(agent, "gamma\n")
+    assert (await run(agent, "delta\n")).text == "resumed conv-gamma\n"
+
+
+async def test_the_id_can_come_from_a_command_run_after_the_turn(tmp_path):
+    lookup = [sys.executable, "-c", "import os; print('conversation_id=' + os.getcwd() + '-x')"]  # run in the cwd
+    config = names_its_own(tmp_path, conversation_argv=lookup, conversation_pattern=r"conversation_id=(\S+)")
+    agent = CommandBackend("own", config).agent(info(tmp_path))
+    await run(agent, "alpha\n")
+    assert (await run(agent, "beta\n")).text == f"resumed {tmp_path}-x\n"
+
+
+async def test_an_id_not_found_is_noted_and_the_next_turn_begins_again(tmp_path):
+    agent = CommandBackend("own", names_its_own(tmp_path, conversation_pattern=r"no such (\S+)")).agent(info(tmp_path))
+    first = await run(agent, "alpha\n")
+    assert any("has no match for conversation_pattern" in note and "begins a new conversation" in note
+               for note in first.notes), first.notes
+    assert "started" in (await run(agent, "beta\n")).text  # argv again, not a resume of an unknown id
+
+
+def test_conversation_settings_are_checked_at_load():
+    with pytest.raises(ValueError, match="at most one group"):
+        CommandBackendConfig(kind="command", argv=["x"], conversation_pattern="(a)(b)")
+    with pytest.raises(ValueError, match="not a regular expression"):
+        CommandBackendConfig(kind="command", argv=["x"], conversation_pattern="(")
+    with pytest.raises(ValueError, match="needs conversation_pattern"):
+        CommandBackendConfig(kind="command", argv=["x"], conversation_argv=["y"])
+
+
+async def test_a_turn_that_looks_its_id_up_runs_alone():
+    gate = TurnGate()
+    order: list[str] = []
+
+    async def turn(name: str, alone: bool, release: trio.Event) -> None:
+        async with gate.alone() if alone else gate.together():
+            order.append(name)
+            await release.wait()
+
+    first, looker, later = trio.Event(), trio.Event(), trio.Event()
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(turn, "first", False, first)
+        await trio.testing.wait_all_tasks_blocked()
+        nursery.start_soon(turn, "looker", True, looker)
+        await trio.testing.wait_all_tasks_blocked()
+        nursery.start_soon(turn, "later", False, later)
+        await trio.testing.wait_all_tasks_blocked()
+        assert order == ["first"]  # the looker waits for the running turn; the later one for the looker
+        first.set()
+        await trio.testing.wait_all_tasks_blocked()
+        assert order == ["first", "looker"]
+        looker.set()
+        later.set()
+    assert order == ["first", "looker", "later"]

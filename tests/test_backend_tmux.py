@@ -25,7 +25,7 @@ import trio
 
 from anvilfs.backends.tmux import TmuxAgent, TmuxBackend
 from anvilfs.config.model import TmuxBackendConfig
-from anvilfs.sessions.backend import AgentExited, AgentFailed, SessionInfo
+from anvilfs.sessions.backend import AgentExited, AgentFailed, SessionInfo, TurnFailed
 from harness.tmux import PaneLooks, private_tmux
 
 pytestmark = pytest.mark.needs("tmux")
@@ -81,9 +81,10 @@ async def started(socket: str, agent: TmuxAgent) -> TmuxAgent:
 
 
 class Recorder:
-    """An Output that can be waited on."""
+    """An Output that can be waited on; ``number`` is the session's turn number it stands for."""
 
-    def __init__(self) -> None:
+    def __init__(self, number: int = 1) -> None:
+        self.number = number
         self.chunks: list[str] = []
         self._changed = trio.Event()
 
@@ -340,6 +341,59 @@ def test_the_hook_script_writes_the_status_only_for_an_anvilfs_session(tmp_path,
     result = subprocess.run([str(HOOKS / "anvilfs-status"), "await"], env=clean, capture_output=True)
     assert result.returncode == 0
     assert (record.read_text().strip() if record.exists() else None) == expected
+
+
+def test_the_hook_script_says_when_anvilfs_is_not_on_path(tmp_path):
+    clean = {"PATH": str(tmp_path), "ANVILFS_SESSION": "bot1"}  # sh finds its builtins; no anvilfs there
+    result = subprocess.run(["/bin/sh", str(HOOKS / "anvilfs-status"), "await"], env=clean, capture_output=True, text=True)
+    assert result.returncode == 1
+    assert f"the anvilfs command is not on PATH ({tmp_path})" in result.stderr
+
+
+async def cut_off(agent: TmuxAgent, socket: str, prompt: str, number: int, gate: Path) -> None:
+    """Type a prompt whose answer waits at the gate, then cancel the turn as a stopping server does; open the gate."""
+    with trio.CancelScope() as scope:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(agent.turn, prompt, Recorder(number))
+            await until(lambda: "this answer comes from" not in pane_text(socket, agent).split(prompt)[-1]
+                        and "[fake agent] conversation" in pane_text(socket, agent).split(prompt)[-1])
+            scope.cancel()
+    gate.touch()  # the rest of the answer comes while no server is there
+    await until(lambda: f"the first line was: {prompt}\n" in pane_text(socket, agent)
+                and pane_text(socket, agent).rstrip().endswith(MARKER.strip()))  # and the fake reads again
+
+
+async def test_a_turn_cut_off_by_a_stopping_server_is_followed_whole_by_the_next(tmux_socket, tmp_path):
+    gate = tmp_path / "gate"
+    fake = backend(tmux_socket, turn_end="quiet", quiet_seconds=0.5, env={"FAKE_AGENT_GATE": str(gate)})
+    agent = await started(tmux_socket, fake.agent(session(tmp_path)))
+    await agent.turn("warm up", Recorder(1))
+    await cut_off(agent, tmux_socket, "fake:slow cut off", 2, gate)
+    later = backend(tmux_socket, turn_end="quiet", quiet_seconds=0.5)  # as the restarted server makes it
+    adopted = await later.adopt(session(tmp_path), agent.saved())
+    output = Recorder(2)
+    with trio.fail_after(10):
+        await adopted.follow(output)
+    assert output.text().startswith(f"{MARKER}fake:slow cut off\n[fake agent] conversation - turn 2: "), output.text()
+    assert "the first line was: fake:slow cut off\n" in output.text() and "warm up" not in output.text()
+    with pytest.raises(TurnFailed, match="did not run"):  # turn 3 began, but the server stopped before typing it
+        await adopted.follow(Recorder(3))
+
+
+async def test_a_turn_whose_hook_found_no_server_is_ended_by_what_the_hook_left_in_the_pane(tmux_socket, tmp_path):
+    gate = tmp_path / "gate"
+    env = {"ANVILFS_HOOK": str(HOOKS / "anvilfs-status"), "FAKE_AGENT_GATE": str(gate),
+           "ANVILFS_ADDRESS": f"unix!{tmp_path}/no-server-here", "PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin"}
+    fake = backend(tmux_socket, turn_end="hook", env=env)
+    agent = await started(tmux_socket, fake.agent(session(tmp_path)))
+    await cut_off(agent, tmux_socket, "fake:slow hooked", 1, gate)
+    await until(lambda: tmux(tmux_socket, "show-options", "-p", "-v", "-t", agent.saved()["pane"],
+                             "@anvilfs-hook").strip() == "await")  # the hook ran, found no server, said so here
+    adopted = await backend(tmux_socket, turn_end="hook").adopt(session(tmp_path), agent.saved())
+    output = Recorder(1)
+    with trio.fail_after(10):
+        await adopted.follow(output)  # no hook word will ever come to this server
+    assert "the first line was: fake:slow hooked\n" in output.text()
 
 
 async def test_output_is_found_after_tmux_trims_a_full_history(tmux_socket, tmp_path):

@@ -1,8 +1,10 @@
 """A server stopped mid-turn (killed, or cleanly) comes back and finds its tmux agent.
 
 Real parts: `anvilfs serve` processes, a private tmux server running the
-fake agent in interactive mode, whose hook reports turns by writing
-`status` with the `anvilfs` client over 9P.
+fake agent in interactive mode, whose hook (hooks/anvilfs-status) reports
+turns by writing `status` with the `anvilfs` client over 9P. Each answer
+waits at a gate file the test opens, so what happens while no server runs
+is the test's choice, not the scheduler's.
 """
 
 from __future__ import annotations
@@ -20,20 +22,26 @@ import pytest
 
 from harness.fakes import FAKE_AGENT
 from harness.prerequisites import require
-from harness.server import AnvilServer, start_server
+from harness.server import REPO_ROOT, AnvilServer, start_server
 from harness.tmux import end_tmux
 
 HOOK = Path(__file__).resolve().parent.parent / "hooks" / "anvilfs-status"
 
 
 def config_text(tmp: Path) -> str:
-    env = {"ANVILFS_HOOK": str(HOOK), "PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin",
-           "FAKE_AGENT_STATE": str(tmp / "fake-state")}
+    # The hook needs the `anvilfs` command: this one runs the code under test, however it was installed.
+    bin_dir = tmp / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "anvilfs").write_text(f'#!/bin/sh\nexec "{sys.executable}" -m anvilfs "$@"\n')
+    (bin_dir / "anvilfs").chmod(0o755)
+    env = {"ANVILFS_HOOK": str(HOOK), "PATH": f"{bin_dir}:/usr/bin:/bin", "PYTHONPATH": str(REPO_ROOT),
+           "FAKE_AGENT_STATE": str(tmp / "fake-state"), "FAKE_AGENT_GATE": str(tmp / "gate")}
     env_toml = ", ".join(f'{k} = "{v}"' for k, v in env.items())
+    quiet_toml = ", ".join(f'{k} = "{v}"' for k, v in env.items() if k != "ANVILFS_HOOK")
     argv = f'argv = ["{sys.executable}", "{FAKE_AGENT}", "--interactive"]'
     return (f'[backends.fake]\nkind = "tmux"\n{argv}\nready_seconds = 0.3\nenv = {{ {env_toml} }}\n'
             f'[backends.quiet]\nkind = "tmux"\n{argv}\nturn_end = "quiet"\nquiet_seconds = 1\n'
-            f'ready_seconds = 0.3\nenv = {{ FAKE_AGENT_STATE = "{tmp / "fake-state"}" }}\n')
+            f'ready_seconds = 0.3\nenv = {{ {quiet_toml} }}\n')
 
 
 def read(srv: AnvilServer, path: str) -> str:
@@ -56,6 +64,17 @@ def until(check, what: str, timeout: float = 30) -> None:
         time.sleep(0.05)
 
 
+def pane_text(tmux_socket: str, window: str) -> str:
+    """What the agent's pane shows (its window is named after the session)."""
+    panes = subprocess.run(["tmux", "-L", tmux_socket, "list-panes", "-a", "-F", "#{window_name} #{pane_id}"],
+                           capture_output=True, text=True).stdout.split("\n")
+    pane = next((line.split()[1] for line in panes if line.startswith(window + " ")), None)
+    if pane is None:
+        return ""
+    return subprocess.run(["tmux", "-L", tmux_socket, "capture-pane", "-p", "-t", pane],
+                          capture_output=True, text=True).stdout
+
+
 @pytest.fixture
 def place():
     require("tmux")
@@ -63,7 +82,7 @@ def place():
     tmux_socket = f"anvilfs-test-{uuid.uuid4().hex[:8]}"
     (base / "config.toml").write_text(config_text(base))
     try:
-        yield base, ["--config", str(base / "config.toml"), "--tmux-socket", tmux_socket]
+        yield base, ["--config", str(base / "config.toml"), "--tmux-socket", tmux_socket], tmux_socket
     finally:
         end_tmux(tmux_socket)
         shutil.rmtree(base, ignore_errors=True)
@@ -72,12 +91,12 @@ def place():
 @pytest.mark.parametrize("how", [signal.SIGKILL, signal.SIGTERM], ids=["SIGKILL", "SIGTERM"])
 def test_server_stopped_mid_turn_then_restarted_finds_the_tmux_agent_and_its_queue(place, how):
     """A crash (SIGKILL) or a clean stop (SIGTERM): either way the tmux agent lives on."""
-    base, args = place
+    base, args, tmux_socket = place
     first = start_server(base, extra_args=args)
     try:
         write(first, "ctl", "new fake /tmp name=t1\n")
         write(first, "t1/in", "fake:hang please\n")
-        until(lambda: read(first, "t1/status").startswith("running"), "the turn to start")
+        until(lambda: "hanging until killed" in pane_text(tmux_socket, "t1"), "the agent to take the prompt")
         write(first, "t1/in", "the queued prompt\n")
         assert read(first, "t1/queue").startswith("1 ")
         pid = read(first, "t1/pid").strip()
@@ -104,7 +123,7 @@ def test_server_stopped_mid_turn_then_restarted_finds_the_tmux_agent_and_its_que
 
 
 def test_a_restarted_server_reports_command_sessions_as_exited_and_keeps_the_queue(place):
-    base, args = place
+    base, args, _ = place
     first = start_server(base, extra_args=args)
     try:
         write(first, "ctl", "new sim /tmp name=s1\n")
@@ -124,21 +143,47 @@ def test_a_restarted_server_reports_command_sessions_as_exited_and_keeps_the_que
         second.stop()
 
 
-def test_a_turn_left_running_by_the_old_server_is_followed_to_its_end(place):
-    """quiet mode: the new server watches the pane until it is quiet, then the queue moves on."""
-    base, args = place
+def cut_off_mid_answer(place, backend: str, name: str, prompt: str, how: int, queued: str = "") -> None:
+    """A server whose session's agent has begun to answer (and waits at the gate) is stopped; the gate opens."""
+    base, args, tmux_socket = place
     first = start_server(base, extra_args=args)
     try:
-        write(first, "ctl", "new quiet /tmp name=q1\n")
-        write(first, "q1/in", "fake:slow please\n")
-        until(lambda: read(first, "q1/status").startswith("running"), "the turn to start")
-        write(first, "q1/in", "the next prompt\n")
+        write(first, "ctl", f"new {backend} /tmp name={name}\n")
+        write(first, f"{name}/in", prompt + "\n")
+        until(lambda: "[fake agent] conversation" in pane_text(tmux_socket, name), "the agent to begin its answer")
+        if queued:
+            write(first, f"{name}/in", queued + "\n")
     finally:
-        first.stop(sig=signal.SIGTERM)
+        first.stop(sig=how)
+    (base / "gate").touch()  # the rest of the answer comes while no server runs
+
+
+def test_a_turn_left_running_by_the_old_server_is_followed_to_its_end(place):
+    """quiet mode: the answer printed while no server ran is the turn's `out`; then the queue moves on."""
+    base, args, tmux_socket = place
+    # fake:spin keeps the pane changing, so the old server cannot end the turn by quiet before it stops
+    cut_off_mid_answer(place, "quiet", "q1", "fake:spin please", signal.SIGTERM, queued="the next prompt")
+    until(lambda: "the first line was: fake:spin please" in pane_text(tmux_socket, "q1"), "the answer to end")
     second = start_server(base, extra_args=args, log_name="server2.trace")
     try:
         assert read(second, "q1/wait") == "await\n"  # the old turn ended, then the queued prompt ran
-        assert "the next prompt" in read(second, "q1/out")
+        assert "the first line was: the next prompt" in read(second, "q1/out")
         assert read(second, "q1/queue") == ""
+        log = read(second, "q1/log")
+        assert "--- answer 1" in log and "the first line was: fake:spin please" in log, log
+    finally:
+        second.stop()
+
+
+def test_a_turn_that_ended_while_no_server_ran_is_found_ended(place):
+    """hook mode: the hook found no server; the next one sees what it left in the pane, not `running` for ever."""
+    base, args, tmux_socket = place
+    cut_off_mid_answer(place, "fake", "h1", "fake:slow please", signal.SIGKILL)
+    until(lambda: "cannot" in pane_text(tmux_socket, "h1").split("the first line was: fake:slow please")[-1],
+          "the hook to fail for want of a server")
+    second = start_server(base, extra_args=args, log_name="server2.trace")
+    try:
+        assert read(second, "h1/wait") == "await\n"
+        assert "the first line was: fake:slow please" in read(second, "h1/out")
     finally:
         second.stop()

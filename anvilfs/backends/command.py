@@ -11,6 +11,11 @@ data and never reaches a shell. stdout is the answer, streamed as it comes;
 stderr goes to the transcript only. Each turn's process leads its own
 process group, so an interrupt takes its children with it.
 
+A CLI that names its conversations itself (llm, codex) is configured with
+conversation_pattern (and conversation_argv): after the turn that began a
+conversation, its id is read from stderr or that command's output
+(conversation.py) and is {conversation} from then on.
+
 How a turn ends:
     exit 0                      the answer is complete
     exit N                      TurnFailed("exit status N: <last stderr line>")
@@ -33,6 +38,7 @@ import trio
 
 from ..config.model import CommandBackendConfig, placeholders
 from ..sessions.backend import Agent, AgentExited, AgentFailed, Backend, Output, SessionInfo, TurnFailed
+from .conversation import TurnGate, found_in, look_up
 
 KILL_GRACE = 2.0  # seconds between SIGTERM and SIGKILL
 DRAIN_GRACE = 1.0  # seconds to finish reading after exit (a leftover child may hold the pipes)
@@ -65,18 +71,20 @@ class CommandBackend(Backend):
         super().__init__(name)
         self.config = config
         self.description = config.description
+        self.gate = TurnGate()  # shared by this backend's agents
 
     def availability(self) -> str:
         return _missing(self.config) or "ready"
 
     def agent(self, session: SessionInfo, saved: dict | None = None) -> Agent:
-        return CommandAgent(session, self.config, saved or {})
+        return CommandAgent(session, self.config, saved or {}, self.gate)
 
 
 class CommandAgent(Agent):
-    def __init__(self, session: SessionInfo, config: CommandBackendConfig, saved: dict):
+    def __init__(self, session: SessionInfo, config: CommandBackendConfig, saved: dict, gate: TurnGate | None = None):
         self.session = session
         self.config = config
+        self.gate = gate or TurnGate()
         self.turns = int(saved.get("turns", 0))  # turns run in this conversation
         # clear() needs a fresh id (claude refuses a reused --session-id), so the
         # agent owns the id from here on and keeps it in saved().
@@ -111,6 +119,35 @@ class CommandAgent(Agent):
     # ------------------------------------------------------------ a turn
 
     async def turn(self, prompt: str, output: Output) -> None:
+        learning = bool(self.config.conversation_pattern) and not self.turns  # this turn begins a conversation
+        # "the latest conversation" is this turn's only if no other turn of the backend ends meanwhile
+        gate = self.gate.alone() if learning and self.config.conversation_argv else self.gate.together()
+        async with gate:
+            try:
+                stderr = await self._run(prompt, output)
+            except BaseException:
+                if learning:
+                    self.turns = 0  # no id learnt: the next turn begins a conversation again
+                raise
+            if learning:
+                await self._learn_conversation(stderr, output)
+
+    async def _learn_conversation(self, stderr: _Tail, output: Output) -> None:
+        pattern = self.config.conversation_pattern
+        try:
+            if self.config.conversation_argv:
+                argv = self._fill(self.config.conversation_argv, "")
+                env = {**self.config.env, **self.session.env}
+                self.conversation = await look_up(argv, pattern, cwd=self.session.cwd, env=env)
+            else:
+                self.conversation = found_in(stderr.text(), pattern, f"the stderr of {self.config.argv[0]}")
+        except ValueError as exc:
+            self.turns = 0
+            output.note(f"cannot learn the id of the conversation this turn began: {exc}; "
+                        "the next turn begins a new conversation")
+
+    async def _run(self, prompt: str, output: Output) -> _Tail:
+        """One run of the program for the prompt; its stderr (kept for the transcript)."""
         argv = self._argv(prompt)
         process = await self._spawn(argv)
         # The CLI may have recorded the conversation even if the turn fails,
@@ -129,9 +166,13 @@ class CommandAgent(Agent):
         if timer.cancelled_caught:
             raise TurnFailed(f"timed out after {self.config.timeout:g} s")
         self._judge(process.returncode, stderr)
+        return stderr
 
     def _argv(self, prompt: str) -> list[str]:
-        template = self.config.resume_argv if self.turns and self.config.resume_argv else self.config.argv
+        return self._fill(self.config.resume_argv if self.turns and self.config.resume_argv else self.config.argv,
+                          prompt)
+
+    def _fill(self, template: list[str], prompt: str) -> list[str]:
         values = {
             "prompt": prompt,
             "model": self.session.model,

@@ -15,6 +15,13 @@ per anvilfs session, on the default tmux server, so a person can
                pane gained from the cursor's row at the moment of typing
                (echoed prompt included), streamed a line at a time. A
                person resizing the window during a turn can shift it.
+               Before typing, that row is kept in the pane itself (the
+               option @anvilfs-turn, with the turn's number), so a server
+               that stops mid-turn loses none of it.
+    follow     a turn the previous server left running: from its marked
+               row, to the hook's `await` (which hooks/anvilfs-status
+               leaves in the pane's @anvilfs-hook when no server took it)
+               or to quiet; TurnFailed if its prompt was never typed
     interrupt  Ctrl-C into the pane
     stop       Ctrl-C, then kill-window; kill: kill-window
 
@@ -26,6 +33,7 @@ through ``adopt`` with what ``saved`` returned.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -34,14 +42,17 @@ from dataclasses import dataclass
 import trio
 
 from ..config.model import TmuxBackendConfig, placeholders
-from ..sessions.backend import Agent, AgentExited, AgentFailed, Backend, Output, SessionInfo
+from ..sessions.backend import Agent, AgentExited, AgentFailed, Backend, Output, SessionInfo, TurnFailed
 
 POLL = 0.1  # seconds between looks at the pane during a turn
 EXIT_POLL = 0.5  # seconds between looks for a pane that went away
 STOP_GRACE = 1.0  # seconds a stopped agent gets after Ctrl-C before its window is killed
 ANCHOR_ROWS = 3  # rows above a turn's start that find it again after the history was trimmed
+TURN_OPTION = "@anvilfs-turn"  # pane option: where the current turn began (JSON), set before its prompt is typed
+HOOK_OPTION = "@anvilfs-hook"  # pane option: a word the agent's hook could not write to us (hooks/anvilfs-status)
 _PANE_FORMAT = "\t".join("#{%s}" % name for name in (
-    "pane_id", "pane_pid", "window_id", "pane_dead", "pane_dead_status", "history_size", "history_limit", "cursor_y"))
+    "pane_id", "pane_pid", "window_id", "pane_dead", "pane_dead_status", "history_size", "history_limit", "cursor_y",
+    HOOK_OPTION))
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,14 +67,16 @@ class Pane:
     history: int  # rows in the history now
     limit: int  # rows the history keeps; when full, tmux drops the oldest tenth
     row: int
+    hook: str = ""  # "await" once the hook found no server to take the turn's end
 
     @classmethod
     def parse(cls, line: str) -> Pane | None:
         fields = line.rstrip("\n").split("\t")
-        if len(fields) != 8 or not fields[0].startswith("%"):
+        if len(fields) != 9 or not fields[0].startswith("%"):
             return None  # tmux answers an unknown pane with empty formats
-        pane, pid, window, dead, status, history, limit, cursor = fields
-        return cls(pane, int(pid), window, dead == "1", status, int(history), int(limit), int(history) + int(cursor))
+        pane, pid, window, dead, status, history, limit, cursor, hook = fields
+        return cls(pane, int(pid), window, dead == "1", status, int(history), int(limit), int(history) + int(cursor),
+                   hook)
 
 
 @dataclass(slots=True)
@@ -91,6 +104,20 @@ class _Start:
                 self.row = row
                 break
         return max(self.row, 0)
+
+    def marker(self, turn: int) -> str:
+        return json.dumps({"turn": turn, "row": self.row, "history": self.history, "anchor": self.anchor})
+
+    @classmethod
+    def from_marker(cls, text: str, turn: int) -> _Start | None:
+        """The start the marker records, if it is the one of that turn."""
+        try:
+            mark = json.loads(text)
+            if mark.get("turn") == turn:
+                return cls(int(mark["row"]), int(mark["history"]), [str(row) for row in mark["anchor"]])
+        except (ValueError, TypeError, KeyError, AttributeError):
+            pass  # not ours, or damaged: as if there were none
+        return None
 
 
 class Tmux:
@@ -239,21 +266,35 @@ class TmuxAgent(Agent):
             self._turn_done.set()
         return True  # outside a turn: a person typed into the pane; the session records it
 
-    async def turn(self, prompt: str | None, output: Output) -> None:
-        """Type the prompt (None: type nothing, follow a turn already going) and follow the pane."""
+    async def turn(self, prompt: str, output: Output) -> None:
+        """Mark where the turn begins, type the prompt, and follow the pane to the turn's end."""
+        pane, rows = await self._snapshot()
+        rows += [""] * (pane.row - len(rows))  # blank rows at the end come without text
+        start = _Start(pane.row, pane.history, rows[max(pane.row - ANCHOR_ROWS, 0):pane.row])
+        # Before typing, so that whenever the server stops, a prompt in the pane has its turn's start beside it.
+        await self._run("set-option", "-p", "-t", pane.id, TURN_OPTION, start.marker(output.number),
+                        ";", "set-option", "-p", "-u", "-t", pane.id, HOOK_OPTION)
+        await self._type(pane.id, prompt)
+        await self._follow_turn(start, output)
+
+    async def follow(self, output: Output) -> None:
+        """The turn the previous server left running: its whole text, from where that server marked its start."""
+        pane_id = self.pane.id if self.pane else "(none)"
+        marker = await self.tmux.run("show-options", "-p", "-v", "-t", pane_id, TURN_OPTION)
+        start = _Start.from_marker(marker.stdout.decode(errors="replace"), output.number)
+        if start is None:
+            if await self._gone():
+                raise AgentExited(await self._gone())
+            raise TurnFailed("the server stopped before it typed this prompt into the agent: it did not run; "
+                             "write it again")
+        await self._follow_turn(start, output)
+
+    async def _follow_turn(self, start: _Start, output: Output) -> None:
         self._turn_done = trio.Event() if self.config.turn_end == "hook" else None
         try:
-            pane, rows = await self._snapshot()
-            rows += [""] * (pane.row - len(rows))  # blank rows at the end come without text
-            start = _Start(pane.row, pane.history, rows[max(pane.row - ANCHOR_ROWS, 0):pane.row])
-            if prompt is not None:
-                await self._type(pane.id, prompt)
             await self._follow(start, output)
         finally:
             self._turn_done = None  # cancelled or not, the program is left alone (see interrupt)
-
-    async def follow(self, output: Output) -> None:
-        await self.turn(None, output)
 
     async def _type(self, pane_id: str, prompt: str) -> None:
         text = prompt.rstrip("\r\n")
@@ -270,10 +311,11 @@ class TmuxAgent(Agent):
         last: list[str] | None = None
         quiet_since = trio.current_time()
         while True:
-            lines = await self._gained(start)
+            pane, lines = await self._gained(start)
             written = _write_lines(output, lines[:-1], written)  # the cursor's line may still change
             if self._turn_done is not None:
-                if self._turn_done.is_set():
+                # The hook's word reached us, or only the pane (no server was there to take it).
+                if self._turn_done.is_set() or pane.hook == "await":
                     break  # after one more look, taken once the hook had fired
                 with trio.move_on_after(POLL):
                     await self._turn_done.wait()
@@ -285,8 +327,8 @@ class TmuxAgent(Agent):
             await trio.sleep(POLL)
         _write_lines(output, _lines("\n".join(lines)), written)
 
-    async def _gained(self, start: _Start) -> list[str]:
-        """The pane's lines from the start row to the cursor's row (wrapped lines joined).
+    async def _gained(self, start: _Start) -> tuple[Pane, list[str]]:
+        """The pane (as first seen), and its lines from the start row to the cursor's row (wrapped lines joined).
 
         Every line but the last (the cursor's) is complete.
         """
@@ -300,7 +342,7 @@ class TmuxAgent(Agent):
             text, _, history = answer.rstrip("\n").rpartition("\n")
             if history == str(pane.history):
                 break
-        return text.split("\n")
+        return pane, text.split("\n")
 
     async def _snapshot(self) -> tuple[Pane, list[str]]:
         """The pane and all its rows (history, then screen), seen at one moment; AgentExited if it is gone."""

@@ -17,8 +17,10 @@ BUILTIN_BACKENDS: dict[str, dict] = {
     "codex": {
         "kind": "command",
         "argv": ["codex", "exec", "--skip-git-repo-check", "-"],
-        "resume_argv": ["codex", "exec", "--skip-git-repo-check", "resume", "--last", "-"],
-        "description": "OpenAI Codex CLI; later turns resume the most recent codex session",
+        # codex names its sessions itself and prints the id in the header on stderr
+        "resume_argv": ["codex", "exec", "--skip-git-repo-check", "resume", "{conversation}", "-"],
+        "conversation_pattern": r"session id: ([0-9a-fA-F-]{36})",
+        "description": "OpenAI Codex CLI; each turn resumes the session's own codex session by its id",
     },
     "gemini": {
         "kind": "command",
@@ -29,8 +31,11 @@ BUILTIN_BACKENDS: dict[str, dict] = {
     "llm": {
         "kind": "command",
         "argv": ["llm"],
-        "resume_argv": ["llm", "--continue"],
-        "description": "Simon Willison's llm; later turns continue the most recent conversation",
+        "resume_argv": ["llm", "--cid", "{conversation}"],
+        # llm names the conversation itself; its log tells the id (first turns run one at a time for it)
+        "conversation_argv": ["llm", "logs", "list", "--json", "-n", "1"],
+        "conversation_pattern": r'"conversation_id": "([^"]+)"',
+        "description": "Simon Willison's llm; each turn continues the session's own conversation by its id",
     },
     "ollama": {
         "kind": "command",

@@ -54,13 +54,36 @@ class CommandBackendConfig(_Strict):
     prompt: Literal["stdin", "argument"] = "stdin"  # argument: argv holds {prompt}
     env: dict[str, str] = {}
     timeout: float | None = Field(default=None, gt=0)  # seconds a turn may take
+    # For CLIs that choose their conversation's id: a regex whose first group is it, searched
+    # after the turn that began a conversation in its stderr, or in conversation_argv's stdout.
+    conversation_pattern: str = ""
+    conversation_argv: list[str] | None = None
     description: str = ""
 
-    _argv = field_validator("argv", "resume_argv")(_check_argv)
+    _argv = field_validator("argv", "resume_argv", "conversation_argv")(_check_argv)
+
+    @field_validator("conversation_pattern")
+    @classmethod
+    def _pattern(cls, pattern: str) -> str:
+        try:
+            groups = re.compile(pattern).groups
+        except re.error as exc:
+            raise ValueError(f"not a regular expression: {exc}") from None
+        if groups > 1:
+            raise ValueError("use at most one group (the id); make others (?:...)")
+        return pattern
+
+    @model_validator(mode="after")
+    def _conversation_lookup(self):
+        if self.conversation_argv and not self.conversation_pattern:
+            raise ValueError("conversation_argv needs conversation_pattern, the regex that finds the id in its output")
+        if self.conversation_argv and "prompt" in placeholders(self.conversation_argv):
+            raise ValueError("conversation_argv runs after the turn: it cannot have {prompt}")
+        return self
 
     @model_validator(mode="after")
     def _prompt_placement(self):
-        for argv in filter(None, (self.argv, self.resume_argv)):
+        for argv in filter(None, (self.argv, self.resume_argv)):  # conversation_argv: checked above
             has = "prompt" in placeholders(argv)
             if self.prompt == "argument" and not has:
                 raise ValueError('prompt = "argument" needs {prompt} in argv')

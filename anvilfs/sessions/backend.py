@@ -49,6 +49,8 @@ class AgentExited(Exception):
 class Output(Protocol):
     """Where a turn's answer goes, piece by piece (into `stream`, then `out` and `log`)."""
 
+    number: int  # the session's count of this turn, so an agent can tell its turns apart across server restarts
+
     def write(self, text: str) -> None: ...
 
     def note(self, text: str) -> None:

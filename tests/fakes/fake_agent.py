@@ -16,6 +16,8 @@ Directives anywhere in the prompt:
     fake:crash  SIGKILL itself
     fake:slow   the answer in pieces 0.2 s apart; with $FAKE_AGENT_GATE set,
                 wait after the first piece until that file exists
+    fake:spin   fake:slow, printing a dot every 0.1 s while it waits at the
+                gate (as an agent's spinner does: its pane is never quiet)
     fake:env    print ANVILFS_SESSION, FAKE_AGENT_STATE and the cwd
     fake:utf8   print "x" then "é" * 5000, written in odd-sized byte pieces
 
@@ -111,19 +113,22 @@ def answer(prompt: str, conversation: str, turn: int) -> None:
         "this answer comes from tests/fakes/fake_agent.py, not from a model.\n",
         f"You wrote {len(prompt.encode())} bytes; the first line was: {first}\n",
     ]
-    slow = "fake:slow" in prompt
+    spin = "fake:spin" in prompt
+    slow = "fake:slow" in prompt or spin
     for number, piece in enumerate(pieces):
         if slow and number:
             time.sleep(0.2)
         say(piece)
         if slow and number == 0:
-            wait_for_gate()
+            wait_for_gate(spin)
 
 
-def wait_for_gate() -> None:
+def wait_for_gate(spin: bool = False) -> None:
     gate = os.environ.get("FAKE_AGENT_GATE")
     while gate and not os.path.exists(gate):
-        time.sleep(0.01)
+        if spin:
+            say(".")
+        time.sleep(0.1 if spin else 0.01)
 
 
 def hook(word: str) -> None:
