@@ -3,6 +3,8 @@
     PrivateDir   a directory only this user can use; files in it are 0600,
                  written atomically and fsynced, never through a symbolic link
     SaveQueue    background writes, coalesced, in stages, retried on failure
+    GitHistory   the state directory as a git repository: recorded changes
+                 committed soon after, in groups, each with its message
     StorageError a state directory that cannot or must not be used
 
 The rule this serves: a write is answered only once what it changed is on
@@ -11,7 +13,8 @@ through PrivateDir before it answers, or records in the SaveQueue what may
 safely wait.
 """
 
+from .history import GitHistory
 from .private import PrivateDir, StorageError, ensure_private_dir
 from .savequeue import SaveQueue
 
-__all__ = ["PrivateDir", "SaveQueue", "StorageError", "ensure_private_dir"]
+__all__ = ["GitHistory", "PrivateDir", "SaveQueue", "StorageError", "ensure_private_dir"]
