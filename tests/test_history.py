@@ -153,3 +153,203 @@ async def test_a_message_with_a_line_break_stays_one_line(started, state):
     history.record("Created: a\nForged: line")
     await history.flush()
     assert subjects(state) == ["Created: a\\nForged: line"]
+
+
+# ------------------------------------------------------------------ a repository not ours
+
+
+def make_history(state) -> None:
+    GitHistory(PrivateDir(state)).close()
+
+
+def plant_config(state, marker) -> bytes:
+    """A config whose filter and fsmonitor run a command on a plain `git add`, as an attacker would plant it."""
+    planted = CONFIG + (f'\tfsmonitor = "touch {marker}"\n[filter "x"]\n\tclean = "touch {marker}; cat"\n').encode()
+    (state / ".git" / "config").write_bytes(planted)
+    (state / "beads" / ".gitattributes").write_text("* filter=x\n")
+    (state / "beads" / "a.toml").write_text("x = 1\n")
+    return planted
+
+
+def test_a_planted_config_is_refused_and_nothing_is_run(state, tmp_path):
+    make_history(state)
+    marker = tmp_path / "pwned"
+    planted = plant_config(state, marker)
+    assert not marker.exists()
+    with pytest.raises(StorageError, match=r"\.git/config is not the one anvilfs wrote; anvilfs will not run git"):
+        GitHistory(PrivateDir(state))
+    assert not marker.exists()
+    assert (state / ".git" / "config").read_bytes() == planted  # refused, not repaired behind the user's back
+
+
+def test_the_planted_config_would_have_run_its_command_under_plain_git(state, tmp_path):
+    """The planted config of the test above is a real threat: plain `git add` runs it."""
+    make_history(state)
+    marker = tmp_path / "pwned"
+    plant_config(state, marker)
+    git(state, "add", "-A", "--", "beads")
+    assert marker.exists()
+
+
+def test_a_missing_config_is_refused(state):
+    make_history(state)
+    (state / ".git" / "config").unlink()
+    with pytest.raises(StorageError, match=r"\.git/config is missing"):
+        GitHistory(PrivateDir(state))
+
+
+@pytest.mark.parametrize("kind", ["file", "link"])
+def test_a_git_file_or_link_pointing_elsewhere_is_refused(state, tmp_path, kind):
+    elsewhere = tmp_path / "elsewhere.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(elsewhere)], check=True, capture_output=True)
+    PrivateDir(state).close()
+    if kind == "file":
+        (state / ".git").write_text(f"gitdir: {elsewhere}\n")
+    else:
+        (state / ".git").symlink_to(elsewhere)
+    with pytest.raises(StorageError, match=r"\.git is not a directory .* move it away"):
+        GitHistory(PrivateDir(state))
+
+
+def test_a_second_history_on_the_same_state_is_refused_while_the_first_holds_it(state):
+    first = GitHistory(PrivateDir(state))
+    try:
+        with pytest.raises(StorageError, match="another anvilfs server .* is using the history"):
+            GitHistory(PrivateDir(state), lock_timeout=0)
+    finally:
+        first.close()
+    GitHistory(PrivateDir(state), lock_timeout=0).close()  # free again once the first is closed
+
+
+# ------------------------------------------------------------------ what a killed server leaves
+
+
+async def test_lock_files_left_by_a_killed_git_are_removed_and_commits_go_on(state):
+    make_history(state)
+    (state / ".git" / "index.lock").write_bytes(b"")
+    (state / ".git" / "refs" / "heads" / "main.lock").write_bytes(b"")
+    root = PrivateDir(state)
+    history = GitHistory(root)
+    try:
+        assert history.stale_locks_removed == ("index.lock", "refs/heads/main.lock")
+        write_bead(root, "a")
+        history.record("Created: a")
+        await history.flush()
+    finally:
+        history.close()
+    assert subjects(state) == ["Created: a"]
+
+
+async def test_a_journal_left_by_a_killed_server_is_committed_at_start(started, state):
+    root = PrivateDir(state)
+    killed = GitHistory(root)
+    write_bead(root, "a")
+    killed.record("Created: a")
+    killed.close()  # as if killed before its run() committed
+    await started()
+    assert subjects(state) == ["Created: a"]
+
+
+async def test_a_batch_already_committed_when_the_server_died_is_not_committed_again(started, state):
+    root = PrivateDir(state)
+    killed = GitHistory(root)
+    write_bead(root, "a")
+    killed.record("Created: a")
+    journal = root.read(JOURNAL)
+    await killed.flush()
+    killed.close()
+    root.write_atomic(COMMITTING, journal)  # died after the commit, before removing what it committed
+    _, history = await started()
+    write_bead(root, "b")
+    history.record("Created: b")
+    await history.flush()
+    assert subjects(state) == ["Created: b", "Created: a"]
+    assert root.read(COMMITTING) is None
+
+
+async def test_changes_no_message_was_recorded_for_are_committed_as_recovered_at_start(started, state):
+    root = PrivateDir(state)
+    make_history(state)
+    write_bead(root, "a")  # died between the write and its record()
+    await started()
+    assert subjects(state) == [RECOVERED]
+    assert "A\tbeads/a.toml" in git(state, "log", "-1", "--format=%b")
+
+
+async def test_a_record_cut_off_by_a_crash_does_not_swallow_the_next_one(started, state):
+    root = PrivateDir(state)
+    make_history(state)
+    root.append(JOURNAL, b'["old.1", "Created: a"]\n["old.2", "Crea')  # a power cut in mid-append
+    errors = []
+    _, history = await started(on_error=errors.append)
+    write_bead(root, "b")
+    history.record("Created: b")
+    await history.flush()
+    assert messages_in_history(state) == ["Created: b", "Created: a"]
+    assert len(errors) == 1 and "not a record" in errors[0]
+
+
+async def test_a_failing_git_is_reported_retried_and_loses_no_message(started, state, autojump_clock):
+    errors = []
+    reported = trio.Event()
+
+    def on_error(text):
+        errors.append(text)
+        reported.set()
+
+    root, history = await started(on_error=on_error, retry_delay=1.0)
+    lock = state / ".git" / "index.lock"
+    lock.write_bytes(b"")  # another git's lock: every add fails, as on a full disk
+    write_bead(root, "a")
+    history.record("Created: a")
+    await within_real_seconds(DEADLINE, "the error report", reported.wait)
+    assert "git add failed" in errors[0] and "index.lock" in errors[0]
+    assert b"Created: a" in root.read(COMMITTING)  # kept for the retry
+    write_bead(root, "b")
+    history.record("Created: b")  # recorded while the first batch waits
+    lock.unlink()
+    await within_real_seconds(DEADLINE, "the retried commits", history.wait_committed)
+    assert messages_in_history(state) == ["Created: b", "Created: a"]
+
+
+async def test_flush_raises_what_git_said_and_keeps_the_change(started, state):
+    root, history = await started()
+    (state / ".git" / "index.lock").write_bytes(b"")
+    write_bead(root, "a")
+    history.record("Created: a")
+    with pytest.raises(StorageError, match="git add failed .*index.lock"):
+        await history.flush()
+    (state / ".git" / "index.lock").unlink()
+    await history.flush()
+    assert subjects(state) == ["Created: a"]
+
+
+# ------------------------------------------------------------------ the caller's environment
+
+
+async def test_a_foreign_git_environment_has_no_effect(started, state, tmp_path, monkeypatch):
+    other = tmp_path / "other"
+    subprocess.run(["git", "init", "-q", str(other)], check=True, capture_output=True)
+    home = tmp_path / "home"
+    (home / ".config" / "git").mkdir(parents=True)
+    (home / ".config" / "git" / "ignore").write_text("*.toml\n")  # would hide every bead from `git add`
+    (home / ".gitconfig").write_text("[user]\n\tname = intruder\n")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
+    monkeypatch.setenv("GIT_DIR", str(other / ".git"))
+    monkeypatch.setenv("GIT_WORK_TREE", str(other))
+    monkeypatch.setenv("GIT_INDEX_FILE", str(tmp_path / "foreign-index"))
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(home / ".gitconfig"))
+    monkeypatch.setenv("GIT_CONFIG_COUNT", "1")
+    monkeypatch.setenv("GIT_CONFIG_KEY_0", "user.email")
+    monkeypatch.setenv("GIT_CONFIG_VALUE_0", "intruder@example.com")
+    monkeypatch.setenv("GIT_AUTHOR_NAME", "intruder")
+    root, history = await started()
+    write_bead(root, "a")
+    history.record("Created: a")
+    await history.flush()
+    assert git(state, "log", "--format=%an <%ae> %cn <%ce> %s") == \
+        "anvilfs <anvilfs@localhost> anvilfs <anvilfs@localhost> Created: a\n"
+    assert git(state, "ls-tree", "-r", "--name-only", "HEAD").split() == ["beads/a.toml"]
+    assert "does not have any commits" in git(other, "log", check=False)
+    assert not (tmp_path / "foreign-index").exists()
