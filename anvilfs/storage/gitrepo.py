@@ -71,8 +71,12 @@ class GitRepository:
         if not os.path.lexists(os.path.join(root.path, GIT_DIR)):
             self._create()
         self.git_dir = _open_git_dir(root.path)
-        _check_config(self.git_dir)
-        self._lock_fd = _take_lock(self.git_dir, lock_timeout)
+        try:
+            _check_config(self.git_dir)
+            self._lock_fd = _take_lock(self.git_dir, lock_timeout)
+        except BaseException:
+            self.git_dir.close()
+            raise
         self.stale_locks_removed = _remove_stale_locks(self.git_dir.path)
 
     def close(self) -> None:

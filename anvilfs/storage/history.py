@@ -120,7 +120,7 @@ class GitHistory:
             await self._commit_pending()
             return True
         except OSError as exc:
-            self._on_error(f"history: {exc}; will retry, the changes stay in {self._root.path}/{COMMITTING}")
+            self._on_error(f"history: {exc}; will retry (the messages wait in {self._root.path}/history.*)")
             return False
 
     async def _commit_pending(self) -> None:
