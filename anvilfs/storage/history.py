@@ -62,8 +62,8 @@ class GitHistory:
                  group_delay: float = 0.1, retry_delay: float = 1.0, lock_timeout: float = 10.0):
         self._root = root
         self._tracked = tuple(_check_tracked(name) for name in tracked)
+        self._repo = GitRepository(root, lock_timeout=lock_timeout)  # first: a refused start changes nothing
         self._make_tracked_dirs()
-        self._repo = GitRepository(root, lock_timeout=lock_timeout)
         self._on_error = on_error
         self._group_delay = group_delay
         self._retry_delay = retry_delay
