@@ -4,6 +4,8 @@
                  written atomically and fsynced, never through a symbolic link
     SaveQueue    background writes, coalesced, in stages, retried on failure
     TomlObjects  one TOML file per object, comments people add kept
+    GitHistory   the state directory as a git repository: recorded changes
+                 committed soon after, in groups, each with its message
     StorageError a state directory that cannot or must not be used
 
 The rule this serves: a write is answered only once what it changed is on
@@ -12,8 +14,9 @@ through PrivateDir before it answers, or records in the SaveQueue what may
 safely wait.
 """
 
+from .history import GitHistory
 from .objects import BrokenFile, TomlObjects
 from .private import PrivateDir, StorageError, ensure_private_dir
 from .savequeue import SaveQueue
 
-__all__ = ["BrokenFile", "PrivateDir", "SaveQueue", "StorageError", "TomlObjects", "ensure_private_dir"]
+__all__ = ["BrokenFile", "GitHistory", "PrivateDir", "SaveQueue", "StorageError", "TomlObjects", "ensure_private_dir"]

@@ -1,0 +1,174 @@
+"""The state directory's git repository: made by us, checked at every start, git run with safe options.
+
+A repository is code waiting to run: its config can name a program for
+core.fsmonitor, core.sshCommand, a clean filter or a hook, and git runs it
+on a plain `git add`. So anvilfs runs git only on a repository whose
+`.git/config` is byte for byte the one it wrote, with hooks and fsmonitor
+off, no system or global config, and nothing from the caller's GIT_*
+environment (a GIT_DIR there would point every command at another
+repository).
+
+One lock, `.git/anvilfs.lock` (flock), is held by the server for its life
+and inherited by every git it starts. So a lock file of git's own that is
+found once we hold it (index.lock, a ref's .lock) belongs to a git that is
+dead: a server killed with its git, or a git that outlived a killed server
+and has since finished. Removing it is then safe, and a second server on
+the same state directory is refused instead of racing the first.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import os
+import shutil
+import stat
+import subprocess
+import time
+
+import trio
+
+from .private import PrivateDir, StorageError
+
+BRANCH = "main"
+GIT_DIR = ".git"
+_NEW_GIT_DIR = ".git-new"  # a repository being made; renamed to .git once complete
+_LOCK = "anvilfs.lock"
+
+# What anvilfs writes as .git/config, and the only config it will run git on.
+CONFIG = b"""\
+# Written by anvilfs. anvilfs runs git on this repository only while this
+# file is exactly as written: a changed config could make git run commands.
+[core]
+\trepositoryformatversion = 0
+\tfilemode = true
+\tbare = false
+\tlogallrefupdates = true
+"""
+
+# Given on every command line, so they hold whatever a config file says.
+OPTIONS = (
+    "-c", "core.fsync=all", "-c", "core.fsyncMethod=fsync",
+    "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false",
+    # the user's ~/.config/git/ignore could hide beads/*.toml from `git add`
+    "-c", "core.excludesFile=/dev/null", "-c", "core.attributesFile=/dev/null",
+    "-c", "user.name=anvilfs", "-c", "user.email=anvilfs@localhost",
+    "-c", "commit.gpgSign=false",
+    "-c", "gc.autoDetach=false",  # an automatic gc stays a child we wait for, holding our lock
+)
+
+
+class GitFailed(StorageError):
+    """A git command that exited non-zero (a full disk, a broken repository); the text is git's."""
+
+
+class GitRepository:
+    """The repository at `root`/.git: made if missing, refused if not ours, locked for this process."""
+
+    def __init__(self, root: PrivateDir, *, lock_timeout: float = 10.0):
+        self.root = root
+        self._env = _git_environment(root.path)
+        if not os.path.lexists(os.path.join(root.path, GIT_DIR)):
+            self._create()
+        self.git_dir = _open_git_dir(root.path)
+        try:
+            _check_config(self.git_dir)
+            self._lock_fd = _take_lock(self.git_dir, lock_timeout)
+        except BaseException:
+            self.git_dir.close()
+            raise
+        self.stale_locks_removed = _remove_stale_locks(self.git_dir.path)
+
+    def close(self) -> None:
+        if self._lock_fd >= 0:
+            os.close(self._lock_fd)
+            self._lock_fd = -1
+        self.git_dir.close()
+
+    async def git(self, *args: str, stdin: bytes = b"") -> str:
+        """Run `git ARGS` without blocking the event loop; its output, or GitFailed with its stderr."""
+        result = await trio.run_process(
+            ["git", *OPTIONS, *args], stdin=stdin, capture_stdout=True, capture_stderr=True,
+            check=False, env=self._env, cwd=self.root.path, pass_fds=(self._lock_fd,))
+        if result.returncode:
+            raise GitFailed(errno.EIO, f"git {args[0]} failed in {self.root.path} (exit {result.returncode}): "
+                                       f"{result.stderr.decode(errors='replace').strip()}")
+        return result.stdout.decode(errors="replace")
+
+    async def head_message(self) -> str:
+        """The message of the branch's last commit; empty before the first."""
+        return await self.git("for-each-ref", "--count=1", "--format=%(contents)", f"refs/heads/{BRANCH}")
+
+    def _create(self) -> None:
+        """git init into a side directory, write our config, then rename: .git exists only complete."""
+        new_path = os.path.join(self.root.path, _NEW_GIT_DIR)
+        if os.path.lexists(new_path):
+            shutil.rmtree(new_path)  # a creation a crash interrupted (rmtree refuses a link)
+        new = self.root.subdir(_NEW_GIT_DIR)
+        try:
+            env = {**self._env, "GIT_DIR": new.path}
+            result = subprocess.run(["git", *OPTIONS, "init", "-q", f"--initial-branch={BRANCH}", "--template="],
+                                    env=env, cwd=self.root.path, capture_output=True, check=False)
+            if result.returncode:
+                raise StorageError(errno.EIO, f"cannot make the history repository in {self.root.path}: "
+                                              f"git init: {result.stderr.decode(errors='replace').strip()}")
+            new.write_atomic("config", CONFIG)
+        finally:
+            new.close()
+        self.root.move(_NEW_GIT_DIR, self.root, GIT_DIR)
+
+
+def _git_environment(work_tree: str) -> dict[str, str]:
+    env = {name: value for name, value in os.environ.items() if not name.startswith("GIT_")}
+    env.update(GIT_DIR=os.path.join(work_tree, GIT_DIR), GIT_WORK_TREE=work_tree,
+               GIT_CONFIG_NOSYSTEM="1", GIT_CONFIG_GLOBAL="/dev/null", GIT_TERMINAL_PROMPT="0", LC_ALL="C")
+    return env
+
+
+def _open_git_dir(root_path: str) -> PrivateDir:
+    path = os.path.join(root_path, GIT_DIR)
+    info = os.lstat(path)
+    if not stat.S_ISDIR(info.st_mode):
+        # a `.git` file ("gitdir: ...") or link would send git to a repository anywhere
+        raise StorageError(errno.EPERM, f"{path} is not a directory (a .git file or link points git elsewhere); "
+                                        "anvilfs runs git only on the repository it made: move it away")
+    return PrivateDir(path)
+
+
+def _check_config(git_dir: PrivateDir) -> None:
+    config = git_dir.read("config")
+    if config != CONFIG:
+        state = "missing" if config is None else "not the one anvilfs wrote"
+        raise StorageError(errno.EPERM, f"{git_dir.path}/config is {state}; anvilfs will not run git on this "
+                                        "repository (a config can make git run commands). Check it, then move "
+                                        f"{git_dir.path} away to start a new history, or restore the file")
+
+
+def _take_lock(git_dir: PrivateDir, timeout: float) -> int:
+    """Our flock, waiting a moment for gits a killed server left running to finish."""
+    path = os.path.join(git_dir.path, _LOCK)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return fd
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                os.close(fd)
+                raise StorageError(errno.EBUSY, f"another anvilfs server (or a git it started) is using the "
+                                                f"history in {git_dir.path}; stop it, or use another --state") from None
+            time.sleep(0.05)  # only at start, and only while an old git still runs
+
+
+def _remove_stale_locks(git_dir: str) -> tuple[str, ...]:
+    """git's own lock files (index.lock, HEAD.lock, refs/heads/main.lock): all left by a dead git."""
+    removed = []
+    for top, dirs, files in os.walk(git_dir):
+        if top == os.path.join(git_dir, "objects"):
+            dirs.clear()  # objects are never locked this way, and there are many
+        for name in files:
+            if name.endswith(".lock") and not (top == git_dir and name == _LOCK):
+                os.unlink(os.path.join(top, name))
+                removed.append(os.path.relpath(os.path.join(top, name), git_dir))
+    return tuple(sorted(removed))
