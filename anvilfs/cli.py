@@ -149,6 +149,13 @@ def _parser() -> argparse.ArgumentParser:
     sub = top.add_subparsers(dest="command", required=True, metavar="COMMAND",
                              help="one of these (`anvilfs COMMAND --help` for its options)")
     _add_serve(sub)
+    service = sub.add_parser(
+        "install-service", help="install a systemd user unit that runs `anvilfs serve`", formatter_class=_Formatter,
+        description="Write ~/.config/systemd/user/anvilfs.service, which runs this anvilfs's `serve` with the "
+                    "options given after --, restarts it if it dies, and never kills the tmux agents when it stops.",
+        epilog="examples:\n  anvilfs install-service\n  anvilfs install-service --print -- --listen 'tcp!127.0.0.1!5640'")
+    service.add_argument("--print", dest="print_only", action="store_true", help="print the unit instead of writing it")
+    service.add_argument("serve_args", nargs="*", metavar="SERVE-OPTION", help="options for `anvilfs serve`, after --")
     commands = {name: _add_client_command(sub, name) for name in CLIENT_COMMANDS}
     for name in ("read", "stat", "rdwr"):
         commands[name].add_argument("name", metavar="NAME", help="the file, e.g. agent/list")
@@ -168,6 +175,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command == "serve":
         return _serve(parser, args)
+    if args.command == "install-service":
+        from .service import install  # noqa: PLC0415 - only this command needs it
+
+        return install(args.serve_args, print_only=args.print_only)
     try:
         status = _run_client_command(args)
         sys.stdout.flush()  # here, so a closed pipe is seen now and not at exit

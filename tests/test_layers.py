@@ -1,4 +1,4 @@
-"""The import direction of the layers (STYLE.md), checked on the source.
+"""The import direction of the layers (README, "Code"), checked on the source.
 
     ninep (no I/O, no trio)  <-  server  ->  tree  <-  fs  ->  sessions
     ninep  <-  client (blocking sockets; nothing of the server, no trio)

@@ -230,7 +230,7 @@ def test_lines_run_in_order_and_the_last_result_is_returned(table, rec):
 def test_first_failure_stops_the_rest(table, rec):
     with pytest.raises(AnvilError) as info:
         table.run_text("say one\ncomplete boom\nsay three\n")
-    assert info.value.message == "complete: no such thing"
+    assert info.value.message == "line 2: complete: no such thing (the 1 before it were done, the rest not)"
     assert [a.words for _, a in rec.calls] == [("one",), ("boom",)]
 
 
@@ -251,3 +251,13 @@ def test_only_newline_ends_a_line(table, rec, sep):
     breaks are not command separators (see the report: run_text uses splitlines)."""
     table.run_text(f"say 'a{sep}b'\n")
     assert [a.words for _, a in rec.calls] == [(f"a{sep}b",)]
+
+
+def test_a_multi_line_write_says_which_line_failed_and_what_was_done():
+    done = []
+    table = CommandTable([Command("go", lambda args: done.append(args.words) or None, "go <word>", min_words=1, max_words=1)])
+    with pytest.raises(InvalidRequest, match=r"^line 4: go: needs 1 argument.*\(the 2 before it were done, the rest not\)"):
+        table.run_text("go a\n\ngo b\ngo\ngo c\n")
+    assert done == [("a",), ("b",)]
+    with pytest.raises(InvalidRequest, match=r"^go: needs 1 argument"):  # a first line that fails needs no number
+        table.run_text("go\ngo d\n")

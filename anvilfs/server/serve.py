@@ -21,7 +21,7 @@ from ..sessions import RestartPolicy, SessionLimits
 from ..storage import StorageError
 from .connection import Connection
 from .dispatch import Limits
-from .listen import ListenError, prepare_namespace, tcp_listeners, unix_listener
+from .listen import ListenError, default_namespace, prepare_namespace, tcp_listeners, unix_listener
 from .refusal import refuse
 from .token import Token, TokenError, load_or_create
 
@@ -114,10 +114,19 @@ class Server:
                 if tcp:
                     await nursery.start(trio.serve_listeners, functools.partial(self.handle, token=token), tcp)
                 nursery.start_soon(self._stop_on_signal, nursery.cancel_scope)
-                log.info("serving unix!%s", self.options.socket_path)
+                self._say_where(token)
                 task_status.started(self.options.socket_path)
         finally:
             _unlink_quietly(self.options.socket_path)
+
+    def _say_where(self, token: Token | None) -> None:
+        """The exact addresses, and the commands that reach them, so nobody has to guess a path."""
+        path = self.options.socket_path
+        log.info("serving unix!%s", path)
+        for address in self.options.listen:
+            log.info("serving %s (%s)", address, f"aname: the token in {token.path}" if token else "no token")
+        log.info("try: anvilfs read %s   (plan9port: 9p %s ls)", _client_name(path), f"-a 'unix!{path}'")
+        log.info("mount: sudo mount -t 9p -o trans=unix,version=9p2000.L,access=%d '%s' /mnt/agent", os.getuid(), path)
 
     async def _stop_on_signal(self, scope: trio.CancelScope) -> None:
         with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
@@ -133,6 +142,13 @@ def _warn_about(address: str, *, token: bool, remote: bool) -> None:
         log.warning("listening on %s without a token (--no-token): %s can drive your agents", address, who)
     elif remote:
         log.warning("listening on %s beyond this host: the token travels in clear text; prefer ssh -L", address)
+
+
+def _client_name(socket_path: str) -> str:
+    """What to give `anvilfs read`: agent/list when the socket is where the client looks, else -a."""
+    if os.path.dirname(socket_path) == default_namespace() and os.path.basename(socket_path) == "agent":
+        return "agent/list"
+    return f"-a 'unix!{socket_path}' list"
 
 
 def _unlink_quietly(path: str) -> None:
@@ -153,9 +169,12 @@ def build_app(options: ServerOptions) -> App:
         return {"ANVILFS_SESSION": name, "ANVILFS_ADDRESS": address, "NAMESPACE": options.namespace}
 
     log.info("configuration: %s%s", loaded.path, "" if loaded.found else " (not there: built-in backends only)")
-    log.info("tmux agents run in tmux session %s", tmux_session)
+    backends = build_backends(config, tmux_session=tmux_session, tmux_socket=options.tmux_socket)
+    if any(backend.kind == "tmux" for backend in backends.values()):
+        attach = f"tmux {'-L ' + options.tmux_socket + ' ' if options.tmux_socket else ''}attach -t {tmux_session}"
+        log.info("tmux agents run in tmux session %s (watch them: %s)", tmux_session, attach)
     return App(
-        backends=build_backends(config, tmux_session=tmux_session, tmux_socket=options.tmux_socket),
+        backends=backends,
         limits=SessionLimits(**config.limits.model_dump()),
         restart=RestartPolicy(**config.restart.model_dump()),
         state_dir=options.state_dir, roles=Roles(loaded.directory / "roles"), agent_env=agent_env,

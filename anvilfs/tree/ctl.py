@@ -99,10 +99,18 @@ class CommandTable:
             raise type(exc)(f"{command.name}: {exc.message}", exc.detail) from None
 
     def run_text(self, text: str, caller: Caller | None = None) -> str | None:
-        """Run each line of a write in order; the first failure stops the rest."""
-        result = None
-        for line in text.split("\n"):  # only newline ends a command (not \v, U+2028, ...)
+        """Run each line of a write in order; the first failure stops the rest, and its error says which line."""
+        result, done = None, 0
+        for number, line in enumerate(text.split("\n"), 1):  # only newline ends a command (not \v, U+2028, ...)
             line = line.removesuffix("\r")
-            if line.strip():
+            if not line.strip():
+                continue
+            try:
                 result = self.run_line(line, caller)
+            except AnvilError as exc:
+                if not done:
+                    raise
+                raise type(exc)(f"line {number}: {exc.message} (the {done} before it were done, the rest not)",
+                                exc.detail) from None
+            done += 1
         return result

@@ -1,0 +1,59 @@
+"""`anvilfs install-service`: the systemd user unit it writes is valid and its command really serves."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from harness.server import REPO_ROOT
+from harness.vm import wait_for_unix_socket
+
+
+def install(config_home: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "anvilfs", "install-service", *args], capture_output=True, text=True,
+                          timeout=30, cwd=REPO_ROOT, env=os.environ | {"XDG_CONFIG_HOME": str(config_home)})
+
+
+def test_the_unit_runs_this_anvilfs_and_never_kills_the_tmux_agents(tmp_path):
+    result = install(tmp_path, "--", "--listen", "tcp!127.0.0.1!5640")
+    assert result.returncode == 0, result.stderr
+    unit = (tmp_path / "systemd" / "user" / "anvilfs.service").read_text()
+    assert "systemctl --user enable --now anvilfs" in result.stdout
+    exec_start = next(line for line in unit.splitlines() if line.startswith("ExecStart="))
+    assert shlex.split(exec_start.removeprefix("ExecStart=")) == [sys.executable, "-m", "anvilfs", "serve", "--listen", "tcp!127.0.0.1!5640"]
+    assert "KillMode=process" in unit and "Restart=on-failure" in unit and "WantedBy=default.target" in unit
+    if shutil.which("systemd-analyze"):
+        check = subprocess.run(["systemd-analyze", "verify", str(tmp_path / "systemd" / "user" / "anvilfs.service")],
+                               capture_output=True, text=True, timeout=30)
+        assert check.returncode == 0, check.stderr
+
+
+def test_the_units_command_serves(tmp_path):
+    result = install(tmp_path, "--print")
+    exec_start = next(line for line in result.stdout.splitlines() if line.startswith("ExecStart="))
+    base = Path(tempfile.mkdtemp(prefix="anvsv.", dir="/tmp"))
+    argv = shlex.split(exec_start.removeprefix("ExecStart=")) + ["--namespace", str(base / "ns"), "--state", str(base / "st")]
+    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            env=os.environ | {"XDG_CONFIG_HOME": str(tmp_path)}, cwd="/")
+    try:
+        wait_for_unix_socket(base / "ns" / "agent", timeout=30, proc=proc)
+    finally:
+        proc.terminate()
+        _, err = proc.communicate(timeout=30)
+        shutil.rmtree(base, ignore_errors=True)
+    assert proc.returncode == 0, err  # SIGTERM, as systemd stops it: a clean stop
+    assert b"serving unix!" in err and b"mount: sudo mount -t 9p" in err
+    assert not (tmp_path / "systemd").exists()  # --print wrote nothing
+
+
+@pytest.mark.parametrize("args", [["--print", "--", "--state", "/tmp/100%"]])
+def test_percent_signs_are_escaped_for_systemd(tmp_path, args):
+    result = install(tmp_path, *args)
+    assert "/tmp/100%%" in result.stdout
