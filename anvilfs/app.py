@@ -13,7 +13,7 @@ from .domain_events import EventBus
 from .fs import ROOT_FILES, AgentTree
 from .journal import Journal
 from .sessions import Backend, RestartPolicy, SessionLimits, Sessions, SessionStore
-from .storage import PrivateDir, TomlObjects
+from .storage import GitHistory, PrivateDir, TomlObjects
 
 
 class App:
@@ -40,9 +40,13 @@ class App:
             store=SessionStore(state) if state is not None else None, publish=self.bus.publish,
             **({"agent_env": agent_env} if agent_env else {}),
         )
+        # beads and convoys are committed to git (STATE/.git) soon after each durable change
+        self.history = GitHistory(state, on_error=lambda text: self.record_error("history", text)) if state else None
+        record = self._record_history if state else (lambda message: None)
         self.board = Board(TomlObjects(state.subdir("beads"), "bead") if state else None, self.bus,
-                           is_session=lambda name: self.sessions.find(name) is not None)
-        self.convoys = Convoys(TomlObjects(state.subdir("convoys"), "convoy") if state else None, self.bus, self.board)
+                           is_session=lambda name: self.sessions.find(name) is not None, history=record)
+        self.convoys = Convoys(TomlObjects(state.subdir("convoys"), "convoy") if state else None, self.bus, self.board,
+                               history=record)
         self.tree = AgentTree(self.sessions, self.events, self.errors, board=self.board, convoys=self.convoys)
 
     @property
@@ -54,10 +58,34 @@ class App:
         self.errors.append(f"{where}: {text}")
         self.events.append(f"- error {where}: {text}")
 
+    def _record_history(self, message: str) -> None:
+        """A change is on disk already; its message waits for git in a journal. If that cannot be
+        written, the change still stands (and is committed as recovered): say so, do not fail the write."""
+        try:
+            self.history.record(message)
+        except OSError as exc:
+            self.record_error("history", f"cannot record {message!r}: {exc}; the change is saved and will be "
+                                         "committed without its message")
+
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
-        for problem in self.board.load() + self.convoys.load():  # before sessions restore: they may release beads
-            self.record_error("beads", problem)
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(self.board.run_leases)
-            await nursery.start(self.sessions.run)
-            task_status.started()
+        try:
+            async with trio.open_nursery() as nursery:
+                if self.history is not None:
+                    await nursery.start(self.history.run)  # first commits what a killed server left
+                for problem in self.board.load() + self.convoys.load():  # before sessions restore: they release beads
+                    self.record_error("beads", problem)
+                nursery.start_soon(self.board.run_leases)
+                await nursery.start(self.sessions.run)
+                task_status.started()
+        finally:
+            if self.history is not None:
+                with trio.move_on_after(10) as cleanup:
+                    cleanup.shield = True
+                    await self._flush_history()
+                self.history.close()
+
+    async def _flush_history(self) -> None:
+        try:
+            await self.history.flush()
+        except OSError as exc:  # nothing is lost: the journal waits for the next start
+            self.record_error("history", f"{exc}; the next start commits it")
