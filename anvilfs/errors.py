@@ -14,6 +14,8 @@ code and the tree raise these; the server turns them into Rerror/Rlerror.
     ├── NameTaken            EEXIST   a session of that name already exists
     ├── Busy                 EBUSY    the object is in a state that forbids it
     ├── LimitExceeded        EFBIG    a configured size limit would be passed
+    ├── TooLong              E2BIG    a ctl line longer than a line may be
+    ├── TooMany              EUSERS   as many sessions as allowed exist already
     └── NotSupported         EOPNOTSUPP  the operation makes no sense here
 
 KINDS is the one table of what each errno means and how a plain 9P2000
@@ -70,6 +72,14 @@ class Busy(AnvilError):
 
 class LimitExceeded(AnvilError):
     errno = _errno.EFBIG
+
+
+class TooLong(AnvilError):
+    errno = _errno.E2BIG
+
+
+class TooMany(AnvilError):
+    errno = _errno.EUSERS
 
 
 class NotSupported(AnvilError):

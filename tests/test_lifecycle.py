@@ -362,12 +362,12 @@ async def test_removing_an_exited_session_cancels_its_restart(autojump_clock, ru
 
 
 async def test_the_session_limit_says_how_to_free_a_slot(autojump_clock, running):
-    from anvilfs.errors import LimitExceeded
+    from anvilfs.errors import TooMany
     from anvilfs.sessions import SessionLimits
 
     app = await running(limits=SessionLimits(max_sessions=1))
     app.sessions.new("sim", "/tmp", name="a")
-    with pytest.raises(LimitExceeded, match="write .remove. to a stopped session.s ctl"):
+    with pytest.raises(TooMany, match="write .remove. to a stopped session.s ctl"):
         app.sessions.new("sim", "/tmp", name="b")
     app.sessions.stop("a")
     app.sessions.remove("a")

@@ -261,3 +261,16 @@ def test_a_multi_line_write_says_which_line_failed_and_what_was_done():
     assert done == [("a",), ("b",)]
     with pytest.raises(InvalidRequest, match=r"^go: needs 1 argument"):  # a first line that fails needs no number
         table.run_text("go\ngo d\n")
+
+
+def test_a_ctl_line_longer_than_4000_bytes_is_refused_with_where_long_text_goes():
+    import errno
+
+    from anvilfs.errors import TooLong
+
+    ran = []
+    table = CommandTable([Command("say", lambda args: ran.append(args) or None, "say <word>", min_words=1, max_words=None)])
+    table.run_text("say " + "x" * 3996)  # 4000 bytes: fine
+    with pytest.raises(TooLong, match="at most 4000 bytes \\(line 1 has 4001\\); put long text in a file") as info:
+        table.run_text("say " + "x" * 3997)
+    assert info.value.errno == errno.E2BIG and len(ran) == 1

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import trio
 
 from ..domain_events import SessionEnded
-from ..errors import AnvilError, Busy, InvalidRequest, LimitExceeded, NameTaken, NotFound
+from ..errors import AnvilError, Busy, InvalidRequest, LimitExceeded, NameTaken, NotFound, TooMany
 from ..journal import Journal, has_line_breakers, one_line, timestamp
 from .backend import Backend, SessionInfo
 from .restore import restore_session
@@ -131,7 +131,7 @@ class Sessions:
             raise NotFound(f"no such role {role!r}; known roles: {known}")
         name = self._check_name(name) if name else self._next_name()
         if len(self._sessions) >= self.limits.max_sessions:
-            raise LimitExceeded(f"write 'remove' to a stopped session's ctl, or raise [limits] max_sessions: "
+            raise TooMany(f"write 'remove' to a stopped session's ctl, or raise [limits] max_sessions: "
                                 f"the session list is too long at {len(self._sessions)}")
         definition = Definition(name=name, backend=backend, cwd=os.path.normpath(cwd), role=role, model=model,
                                 ephemeral=ephemeral, conversation=str(uuid.uuid4()), created=timestamp())

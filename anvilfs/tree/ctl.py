@@ -13,9 +13,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ..errors import AnvilError, InvalidRequest
+from ..errors import AnvilError, InvalidRequest, TooLong
 from .nodes import Caller
 from .quoting import split_words
+
+
+MAX_LINE = 4000  # bytes (SPEC §4): a line must arrive whole in one Twrite, and plan9port's `9p write` sends 4096
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,6 +108,9 @@ class CommandTable:
             line = line.removesuffix("\r")
             if not line.strip():
                 continue
+            if len(line.encode()) > MAX_LINE:
+                raise TooLong(f"write ctl lines of at most {MAX_LINE} bytes (line {number} has {len(line.encode())}); "
+                              "put long text in a file such as description or context")
             try:
                 result = self.run_line(line, caller)
             except AnvilError as exc:
