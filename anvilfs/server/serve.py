@@ -105,19 +105,22 @@ class Server:
         return token
 
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
-        token = self.tcp_token()
-        unix, tcp = await self.listeners()
-        try:
-            async with trio.open_nursery() as nursery:
-                await nursery.start(self.app.run)
-                await nursery.start(trio.serve_listeners, self.handle, [unix])
-                if tcp:
-                    await nursery.start(trio.serve_listeners, functools.partial(self.handle, token=token), tcp)
-                nursery.start_soon(self._stop_on_signal, nursery.cancel_scope)
-                self._say_where(token)
-                task_status.started(self.options.socket_path)
-        finally:
-            _unlink_quietly(self.options.socket_path)
+        # Catch SIGINT/SIGTERM before the socket exists: a client that sees the
+        # socket may stop the server at once, and that must be a clean stop.
+        with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+            token = self.tcp_token()
+            unix, tcp = await self.listeners()
+            try:
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(self._stop_on_signal, signals, nursery.cancel_scope)
+                    await nursery.start(self.app.run)
+                    await nursery.start(trio.serve_listeners, self.handle, [unix])
+                    if tcp:
+                        await nursery.start(trio.serve_listeners, functools.partial(self.handle, token=token), tcp)
+                    self._say_where(token)
+                    task_status.started(self.options.socket_path)
+            finally:
+                _unlink_quietly(self.options.socket_path)
 
     def _say_where(self, token: Token | None) -> None:
         """The exact addresses, and the commands that reach them, so nobody has to guess a path."""
@@ -128,12 +131,11 @@ class Server:
         log.info("try: anvilfs read %s   (plan9port: 9p %s ls)", _client_name(path), f"-a 'unix!{path}'")
         log.info("mount: sudo mount -t 9p -o trans=unix,version=9p2000.L,access=%d '%s' /mnt/agent", os.getuid(), path)
 
-    async def _stop_on_signal(self, scope: trio.CancelScope) -> None:
-        with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-            async for signum in signals:
-                log.info("%s: shutting down", signal.Signals(signum).name)
-                scope.cancel()
-                return
+    async def _stop_on_signal(self, signals, scope: trio.CancelScope) -> None:
+        async for signum in signals:
+            log.info("%s: shutting down", signal.Signals(signum).name)
+            scope.cancel()
+            return
 
 
 def _warn_about(address: str, *, token: bool, remote: bool) -> None:
