@@ -24,6 +24,8 @@ def session_directory(sessions: Sessions, session: Session) -> Directory:
             submit=lambda data, caller: sessions.submit(name, _prompt_text(data), caller.uname),
             abandoned=lambda data, caller: sessions.events.append(
                 f"{name} prompt of {len(data)} bytes from {caller.uname} abandoned: the connection closed before the file was closed"),
+            ignored=lambda caller: sessions.events.append(
+                f"{name} prompt of 0 bytes from {caller.uname} ignored: nothing to run"),
         ),
         TextFile("out", f"{key}/out", lambda: session.out),
         TextFile("log", f"{key}/log", session.log_text),
