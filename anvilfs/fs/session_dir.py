@@ -40,7 +40,14 @@ def session_directory(sessions: Sessions, session: Session) -> Directory:
         text("pid", lambda: str(session.agent.pid or "")),
         TextFile("queue", f"{key}/queue", lambda: _queue(session)),
     ]
+    for file in files:
+        if file.name in _CHANGING:
+            file.stamp = session.stamp
     return Directory(name, key, files)
+
+
+# the files whose content moves with the session's state, queue or transcript
+_CHANGING = frozenset({"out", "log", "stream", "status", "wait", "pid", "queue"})
 
 
 def _line(text: str) -> str:
