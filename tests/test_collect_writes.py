@@ -71,3 +71,17 @@ def test_bad_utf8_after_a_carried_character_names_its_byte_and_keeps_the_state()
     handle.write(4, b"\xac!")  # the refused write changed nothing: this finishes it
     handle.clunk()
     assert submitted == ["ab€!".encode()]
+
+
+def test_a_close_after_writes_of_nothing_is_reported_but_an_open_and_close_is_not():
+    ignored: list[str] = []
+    file = CollectFile(
+        "in", "in", check=lambda size, caller: None, submit=lambda data, caller: ignored.append("submitted"),
+        abandoned=lambda data, caller: None, ignored=lambda caller: ignored.append(caller.uname),
+    )
+    file.open(GLENDA).clunk()  # SPEC §4: an open and close that wrote nothing is not a prompt
+    assert ignored == []
+    handle = file.open(GLENDA)
+    assert handle.write(0, b"") == 0  # `printf '' | 9p write` sends this
+    handle.clunk()
+    assert ignored == ["glenda"]

@@ -39,7 +39,7 @@ async def test_flush_of_blocked_wait_read_gets_rflush_and_no_reply(autojump_cloc
         app.sessions.submit("bot1", "sim:hang", "glenda")
         await peer.play(HELLO + """
 > Twalk tag 2 fid 0 newfid 1 wnames [bot1 wait]
-< Rwalk tag 2 wqids [(0x80 0 *) (0x0 0 *)]
+< Rwalk tag 2 wqids [(0x80 0 *) (0x0 * *)]
 > Topen tag 3 fid 1 mode 0
 < Ropen tag 3 qid * iounit 8168
 # the session is busy: this read blocks until flushed

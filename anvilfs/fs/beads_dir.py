@@ -10,6 +10,10 @@
 
 from __future__ import annotations
 
+import calendar
+import time
+import zlib
+
 from ..beads import Bead, Board, Convoys, Who, render_graph
 from ..beads.model import MAX_TEXT
 from ..errors import InvalidRequest
@@ -125,7 +129,20 @@ def _bead_directory(board: Board, convoys: Convoys, bead_id: str, is_session) ->
         TextFile("context", f"{key}/context", context),
         CtlFile("ctl", f"{key}/ctl", _bead_commands(board, bead_id, is_session)),
     ]
+    for file in files:
+        if not isinstance(file, CtlFile):  # a ctl's content is each writer's own answer
+            file.stamp = lambda: _bead_stamp(board.get(bead_id))
     return Directory(bead_id, key, files)
+
+
+def _bead_stamp(bead: Bead) -> tuple[int, int]:
+    """A bead keeps no counter: its version is a checksum of its fields (`updated` among them), its time `updated`."""
+    version = zlib.crc32(repr(bead.to_toml()).encode())
+    try:
+        when = calendar.timegm(time.strptime(bead.updated or bead.created, "%Y-%m-%dT%H:%M:%SZ"))
+    except ValueError:  # a bead file written by hand may have neither
+        when = 0
+    return version, when
 
 
 def _check_size(board: Board, bead_id: str, what: str, size: int) -> None:

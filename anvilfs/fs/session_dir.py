@@ -24,6 +24,8 @@ def session_directory(sessions: Sessions, session: Session) -> Directory:
             submit=lambda data, caller: sessions.submit(name, _prompt_text(data), caller.uname),
             abandoned=lambda data, caller: sessions.events.append(
                 f"{name} prompt of {len(data)} bytes from {caller.uname} abandoned: the connection closed before the file was closed"),
+            ignored=lambda caller: sessions.events.append(
+                f"{name} prompt of 0 bytes from {caller.uname} ignored: nothing to run"),
         ),
         TextFile("out", f"{key}/out", lambda: session.out),
         TextFile("log", f"{key}/log", session.log_text),
@@ -38,7 +40,14 @@ def session_directory(sessions: Sessions, session: Session) -> Directory:
         text("pid", lambda: str(session.agent.pid or "")),
         TextFile("queue", f"{key}/queue", lambda: _queue(session)),
     ]
+    for file in files:
+        if file.name in _CHANGING:
+            file.stamp = session.stamp
     return Directory(name, key, files)
+
+
+# the files whose content moves with the session's state, queue or transcript
+_CHANGING = frozenset({"out", "log", "stream", "status", "wait", "pid", "queue"})
 
 
 def _line(text: str) -> str:

@@ -26,15 +26,28 @@ def _owner() -> tuple[str, int, int]:
     return name, uid, gid
 
 
+def _stamp(node: Node) -> tuple[int, int]:
+    """qid.version and mtime: a file whose content changes has a stamp; the rest keep their first."""
+    if node.stamp is None:
+        return 0, node.mtime
+    version, mtime = node.stamp()
+    return version & 0xFFFFFFFF, mtime
+
+
+def _qid(node: Node, version: int) -> Qid:
+    return Qid(c.QTDIR if node.is_dir else c.QTFILE, version, node.path)
+
+
 def qid_of(node: Node) -> Qid:
-    return Qid(c.QTDIR if node.is_dir else c.QTFILE, 0, node.path)
+    return _qid(node, _stamp(node)[0])
 
 
 def stat_of(node: Node) -> Stat:
     name, uid, gid = _owner()
     mode = node.mode | (c.DMDIR if node.is_dir else 0)
+    version, mtime = _stamp(node)
     return Stat(
-        qid=qid_of(node), mode=mode, atime=node.mtime, mtime=node.mtime,
+        qid=_qid(node, version), mode=mode, atime=mtime, mtime=mtime,
         length=0, name=node.name, uid=name, gid=name, muid=name,
         n_uid=uid, n_gid=gid, n_muid=uid,
     )
@@ -44,10 +57,11 @@ def getattr_of(node: Node) -> dict:
     """The fields of an Rgetattr for a node (9P2000.L)."""
     _, uid, gid = _owner()
     kind = c.S_IFDIR if node.is_dir else c.S_IFREG
+    version, mtime = _stamp(node)
     return dict(
-        valid=c.GETATTR_BASIC, qid=qid_of(node), mode=kind | node.mode, uid=uid, gid=gid,
-        nlink=2 if node.is_dir else 1, size=0, blksize=4096, blocks=0,
-        atime_sec=node.mtime, mtime_sec=node.mtime, ctime_sec=node.mtime,
+        valid=c.GETATTR_BASIC, qid=_qid(node, version),
+        mode=kind | node.mode, uid=uid, gid=gid, nlink=2 if node.is_dir else 1, size=0, blksize=4096, blocks=0,
+        atime_sec=mtime, mtime_sec=mtime, ctime_sec=mtime,
     )
 
 

@@ -8,6 +8,7 @@ through ``move`` (the transition table) or ``enqueue``, and each calls
 
 from __future__ import annotations
 
+import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -68,6 +69,20 @@ class Turn:
         return "".join(self.chunks)
 
 
+class _TimedChanges(Changes):
+    """Changes that remember when the last one was (the manager bumps them for a queued prompt)."""
+
+    __slots__ = ("when",)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.when = int(time.time())
+
+    def bump(self) -> None:
+        super().bump()
+        self.when = int(time.time())
+
+
 class Session:
     """A session: its definition, state, prompt queue and what it has said."""
 
@@ -87,10 +102,11 @@ class Session:
         self.role_pending = bool(definition.role)  # the role prompt goes before the next first turn
         self.turn_scope = None  # the runner's cancel scope while it drives a turn
         self.driven: Callable[[], bool] = lambda: True  # is a runner (or a restart) there to run the queue?
-        self.changes = Changes()  # bumps on every state or queue change
+        self.changes = _TimedChanges()  # bumps on every state or queue change
         self.last_event = ""  # the last status line reported in `events`, so none is repeated
         self._on_change = on_change
         self._on_log = on_log
+        self._records = (0, int(time.time()))  # transcript records so far, and when the last came
 
     @property
     def name(self) -> str:
@@ -138,7 +154,12 @@ class Session:
 
     def record(self, text: str) -> None:
         self.transcript.append(text)
+        self._records = (self._records[0] + 1, int(time.time()))
         self._on_log(self, text)
+
+    def stamp(self) -> tuple[int, int]:
+        """A version that moves with each state, queue or transcript change, and the epoch second of the last."""
+        return self.changes.version + self._records[0], max(self.changes.when, self._records[1])
 
     def begin_turn(self, prompt: Prompt) -> Turn:
         advance(self.state, Event.TURN_BEGAN)  # refused before anything changes

@@ -135,9 +135,12 @@ class CollectFile(File):
 
     ``check(size, caller)`` runs at every write with the size so far, so what
     can be refused early (session gone, too large) fails at that Twrite.
+    ``ignored(caller)``, if given, hears of a close after writes of nothing
+    (`printf '' | 9p write` sends a Twrite of 0 bytes): a trace that the
+    writer meant something, where an open and close alone stay silent.
     """
 
-    __slots__ = ("check", "submit", "abandoned", "snapshots")
+    __slots__ = ("check", "submit", "abandoned", "ignored", "snapshots")
 
     def __init__(
         self,
@@ -147,10 +150,11 @@ class CollectFile(File):
         check: Callable[[int, Caller], None],
         submit: Callable[[bytes, Caller], None],
         abandoned: Callable[[bytes, Caller], None],
+        ignored: Callable[[Caller], None] | None = None,
         render: Callable[[], str] | None = None,
     ):
         super().__init__(name, key, READ_WRITE if render else WRITE_ONLY)
-        self.check, self.submit, self.abandoned = check, submit, abandoned
+        self.check, self.submit, self.abandoned, self.ignored = check, submit, abandoned, ignored
         # what a read gives, for a field that writes replace (a bead's result); write-only without it
         self.snapshots = SnapshotSource(render) if render else SnapshotSource(_write_only)
 
@@ -172,12 +176,14 @@ class _CollectHandle(SnapshotReads):
         self._file, self._caller = file, caller
         self._buf = bytearray()
         self._utf8 = Utf8Check(file.name)
+        self._wrote = False  # a Twrite was accepted, even one of 0 bytes
 
     def write(self, offset: int, data: bytes) -> int:
         new = self._new_part(offset, data)
         self._file.check(len(self._buf) + len(new), self._caller)
         self._utf8.feed(new, len(self._buf))  # refused at this write, not lost at clunk
         self._buf += new
+        self._wrote = True
         return len(data)
 
     def _new_part(self, offset: int, data: bytes) -> bytes:
@@ -199,6 +205,8 @@ class _CollectHandle(SnapshotReads):
         super().clunk()
         if self._buf:
             self._file.submit(bytes(self._buf), self._caller)
+        elif self._wrote and self._file.ignored is not None:
+            self._file.ignored(self._caller)
 
     def abandon(self) -> None:
         super().clunk()

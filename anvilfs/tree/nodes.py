@@ -38,10 +38,15 @@ class Caller:
 
 
 class Node:
-    """A file or directory of the tree."""
+    """A file or directory of the tree.
+
+    ``stamp``, for a file whose content changes, gives (a version that moves
+    with each change, the epoch second of the last): the server's qid.version
+    and mtime, so `ls -lt`, `find -newer` and caching clients see it move.
+    """
 
     is_dir = False
-    __slots__ = ("name", "key", "path", "mode", "mtime")
+    __slots__ = ("name", "key", "path", "mode", "mtime", "stamp")
 
     def __init__(self, name: str, key: str, mode: int):
         self.name = name
@@ -49,6 +54,7 @@ class Node:
         self.path = qid_path(key)
         self.mode = mode
         self.mtime = int(time.time())
+        self.stamp: Callable[[], tuple[int, int]] | None = None
 
     @property
     def readable(self) -> bool:

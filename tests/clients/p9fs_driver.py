@@ -13,7 +13,8 @@ Constructing the Client logs in: Tversion; for 9P2000/9P2000.u a Tauth (afid
 
 Operations, results and error reporting are the same as in py9p_driver.py
 (``mode`` is a 9P open mode: 0 OREAD, 1 OWRITE, 2 ORDWR, |16 OTRUNC):
-version, walk, read, write, ls, stat, create, remove, and fsspec_write
+version, walk, read, write, ls, stat, create, remove (each that walks takes
+``"stepwise": true``), and fsspec_write
 (p9fs's own ``P9FileSystem.open(path, "wb")`` on the same connection).  The 9P2000.L dialect
 uses Tlopen (mode mapped to O_RDONLY/O_WRONLY/O_RDWR|O_TRUNC), Treaddir +
 Tgetattr for ls, Tgetattr for stat, Tlcreate / Tmkdir for create.  Entries
@@ -21,7 +22,8 @@ and stats always carry "mode" as a 9P mode (DMDIR = 0x80000000) and "dir";
 under 9P2000.L the Linux st_mode is in "unix_mode" too.
 
 Errors: ``{"ok": false, "stage": ..., "remote": true, "error": ENAME}`` for an
-Rerror (9P2000 / 9P2000.u: p9fs keeps only the ename, not the .u errno), and
+Rerror, with ``"errno": N`` too in 9P2000.u (p9fs's Client drops it; the
+driver takes it from the reply, see rpc_error), and
 ``{"ok": false, "stage": ..., "remote": true, "errno": N, "error": strerror}``
 for an Rlerror (9P2000.L).
 """
@@ -107,6 +109,7 @@ class Driver:
         self.dotu = version == Version.v9P2000u
         self.next_fid = FIRST_FID
         self.stage = ""
+        self.stepwise = False
 
     def fid(self) -> int:
         f = self.next_fid
@@ -118,11 +121,21 @@ class Driver:
         return self.c.msize - py9p.IOHDRSZ
 
     def walk_to(self, names: list[str]) -> int:
+        """Walk a new fid from the root; with ``stepwise``, one name per Twalk (see py9p_driver.py)."""
         self.stage = "walk"
         fid = self.fid()
-        r = self.c._walk(self.c.ROOT, fid, names)
-        if len(r.wqid) != len(names):
-            raise Incomplete(f"walk incomplete: {len(r.wqid)} of {len(names)} elements")
+        if not self.stepwise:
+            r = self.c._walk(self.c.ROOT, fid, names)
+            if len(r.wqid) != len(names):
+                raise Incomplete(f"walk incomplete: {len(r.wqid)} of {len(names)} elements")
+            return fid
+        self.c._walk(self.c.ROOT, fid, [])
+        try:
+            for name in names:
+                self.c._walk(fid, fid, [name])
+        except BaseException:
+            self.clunk_quietly(fid)
+            raise
         return fid
 
     def clunk_quietly(self, fid: int) -> None:
@@ -321,6 +334,7 @@ class Driver:
         name = op.get("op") if isinstance(op, dict) else None
         res: dict = {"op": name}
         self.stage = "dispatch"
+        self.stepwise = bool(op.get("stepwise")) if isinstance(op, dict) else False
         try:
             fn = getattr(self, f"op_{name}", None)
             if fn is None:
@@ -328,7 +342,7 @@ class Driver:
             res.update(fn(op))
             res["ok"] = True
         except py9p.RpcError as exc:
-            res.update(ok=False, stage=self.stage, remote=True, **rpc_error(exc))
+            res.update(ok=False, stage=self.stage, remote=True, **rpc_error(exc, self.c.fd if self.dotu else None))
         except Exception as exc:
             res.update(ok=False, stage=self.stage, error=f"{type(exc).__name__}: {exc}", remote=False)
         return res
@@ -345,12 +359,34 @@ def fsspec_on(client, version):
     return OnThisClient(host="", port=0, username="", version=version, skip_instance_cache=True)
 
 
-def rpc_error(exc: Exception) -> dict:
-    """p9fs raises RpcError(ename bytes) for Rerror, RpcError(errno int) for Rlerror."""
+def rpc_error(exc: Exception, sock=None) -> dict:
+    """p9fs raises RpcError(ename bytes) for Rerror, RpcError(errno int) for Rlerror.
+
+    A 9P2000.u Rerror's errno is decoded by p9fs (Marshal9P.dec) but dropped
+    by its Client._rpc, which raises RpcError(ename) alone: it is taken back
+    from the reply that ``keep_last_rerror`` kept.
+    """
     arg = exc.args[0] if exc.args else ""
     if isinstance(arg, int):
         return {"errno": arg, "error": os.strerror(arg)}
+    reply = getattr(sock, "last_rerror", None)
+    if reply is not None and reply.ename == arg:  # the Rerror of this op, not an earlier one
+        return {"error": s(arg), "errno": reply.errno}
     return {"error": s(arg)}
+
+
+def keep_last_rerror(sock) -> None:
+    """Make p9fs's socket keep the last Rerror it decoded, as ``sock.last_rerror``."""
+    recv = sock.recv
+
+    def remembering():
+        reply = recv()
+        if reply.type == py9p.Rerror:
+            sock.last_rerror = reply
+        return reply
+
+    sock.last_rerror = None
+    sock.recv = remembering
 
 
 def iter_ops(stream):
@@ -426,6 +462,7 @@ def main(argv=None) -> int:
               "error": f"{type(exc).__name__}: {exc}", "remote": False})
         return 2
 
+    keep_last_rerror(client.fd)
     drv = Driver(client, version)
     try:
         for op in iter_ops(sys.stdin):

@@ -26,6 +26,10 @@ Operations (``path`` is relative to the attach root, "" is the root itself;
         walk to parent, Tcreate, optional write, clunk -> {"qid", "iounit"}
     {"op": "remove", "path": P}              -> {}
 
+Any op that walks takes ``"stepwise": true`` to walk one name per Twalk
+(as Linux v9fs does), so a name that is not there gets the server's Rerror
+rather than a short Rwalk.
+
 Every result has "op" and "ok".  A failure is
 ``{"ok": false, "stage": <walk|open|read|...>, "error": TEXT, "remote": BOOL}``:
 ``remote`` is true when the server answered Rerror and ``error`` is then its
@@ -96,6 +100,7 @@ class Driver:
         self.c = client
         self.next_fid = 1
         self.stage = ""
+        self.stepwise = False
 
     def fid(self) -> int:
         f = self.next_fid
@@ -107,12 +112,25 @@ class Driver:
         return self.c.msize - IOHDRSZ
 
     def walk_to(self, names: list[str]) -> int:
-        """Walk a new fid from the root; raise Incomplete on a short Rwalk."""
+        """Walk a new fid from the root; raise Incomplete on a short Rwalk.
+
+        With ``stepwise`` (set per op), one name per Twalk, as Linux v9fs
+        walks: the name that stops the walk then gets the server's error.
+        """
         self.stage = "walk"
         fid = self.fid()
-        qids = self.c.walk(ROOT, fid, names)
-        if len(qids) != len(names):
-            raise Incomplete(f"walk incomplete: {len(qids)} of {len(names)} elements")
+        if not self.stepwise:
+            qids = self.c.walk(ROOT, fid, names)
+            if len(qids) != len(names):
+                raise Incomplete(f"walk incomplete: {len(qids)} of {len(names)} elements")
+            return fid
+        self.c.walk(ROOT, fid, [])
+        try:
+            for name in names:
+                self.c.walk(fid, fid, [name])  # one name: a miss is an Rerror, and fid stays where it was
+        except BaseException:
+            self.clunk_quietly(fid)
+            raise
         return fid
 
     def clunk_quietly(self, fid: int) -> None:
@@ -242,6 +260,7 @@ class Driver:
         name = op.get("op") if isinstance(op, dict) else None
         res: dict = {"op": name}
         self.stage = "dispatch"
+        self.stepwise = bool(op.get("stepwise")) if isinstance(op, dict) else False
         try:
             fn = getattr(self, f"op_{name}", None)
             if fn is None:
