@@ -275,6 +275,7 @@ async def test_a_bug_behind_a_file_is_an_error_not_a_hangup():
 
 
 async def test_an_error_quoting_a_huge_write_is_cut_to_fit():
+    """A line within the 4000-byte limit whose error quotes it: the reply is cut, the error log bounded."""
     async with served() as (app, [peer]):
         await peer.play(HELLO + """
 > Twalk tag 2 fid 0 newfid 1 wnames [ctl]
@@ -282,7 +283,7 @@ async def test_an_error_quoting_a_huge_write_is_cut_to_fit():
 > Topen tag 3 fid 1 mode 1
 < Ropen tag 3 *
 """)
-        await peer.send(f'Twrite tag 4 fid 1 offset 0 data "{"x" * 8100}"')
+        await peer.send(f'Twrite tag 4 fid 1 offset 0 data "{"x" * 3990}"')
         reply = await peer.receive()
         # cut to plan9port's 127 bytes, and still worded for EINVAL (ninep/errstr.py)
         assert reply.ename.startswith("invalid: unknown command 'xxx") and reply.ename.endswith("...")
