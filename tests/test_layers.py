@@ -23,6 +23,7 @@ FORBIDDEN = {
     "backends": {"ninep", "server", "tree", "fs", "client", "app"},
     "config": {"ninep", "server", "tree", "fs", "client", "app", "sessions", "backends", "trio"},
     "fs": {"ninep", "server", "client"},
+    "mail": {"ninep", "server", "tree", "fs", "client", "app", "sessions", "beads", "backends"},
 }
 
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import trio
 
-from ..domain_events import SessionEnded
+from ..domain_events import SessionEnded, SessionMoved
 from ..errors import AnvilError, Busy, InvalidRequest, LimitExceeded, NameTaken, NotFound
 from ..journal import Journal, has_line_breakers, one_line, timestamp
 from .backend import Backend, SessionInfo
@@ -112,7 +112,8 @@ class Sessions:
 
     # ------------------------------------------------------------ creating
 
-    def new(self, backend: str, cwd: str, *, name: str = "", role: str = "", model: str = "", ephemeral: bool = False) -> Session:
+    def new(self, backend: str, cwd: str, *, name: str = "", role: str = "", model: str = "", ephemeral: bool = False,
+            notify: bool = False) -> Session:
         chosen = self.backends.get(backend)
         if chosen is None:
             known = ", ".join(sorted(self.backends)) or "none"
@@ -124,6 +125,8 @@ class Sessions:
             if has_line_breakers(value):
                 raise InvalidRequest(f"{what} {one_line(value)!r} contains a control character; "
                                      "list and events show it on one line: leave it out")
+        if notify and ephemeral:
+            raise InvalidRequest("notify: an ephemeral session does one turn and is never prompted by mail; leave out one of them")
         if not os.path.isabs(cwd) or not os.path.isdir(cwd):
             raise InvalidRequest(f"cwd {cwd!r} is not an existing directory given by its absolute path")
         if role and role not in self.roles():
@@ -134,14 +137,14 @@ class Sessions:
             raise LimitExceeded(f"already {len(self._sessions)} sessions, the most allowed (max_sessions): "
                                 "free one by writing 'remove' to the ctl of a stopped session")
         definition = Definition(name=name, backend=backend, cwd=os.path.normpath(cwd), role=role, model=model,
-                                ephemeral=ephemeral, conversation=str(uuid.uuid4()), created=timestamp())
+                                ephemeral=ephemeral, conversation=str(uuid.uuid4()), created=timestamp(), notify=notify)
         session = self._make(definition, chosen, saved=None)
         try:
             self.saver.save_now(session)
         except AnvilError:
             del self._sessions[name]
             raise
-        marks = " ephemeral" * ephemeral + " simulated" * chosen.simulated
+        marks = " ephemeral" * ephemeral + " notify" * notify + " simulated" * chosen.simulated
         self.events.append(f"{name} new backend={backend} cwd={definition.cwd}{marks}")
         self._changed(session, saved=True)
         self._start_runner(session)
@@ -184,6 +187,7 @@ class Sessions:
         if line != session.last_event:
             session.last_event = line
             self.events.append(line)
+            self.publish(SessionMoved(session.name, session.state.value))
 
     def _logged(self, session: Session, text: str) -> None:
         self.saver.logged(session, text)
