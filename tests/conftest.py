@@ -1,18 +1,42 @@
-"""Shared fixtures.
+"""Shared fixtures and the suite's rules.
 
 ``anvil_server``: a running ``anvilfs serve`` (tests/harness/server.py).
 ``running``: starts in-process Apps (App(**kwargs)) whose tasks run for the test.
+
+Each test gets pytest-timeout's backstop (pyproject.toml): ``SLOW`` seconds for
+vm and clients tests, which build guest assets or client venvs on first use.
+A hung trio test is ended by the thread method (stacks dumped, the run
+stopped), since a signal raised inside trio's run loop breaks it; a hung sync
+test by a signal, which fails that test alone. Missing programs skip a test
+saying what to install, or fail it under CI=true (harness/prerequisites.py).
 """
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Iterator
 
 import pytest
 import trio
 
 from anvilfs.app import App
+from harness import prerequisites
 from harness.server import AnvilServer, anvil_server as _anvil_server
+
+SLOW = 1200  # seconds: a first run downloads a kernel and builds venvs
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.get_closest_marker("timeout") is not None:
+            continue  # the test chose its own
+        slow = item.get_closest_marker("vm") or item.get_closest_marker("clients")
+        method = "thread" if inspect.iscoroutinefunction(getattr(item, "obj", None)) else "signal"
+        item.add_marker(pytest.mark.timeout(SLOW if slow else None, method=method))
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    prerequisites.check(item)
 
 
 @pytest.fixture

@@ -16,7 +16,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import uuid
 from collections.abc import Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -27,8 +26,9 @@ import trio
 from anvilfs.backends.tmux import TmuxAgent, TmuxBackend
 from anvilfs.config.model import TmuxBackendConfig
 from anvilfs.sessions.backend import AgentExited, AgentFailed, SessionInfo
+from harness.tmux import PaneLooks, private_tmux
 
-pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="needs tmux")
+pytestmark = pytest.mark.needs("tmux")
 
 FAKE = Path(__file__).parent / "fakes" / "fake_agent.py"
 HOOKS = Path(__file__).parent.parent / "hooks"
@@ -45,13 +45,8 @@ s.recv(1)
 
 @pytest.fixture
 def tmux_socket() -> Iterator[str]:
-    name = f"anvilfs-test-{uuid.uuid4().hex[:12]}"
-    try:
+    with private_tmux() as name:
         yield name
-    finally:
-        subprocess.run(["tmux", "-L", name, "kill-server"], capture_output=True)
-        directory = os.path.join(os.environ.get("TMUX_TMPDIR") or "/tmp", f"tmux-{os.getuid()}")
-        Path(directory, name).unlink(missing_ok=True)  # tmux leaves its socket behind
 
 
 def backend(tmux_socket: str, **settings) -> TmuxBackend:
@@ -204,8 +199,9 @@ async def test_start_fails_for_a_missing_cwd_or_a_program_that_ends(tmux_socket,
 async def test_a_hook_turn_streams_and_ends_only_when_the_hook_says_await(tmux_socket, tmp_path):
     gate = tmp_path / "gate"
     async with hook_words() as (env, words):
-        fake = backend(tmux_socket, turn_end="hook", quiet_seconds=0.2, env={**env, "FAKE_AGENT_GATE": str(gate)})
+        fake = backend(tmux_socket, turn_end="hook", quiet_seconds=0.05, env={**env, "FAKE_AGENT_GATE": str(gate)})
         agent = await started(tmux_socket, fake.agent(session(tmp_path)))
+        looks = PaneLooks(fake.tmux)
         output, done = Recorder(), trio.Event()
 
         async def turn() -> None:
@@ -222,7 +218,7 @@ async def test_a_hook_turn_streams_and_ends_only_when_the_hook_says_await(tmux_s
             gate.touch()
             word, let_go = await words.receive()
             assert word == "await"  # the answer is all on screen now
-            await trio.sleep(0.6)  # three times quiet_seconds: the turn must not end by itself
+            await looks.wait_more(3)  # a quiet pane, POLL apart: quiet_seconds would have ended the turn
             assert not done.is_set()
             assert agent.hook("await") is True
             let_go.set()
@@ -268,11 +264,15 @@ async def test_a_cancelled_turn_leaves_the_agent_alone_and_interrupt_types_ctrl_
             nursery.start_soon(agent.turn, "fake:hang", Recorder())
             await until(lambda: "hanging until killed" in pane_text(tmux_socket, agent))
             scope.cancel()  # as on server shutdown: the agent must outlive it
-    await trio.sleep(0.5)  # not a wait for an event: time for a wrongly sent Ctrl-C to end the fake
-    assert "KeyboardInterrupt" not in pane_text(tmux_socket, agent)
     assert await agent.backend.adopt(session(tmp_path), agent.saved()) is not None
     await agent.interrupt()
     await until(lambda: "[fake agent] interrupted" in pane_text(tmux_socket, agent))  # Ctrl-C reached it
+    # Had the cancel typed a Ctrl-C too, this second one would have hit the fake at its prompt and
+    # ended it (KeyboardInterrupt): a line typed now is answered only if the cancel typed nothing.
+    tmux(tmux_socket, "send-keys", "-t", agent.saved()["pane"], "still there", "Enter")
+    await until(lambda: "the first line was: still there" in pane_text(tmux_socket, agent))
+    text = pane_text(tmux_socket, agent)
+    assert "KeyboardInterrupt" not in text and text.count("[fake agent] interrupted") == 1, text
     assert await agent.backend.adopt(session(tmp_path), agent.saved()) is not None  # and it lives on
 
 

@@ -50,7 +50,7 @@ async def test_body_shorter_than_its_fields_gets_rerror_and_connection_lives():
     async with served(clients=2) as (app, [bad, good]):
         await bad.play(HELLO)
         await bad.send_raw(frame(110, 9, b"\x00\x00"))  # a Twalk cut inside its fid
-        assert await bad.receive_text() == 'Rerror tag 9 ename "message ends inside fid"'
+        assert await bad.receive_text() == 'Rerror tag 9 ename "invalid: message ends inside fid"'
         await bad.play("""
 > Tstat tag 10 fid 0
 < Rstat tag 10 *
@@ -62,9 +62,9 @@ async def test_unknown_message_type_gets_rerror():
     async with served(clients=2) as (app, [bad, good]):
         await bad.play(HELLO)
         await bad.send_raw(frame(200, 3, b"junk"))
-        assert await bad.receive_text() == 'Rerror tag 3 ename "unknown message type 200 in 9P2000"'
+        assert await bad.receive_text() == 'Rerror tag 3 ename "invalid: unknown message type 200 in 9P2000"'
         await bad.send_raw(frame(12, 4, b"\x00" * 8))  # Tlopen does not exist in 9P2000
-        assert await bad.receive_text() == 'Rerror tag 4 ename "unknown message type 12 in 9P2000"'
+        assert await bad.receive_text() == 'Rerror tag 4 ename "invalid: unknown message type 12 in 9P2000"'
         await still_serving(good)
 
 
@@ -73,7 +73,7 @@ async def test_invalid_utf8_name_gets_rerror():
         await bad.play(HELLO)
         body = struct.pack("<IIH", 0, 1, 1) + struct.pack("<H", 2) + b"\xff\xfe"
         await bad.send_raw(frame(110, 5, body))
-        assert await bad.receive_text() == 'Rerror tag 5 ename "wnames is not valid UTF-8"'
+        assert await bad.receive_text() == 'Rerror tag 5 ename "invalid: wnames is not valid UTF-8"'
         await still_serving(good)
         await bad.play("""
 > Twalk tag 6 fid 0 newfid 1 wnames [ctl]
@@ -85,7 +85,7 @@ async def test_reply_type_sent_as_request_gets_rerror():
     async with served() as (app, [peer]):
         await peer.play(HELLO + """
 > Rclunk tag 4
-< Rerror tag 4 ename "Rclunk is a reply, not a request"
+< Rerror tag 4 ename "invalid: Rclunk is a reply, not a request"
 """)
 
 
@@ -93,5 +93,5 @@ async def test_requests_before_version_are_refused():
     async with served() as (app, [peer]):
         await peer.play("""
 > Tattach tag 1 fid 0 afid 4294967295 uname glenda aname ""
-< Rerror tag 1 ename "no version negotiated: send Tversion first"
+< Rerror tag 1 ename "invalid: no version negotiated: send Tversion first"
 """)

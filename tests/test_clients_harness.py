@@ -17,7 +17,6 @@ import json
 import os
 import random
 import select
-import shutil
 import socket
 import struct
 import subprocess
@@ -31,6 +30,7 @@ try:
     from tests.harness import venvs
 except ImportError:  # tests/ not importable as a package: pytest put tests/ on sys.path
     from harness import venvs
+from harness.prerequisites import require
 
 pytestmark = pytest.mark.clients
 
@@ -495,9 +495,7 @@ def running_server(cmd: list[str], addr, logfile: Path, deadline: float = 20.0):
 
 
 def _diod() -> str:
-    exe = shutil.which("diod") or shutil.which("diod", path="/usr/sbin:/sbin:/usr/local/sbin")
-    assert exe, "diod is not installed (Debian package 'diod')"
-    return exe
+    return require("diod")
 
 
 BIG = "".join(f"line {i:05d} of the big file\n" for i in range(2500))  # ~70 kB: many Treads

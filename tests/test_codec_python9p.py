@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import select
 import subprocess
 
 import pytest
@@ -25,6 +26,7 @@ pytestmark = pytest.mark.clients
 
 P2000 = Dialect.P2000
 TYPES = sorted((cls for cls in m.MESSAGE_TYPES.values() if cls.TYPE >= 100), key=lambda c: c.TYPE)
+ANSWER_DEADLINE = 30  # seconds
 _SIGNED_MAX = (1 << 63) - 1  # python-9p holds offsets and lengths in signed 64-bit fields
 
 
@@ -36,6 +38,9 @@ def oracle():
     def ask(request: dict) -> dict:
         proc.stdin.write(json.dumps(request) + "\n")
         proc.stdin.flush()
+        # one answer line per request, so nothing is left in stdout's buffer for select to miss
+        ready, _, _ = select.select([proc.stdout], [], [], ANSWER_DEADLINE)
+        assert ready, f"python-9p codec gave no answer within {ANSWER_DEADLINE}s to {request}"
         answer = json.loads(proc.stdout.readline())
         assert "error" not in answer, answer["error"]
         return answer

@@ -5,7 +5,6 @@ If these fail, the harness is broken, not anvilfs. Recipe: benchmarks/diod.md.
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -13,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.prerequisites import require
 from harness.vm import ensure_assets, run_in_guest, wait_for_unix_socket
 
 pytestmark = pytest.mark.vm
@@ -33,9 +33,7 @@ def guest_assets() -> None:
 
 @pytest.fixture(scope="module")
 def diod(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Diod]:
-    exe = shutil.which("diod")
-    if exe is None:
-        raise RuntimeError("diod not found: apt-get install diod")
+    exe = require("diod")
     base = tmp_path_factory.mktemp("diod")
     export, sock = base / "export", base / "sock"
     export.mkdir()
@@ -50,7 +48,7 @@ def diod(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Diod]:
         yield Diod(sock, export)
     finally:
         proc.kill()
-        _, err = proc.communicate()
+        _, err = proc.communicate(timeout=10)
         print(f"diod stderr:\n{err}")
 
 

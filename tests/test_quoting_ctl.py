@@ -48,13 +48,13 @@ def test_split_words(line, words):
 
 @pytest.mark.parametrize("line", ["'open", "new 'a b", "'it''s", "x'"])
 def test_unclosed_single_quote(line):
-    with pytest.raises(InvalidRequest, match=r"unclosed ' .*write '' for a quote inside"):
+    with pytest.raises(InvalidRequest, match=r"close the quote ' \(write '' for one inside\): it is open in"):
         split_words(line)
 
 
 @pytest.mark.parametrize("line", ['"open', 'new "a b', '"trailing backslash\\', '"esc \\"'])
 def test_unclosed_double_quote(line):
-    with pytest.raises(InvalidRequest, match=r'unclosed " .*write \\" for a quote inside'):
+    with pytest.raises(InvalidRequest, match=r'close the quote " \(write \\" for one inside\): it is open in'):
         split_words(line)
 
 
@@ -132,10 +132,10 @@ def table(rec):
 def test_unknown_command_lists_the_usages(table):
     with pytest.raises(InvalidRequest) as info:
         table.run_line("launch x")
-    text = info.value.message
-    assert "unknown command 'launch'" in text
+    assert "unknown command 'launch'" in info.value.message
+    assert "stop" not in info.value.message  # the usages go to `errors` only, as detail
     for usage in ["new <backend> <cwd> [name=N] [role=R] [ephemeral]", "stop", "complete [result]", "say <word> ..."]:
-        assert usage in text
+        assert usage in info.value.detail
 
 
 def test_options_and_flags(table, rec):
@@ -182,7 +182,8 @@ def test_argument_errors_name_the_command_and_its_usage(table, rec, line, proble
     command = line.split()[0]
     usage = {"new": "new <backend> <cwd> [name=N] [role=R] [ephemeral]", "stop": "stop",
              "complete": "complete [result]", "say": "say <word> ..."}[command]
-    assert info.value.message == f"{command}: {problem}; usage: {usage}"
+    assert info.value.message == f"{command}: {problem}: invalid, see errors for the usage"
+    assert info.value.detail == f"usage: {usage}"  # the usage goes to `errors` only
     assert rec.calls == []  # nothing ran
 
 

@@ -90,8 +90,8 @@ def test_client_drives_anvilfs(anvil_server: AnvilServer, client: str, dialect: 
         assert bad["errno"] == errno.EINVAL, bad
         assert bad["error"] == os.strerror(errno.EINVAL), bad
     else:
-        assert BAD_TEXT in bad["error"] and USAGE in bad["error"], bad
-    # ... and its full text is in errors whatever the dialect
+        assert BAD_TEXT in bad["error"] and USAGE not in bad["error"], bad  # the usage goes to errors only
+    # ... and its full text, with the usage, is in errors whatever the dialect
     assert any(BAD_TEXT in ln and USAGE in ln for ln in r[9]["data"].splitlines()), r[9]
 
     missing = r[10]

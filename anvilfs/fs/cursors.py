@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..journal import Journal
+from ..journal import Journal, timestamp
 from ..sessions import Session, State, Turn
 
 _ENDED = (State.STOPPED, State.EXITED)
@@ -29,7 +29,8 @@ class JournalCursor:
         lines, missed = self._journal.since(self._seq)
         out = bytearray()
         if missed:
-            out += f"- events lost: {missed} lines were dropped before this reader caught up\n".encode()[:count]
+            # a line like any other (TIME SESSION WHAT), so `read time who what` still works
+            out += f"{timestamp()} - events-lost {missed} lines were dropped before this reader caught up\n".encode()[:count]
             self._seq += missed
         for line in lines:
             raw = line.encode()

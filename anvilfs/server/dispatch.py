@@ -15,11 +15,12 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ..errors import AnvilError, InvalidRequest, NotFound, NotPermitted, NotSupported, PermissionDenied
+from ..errors import AnvilError, InvalidRequest, NotPermitted, NotSupported, PermissionDenied, kind_of
 from ..ninep import Dialect, RequestError, negotiate
 from ..ninep import consts as c
 from ..ninep import messages as m
 from ..ninep.dialect import MIN_MSIZE, UNKNOWN
+from ..ninep.errstr import fit, word_for_9p2000
 from ..ninep.fids import FidTable
 from ..tree import Caller, Directory, Node, SnapshotBudget, SnapshotReads
 from .attrs import getattr_of, pack_dirents, pack_stats, qid_of, stat_of
@@ -57,20 +58,29 @@ class Dispatcher:
             if self.dialect is None and not isinstance(msg, m.Tversion):
                 raise InvalidRequest("no version negotiated: send Tversion first")
             return handler(self, msg)
-        except (AnvilError, RequestError) as exc:
+        except AnvilError as exc:
+            return self.error(msg, exc.message, exc.errno, detail=exc.detail)
+        except RequestError as exc:
             return self.error(msg, exc.message, exc.errno)
         except Exception as exc:  # a bug behind one file must not take the connection down
             log.exception("%s failed", type(msg).__name__)
             return self.error(msg, f"internal error: {type(exc).__name__}: {exc}", errno.EIO)
 
-    def error(self, msg: m.Message, text: str, code: int) -> m.Message:
-        text = _shorten(text, _ERROR_TEXT_MAX)  # errors quote what the client sent, which may be huge
-        if not isinstance(msg, _ROUTINE_REFUSALS):
-            self.on_error(self._where(msg), text)
+    def error(self, msg: m.Message, text: str, code: int, *, detail: str = "", record: bool = True) -> m.Message:
+        """The reply that refuses `msg`, in the dialect's way (SPEC §2); recorded in `errors` unless `record` is off.
+
+        `text` says what to do and what was wrong; `detail` (a usage) goes only to `errors`.
+        """
+        if record and not isinstance(msg, _ROUTINE_REFUSALS):
+            full = f"{text}; {detail}" if detail else text
+            self.on_error(self._where(msg), fit(full, _ERROR_TEXT_MAX))  # errors quote what the client sent
         if self.dialect is Dialect.P2000L:
             return m.Rlerror(tag=msg.tag, ecode=code)
-        # Rerror must fit msize: header, ename's length, errno
-        return m.Rerror(tag=msg.tag, ename=_shorten(text, self.msize - c.HEADER_SIZE - 2 - 4), errno=code)
+        if self.dialect is Dialect.P2000U:  # the errno travels: the text need not carry it
+            ename = fit(text, min(_ERROR_TEXT_MAX, self.msize - c.HEADER_SIZE - 2 - 4))
+        else:  # only the text travels: worded for 9pfuse's keywords, within plan9port's ERRMAX
+            ename = word_for_9p2000(text, kind_of(code).phrase)
+        return m.Rerror(tag=msg.tag, ename=ename, errno=code)
 
     def _where(self, msg: m.Message) -> str:
         fid = getattr(msg, "fid", None)
@@ -134,9 +144,9 @@ class Dispatcher:
         trail, qids = fid.trail, []
         for name in msg.wnames:
             step = _step(trail, name)
-            if isinstance(step, Exception):
-                if not qids:
-                    raise step
+            if isinstance(step, RequestError):
+                if not qids:  # a lookup's answer ("no such name"), not an error worth recording
+                    return self.error(msg, step.message, step.errno, record=False)
                 break
             trail = step
             qids.append(qid_of(trail[-1]))
@@ -199,7 +209,7 @@ class Dispatcher:
         try:
             data = blocked.fid.handle.read(blocked.offset, blocked.count)
         except AnvilError as exc:
-            return self.error(m.Tread(tag=blocked.tag, fid=0, offset=0, count=0), exc.message, exc.errno)
+            return self.error(m.Tread(tag=blocked.tag, fid=0, offset=0, count=0), exc.message, exc.errno, detail=exc.detail)
         return m.Rread(tag=blocked.tag, data=data)
 
     def _read_dir(self, fid: Fid, offset: int, count: int) -> bytes:
@@ -325,19 +335,11 @@ class Dispatcher:
 
 
 _AT_REMOVEDIR = 0x200  # Linux's flag in Tunlinkat: rmdir, not unlink
-_ERROR_TEXT_MAX = 1000  # bytes of an error's text kept (for Rerror and agent/errors)
+_ERROR_TEXT_MAX = 1000  # bytes of an error's text kept (for 9P2000.u and agent/errors)
 
 
-def _shorten(text: str, limit: int) -> str:
-    """At most `limit` bytes of UTF-8, cut at a character, marked when cut."""
-    raw = text.encode()
-    if len(raw) <= limit:
-        return text
-    return raw[:max(limit - 3, 0)].decode(errors="ignore") + "..."
-
-
-def _step(trail: tuple[Node, ...], name: str) -> tuple[Node, ...] | Exception:
-    """One walk step, or the error that stops the walk there."""
+def _step(trail: tuple[Node, ...], name: str) -> tuple[Node, ...] | RequestError:
+    """One walk step, or why the walk stops there."""
     node = trail[-1]
     if not isinstance(node, Directory):
         return RequestError(f"walk past {node.name}: not a directory", errno.ENOTDIR)
@@ -347,7 +349,7 @@ def _step(trail: tuple[Node, ...], name: str) -> tuple[Node, ...] | Exception:
         return trail
     child = node.lookup(name)
     if child is None:
-        return NotFound(f"{name!r} does not exist in {node.name}")
+        return RequestError(f"{name!r} does not exist in {node.name}", errno.ENOENT)
     return trail + (child,)
 
 

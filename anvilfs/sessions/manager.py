@@ -97,7 +97,7 @@ class Sessions:
     def get(self, name: str) -> Session:
         session = self._sessions.get(name)
         if session is None:
-            raise NotFound(f"no session {name!r}; `list` shows the sessions there are")
+            raise NotFound(f"no such session {name!r}; `list` shows the sessions there are")
         return session
 
     def find(self, name: str) -> Session | None:
@@ -117,25 +117,26 @@ class Sessions:
         chosen = self.backends.get(backend)
         if chosen is None:
             known = ", ".join(sorted(self.backends)) or "none"
-            raise NotFound(f"no backend {backend!r}; known backends: {known}")
+            raise NotFound(f"no such backend {backend!r}; known backends: {known}")
         available = chosen.availability()
         if available != "ready":
-            raise InvalidRequest(f"backend {backend} cannot start sessions here: {available}")
+            raise InvalidRequest(f"backend {backend} is invalid here, it cannot start sessions: {available}")
         for what, value in (("cwd", cwd), ("model", model)):
             if has_line_breakers(value):
-                raise InvalidRequest(f"{what} {one_line(value)!r} contains a control character; "
-                                     "list and events show it on one line: leave it out")
+                raise InvalidRequest(f"leave control characters out of {what} (list and events show it on one line): "
+                                     f"{one_line(value)!r} has one")
         if notify and ephemeral:
-            raise InvalidRequest("notify: an ephemeral session does one turn and is never prompted by mail; leave out one of them")
+            raise InvalidRequest("leave out notify or ephemeral: an ephemeral session does one turn and is never "
+                                 "prompted by mail (notify is invalid with it)")
         if not os.path.isabs(cwd) or not os.path.isdir(cwd):
-            raise InvalidRequest(f"cwd {cwd!r} is not an existing directory given by its absolute path")
+            raise InvalidRequest(f"give cwd as the absolute path of a directory: {cwd!r} is not one")
         if role and role not in self.roles():
             known = ", ".join(sorted(self.roles())) or "none (add ROLE.md files to the roles directory)"
-            raise NotFound(f"no role {role!r}; known roles: {known}")
+            raise NotFound(f"no such role {role!r}; known roles: {known}")
         name = self._check_name(name) if name else self._next_name()
         if len(self._sessions) >= self.limits.max_sessions:
-            raise LimitExceeded(f"already {len(self._sessions)} sessions, the most allowed (max_sessions): "
-                                "free one by writing 'remove' to the ctl of a stopped session")
+            raise LimitExceeded(f"write 'remove' to a stopped session's ctl, or raise [limits] max_sessions: "
+                                f"the session list is too long at {len(self._sessions)}")
         definition = Definition(name=name, backend=backend, cwd=os.path.normpath(cwd), role=role, model=model,
                                 ephemeral=ephemeral, conversation=str(uuid.uuid4()), created=timestamp(), notify=notify)
         session = self._make(definition, chosen, saved=None)
@@ -159,11 +160,11 @@ class Sessions:
 
     def _check_name(self, name: str) -> str:
         if not _NAME.match(name):
-            raise InvalidRequest(f"bad session name {name!r}: use 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit")
+            raise InvalidRequest(f"name a session with 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit: {name!r} is invalid")
         if name in self.reserved:
-            raise NameTaken(f"{name!r} is the name of a file beside the sessions; choose another")
+            raise NameTaken(f"choose another name: {name!r} already exists as a file beside the sessions")
         if name in self._sessions:
-            raise NameTaken(f"a session named {name!r} already exists")
+            raise NameTaken(f"choose another name: a session named {name!r} already exists")
         return name
 
     def _next_name(self) -> str:
@@ -179,11 +180,7 @@ class Sessions:
         """Report a change in `events`, and mark it for the next write unless it is `saved` already."""
         if not saved:
             self.saver.changed(session)
-        line = f"{session.name} {session.state.value}"
-        if session.detail:
-            line += f" {session.detail}"
-        if session.simulated:
-            line += " simulated"
+        line = f"{session.name} {session.status_line()}"
         if line != session.last_event:
             session.last_event = line
             self.events.append(line)
@@ -197,11 +194,11 @@ class Sessions:
     def check_prompt(self, name: str, size: int) -> Session:
         session = self.get(name)
         if size > self.limits.max_prompt_bytes:
-            raise LimitExceeded(f"prompt for {name} is {size} bytes; at most {self.limits.max_prompt_bytes}")
+            raise LimitExceeded(f"send at most {self.limits.max_prompt_bytes} bytes: the prompt for {name} is too long ({size} bytes)")
         if session.definition.ephemeral and (session.turn_count or session.queue):
-            raise Busy(f"session {name} is ephemeral: it takes one prompt, and has had it; start a new one")
+            raise Busy(f"start a new session: {name} is ephemeral and has had its one prompt")
         if session.state is State.STOPPED:
-            raise Busy(f"session {name} is stopped: write 'restart' to its ctl before prompting it")
+            raise Busy(f"write 'restart' to {name}/ctl first: the session is stopped")
         return session
 
     def submit(self, name: str, text: str, sender: str) -> None:
@@ -222,7 +219,7 @@ class Sessions:
     def interrupt(self, name: str) -> None:
         session = self.get(name)
         if session.state is not State.RUNNING:
-            raise Busy(f"session {name} is {session.state.value}: there is no turn to interrupt")
+            raise Busy(f"no turn is running: session {name} is {session.state.value}")
         agent, scope, turn = session.agent, session.turn_scope, session.turn
 
         async def interrupt_then_cancel() -> None:
@@ -242,7 +239,7 @@ class Sessions:
     def _stop(self, name: str, *, kill: bool) -> None:
         session = self.get(name)
         if session.state is State.STOPPED:
-            raise Busy(f"session {name} is already stopped")
+            raise Busy(f"session {name} is already stopped; 'restart' starts it")
         dropped = len(session.queue)
         session.queue.clear()
         self._cancel_runner(name)
@@ -267,7 +264,7 @@ class Sessions:
         """Start the agent again; prompts still queued are kept and run."""
         session = self.get(name)
         if session.definition.ephemeral:
-            raise InvalidRequest(f"session {name} is ephemeral: it does one turn and never restarts; start a new one")
+            raise InvalidRequest(f"start a new session: {name} is ephemeral, it does one turn, so a restart is invalid")
         if session.state not in (State.STOPPED, State.EXITED, State.ERROR):
             queue = list(session.queue)
             self._stop(name, kill=True)  # the session lives on: what it holds stays held
@@ -280,7 +277,7 @@ class Sessions:
     def clear(self, name: str) -> None:
         session = self.get(name)
         if session.state not in (State.IDLE, State.AWAIT, State.ERROR) or name not in self._scopes:
-            raise Busy(f"session {name} is {session.state.value}: clear works on a started session between turns")
+            raise Busy(f"clear works between turns of a started session: {name} is {session.state.value}")
         session.agent.clear()
         session.out = ""
         session.role_pending = bool(session.definition.role)
@@ -292,11 +289,11 @@ class Sessions:
         session = self.get(name)
         event = {"running": Event.TURN_BEGAN, "await": Event.TURN_DONE}.get(word)
         if event is None:
-            raise InvalidRequest(f"status: {word!r} cannot be written; an agent's hook writes 'running' or 'await'")
+            raise InvalidRequest(f"status: write 'running' or 'await' (an agent's hook does): {word!r} is invalid")
         if not session.agent.hook(word):
             raise InvalidRequest(
-                f"status: session {name} runs on {session.backend.kind} backend {session.backend.name}, which reports "
-                "its own turns; only agents of hook-driven backends (tmux) write their status")
+                f"status: only hook-driven (tmux) agents write it; {name} is on {session.backend.kind} backend "
+                f"{session.backend.name}, which reports its own turns")
         if session.turn_scope is not None:
             return  # the runner's turn ends when the agent sees await
         if event is Event.TURN_BEGAN:  # a person typed into the agent directly

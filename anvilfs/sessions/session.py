@@ -115,12 +115,17 @@ class Session:
         return bool(self.queue) and self.driven()
 
     def status_line(self) -> str:
-        """The state word first; then details (why it failed, `simulated`)."""
+        """STATE [simulated] [DETAIL...]: the one grammar of `status` and of a session's `events` lines.
+
+        The state word first, then the word `simulated` for a simulated agent,
+        then the detail as free text (why it failed, `interrupted` ...), so
+        `read state rest` and `case $rest in simulated*)` both work.
+        """
         words = [self.state.value]
+        if self.simulated:
+            words.append("simulated")
         if self.detail:
             words.append(self.detail)
-        if self.simulated:
-            words.append("(simulated)" if self.detail else "simulated")
         return " ".join(words)
 
     def move(self, event: Event, detail: str = "") -> None:
@@ -154,9 +159,11 @@ class Session:
         text = turn.text()
         if event in (Event.TURN_DONE, Event.INTERRUPTED):
             self.out = text
-        outcome = {Event.TURN_DONE: "answer", Event.INTERRUPTED: "interrupted"}.get(event, f"failed: {detail}")
+        outcome = {Event.TURN_DONE: "answer", Event.INTERRUPTED: "interrupted"}.get(event, "failed")
+        why = f": {detail}" if outcome == "failed" and detail else ""
         notes = "".join(f"--- note\n{_ends_line(n)}" for n in turn.notes)
-        self.record(f"--- {outcome} {turn.number} at {timestamp()}\n{_ends_line(text)}{notes}")
+        # one grammar for every record: --- WHAT TURN at TIME[: why]
+        self.record(f"--- {outcome} {turn.number} at {timestamp()}{why}\n{_ends_line(text)}{notes}")
         if event is Event.TURN_DONE:
             self.restarts = 0
         self.move(event, detail)
@@ -166,7 +173,7 @@ class Session:
         turn = self.turn
         if turn is not None and not turn.done:
             turn.finish()
-            self.record(f"--- {reason}, turn {turn.number} at {timestamp()}\n{_ends_line(turn.text())}")
+            self.record(f"--- ended {turn.number} at {timestamp()}: {reason}\n{_ends_line(turn.text())}")
 
     def log_text(self) -> str:
         return "".join(self.transcript)

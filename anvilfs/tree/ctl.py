@@ -2,7 +2,10 @@
 
 A ctl file owns a CommandTable; each written line is split into words,
 looked up by its first word, checked against the command's arity and
-options, and run. Every error names the command and shows its usage.
+options, and run. Every error names the command; its usage goes with the
+error to `agent/errors` (as detail), not into the reply: plain 9P2000
+clients keep only 127 bytes, and a verb list with "interrupt" in it would
+reach 9pfuse users as EINTR.
 """
 
 from __future__ import annotations
@@ -67,7 +70,7 @@ class Command:
         return Args(tuple(positional), options, frozenset(flags), caller)
 
     def error(self, problem: str) -> InvalidRequest:
-        return InvalidRequest(f"{self.name}: {problem}; usage: {self.usage}")
+        return InvalidRequest(f"{self.name}: {problem}: invalid, see errors for the usage", detail=f"usage: {self.usage}")
 
 
 class CommandTable:
@@ -85,14 +88,15 @@ class CommandTable:
             return None
         command = self._commands.get(words[0])
         if command is None:
-            raise InvalidRequest(f"unknown command {words[0]!r}; commands: {self.usage()}")
+            raise InvalidRequest(f"unknown command {words[0]!r}: invalid, see errors for the usage",
+                                 detail=f"commands: {self.usage()}")
         args = command.parse(words[1:], caller)
         try:
             return command.run(args)
         except AnvilError as exc:
             if exc.message.startswith(command.name + ":"):
                 raise
-            raise type(exc)(f"{command.name}: {exc.message}") from None
+            raise type(exc)(f"{command.name}: {exc.message}", exc.detail) from None
 
     def run_text(self, text: str, caller: Caller | None = None) -> str | None:
         """Run each line of a write in order; the first failure stops the rest."""

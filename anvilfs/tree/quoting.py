@@ -39,7 +39,7 @@ def _single(line: str, i: int, word: list[str]) -> int:
     while True:
         end = line.find("'", i)
         if end < 0:
-            raise InvalidRequest(f"unclosed ' in {line!r}: close it, and write '' for a quote inside")
+            raise InvalidRequest(f"close the quote ' (write '' for one inside): it is open in {line!r}")
         word.append(line[i:end])
         if line.startswith("''", end):
             word.append("'")
@@ -60,7 +60,7 @@ def _double(line: str, i: int, word: list[str]) -> int:
             continue
         word.append(ch)
         i += 1
-    raise InvalidRequest(f'unclosed " in {line!r}: close it, and write \\" for a quote inside')
+    raise InvalidRequest(f'close the quote " (write \\" for one inside): it is open in {line!r}')
 
 
 def quote_word(word: str) -> str:

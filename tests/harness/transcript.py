@@ -3,6 +3,8 @@
 A transcript is lines: `> T...` is sent, `< R...` is the reply expected next.
 Consecutive `>` lines go out in one write (one received batch). In an
 expected line `*` stands for any text (e.g. a qid path, which is a hash).
+A reply that does not come fails the test after ``WAIT`` seconds (at once
+under autojump_clock), naming the line it expected.
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ from anvilfs.ninep import Dialect, FrameBuffer, decode, encode, format_message, 
 from anvilfs.ninep import messages as m
 from anvilfs.server import Connection, Limits
 from anvilfs.server.token import Token
+
+from .deadlines import WAIT, within
 
 
 def _pattern(expected: str) -> re.Pattern:
@@ -38,23 +42,25 @@ class Peer:
     async def send(self, *texts: str) -> None:
         await self.stream.send_all(b"".join(encode(parse_message(t), self.dialect) for t in texts))
 
-    async def receive(self) -> m.Message:
-        while (frame := self.frames.next_frame()) is None:
-            data = await self.stream.receive_some(1 << 16)
-            if not data:
-                raise EOFError("server closed the connection")
-            self.frames.feed(data)
+    async def receive(self, expected: str = "a reply") -> m.Message:
+        with within(WAIT, f"{expected} from the server"):
+            while (frame := self.frames.next_frame()) is None:
+                data = await self.stream.receive_some(1 << 16)
+                if not data:
+                    raise EOFError(f"server closed the connection while the test awaited {expected}")
+                self.frames.feed(data)
         msg = decode(frame, self.dialect)
         if isinstance(msg, m.Rversion) and msg.version != "unknown":
             self.dialect = Dialect(msg.version)
         return msg
 
-    async def receive_text(self) -> str:
-        return format_message(await self.receive())
+    async def receive_text(self, expected: str = "a reply") -> str:
+        return format_message(await self.receive(expected))
 
     async def closed(self) -> bool:
         """True once the server has closed its end (reads give EOF)."""
-        return await self.stream.receive_some(1) == b""
+        with within(WAIT, "the server to close the connection"):
+            return await self.stream.receive_some(1) == b""
 
     async def play(self, transcript: str) -> None:
         batch: list[str] = []
@@ -71,7 +77,7 @@ class Peer:
             if batch:
                 await self.send(*batch)
                 batch = []
-            got = await self.receive_text()
+            got = await self.receive_text(repr(text))
             assert _pattern(text).match(got), f"expected {text!r}\n     got {got!r}"
         if batch:
             await self.send(*batch)

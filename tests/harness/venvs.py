@@ -27,6 +27,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -150,6 +151,22 @@ def _build(venv: Path, spec: ClientSpec) -> None:
     os.replace(tmp, venv / MARKER)
 
 
+LOCK_DEADLINE = 1500  # seconds: longer than one build (its steps time out after 300 + 900 + 120)
+
+
+def _lock(lock, spec: ClientSpec) -> None:
+    """Take the build lock, waiting for another process's build; fail if it never ends."""
+    deadline = time.monotonic() + LOCK_DEADLINE
+    while True:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            if time.monotonic() > deadline:
+                raise VenvError(f"another process held {lock.name} for {LOCK_DEADLINE}s building {spec.name}") from None
+            time.sleep(0.5)  # poll interval for another process's lock, bounded by the deadline
+
+
 def ensure_client_venv(name: str) -> Path:
     """Create (once) the venv for client ``name`` and return its python.
 
@@ -164,7 +181,7 @@ def ensure_client_venv(name: str) -> Path:
         return _venv_python(venv)
     root.mkdir(parents=True, exist_ok=True)
     with open(root / f"{spec.name}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+        _lock(lock, spec)
         try:
             if not _is_ready(venv, spec):
                 _build(venv, spec)

@@ -135,7 +135,7 @@ def _run(argv: list[str], env: dict[str, str], timeout: float) -> subprocess.Com
             out, err = p.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
             _kill_group(p.pid)
-            out, err = p.communicate()
+            out, err = p.communicate(timeout=30)  # the group is dead: its pipes close
             msg = f"{argv[0]} still running after {timeout}s:\n{out}\n{err}"
             raise GuestTimeout(msg) from None
         except BaseException:
