@@ -6,6 +6,7 @@
     anvilfs [-a ADDRESS] ls [-l] [-d] NAME
     anvilfs [-a ADDRESS] stat NAME
     anvilfs [-a ADDRESS] rdwr NAME
+    anvilfs [-a ADDRESS] notify|inbox|approve|reject|mail ...   (anvilfs/client/mailcmds.py)
 
 Without -a, NAME is service/path: `agent/list` is /list on the server at
 unix!$NAMESPACE/agent. With -a (unix!/path or tcp!host!port), NAME is the
@@ -21,7 +22,7 @@ import os
 import sys
 import time
 
-from .client import AddressError, Client, ServerError, dial, resolve
+from .client import AddressError, Client, ServerError, dial, mailcmds, resolve
 from .ninep import consts as c
 from .ninep.dialect import MIN_MSIZE
 from .server import Limits, ServerOptions, default_namespace, run_server
@@ -63,6 +64,7 @@ def _parser() -> argparse.ArgumentParser:
     ls.add_argument("-l", dest="long", action="store_true")
     ls.add_argument("-d", dest="itself", action="store_true", help="the directory itself, not its entries")
     ls.add_argument("name")
+    mailcmds.add_parsers(sub)
     return top
 
 
@@ -176,7 +178,7 @@ def _rdwr(client: Client, path: str, args) -> int:
         client.clunk(fid)
 
 
-_COMMANDS = {"read": _read, "write": _write, "ls": _ls, "stat": _stat, "rdwr": _rdwr}
+_COMMANDS = {"read": _read, "write": _write, "ls": _ls, "stat": _stat, "rdwr": _rdwr, **mailcmds.COMMANDS}
 
 if __name__ == "__main__":
     sys.exit(main())

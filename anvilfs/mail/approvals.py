@@ -14,6 +14,7 @@ For a bead's request, the response's subject decides: its first word is
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import TYPE_CHECKING
 
@@ -85,6 +86,8 @@ class Approvals:
 
     def answer(self, response: Message) -> None:
         request = self._waiting[response.re]
+        if request.bead and not response.bead:
+            response = dataclasses.replace(response, bead=request.bead)  # the answer says which bead it decided
         if request.bead:
             approved, reason = verdict(response)
             self._deciding = request.bead
