@@ -5,7 +5,6 @@ from __future__ import annotations
 import dataclasses
 import errno
 import json
-import os
 import select
 import socket
 import subprocess
