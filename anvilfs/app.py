@@ -3,17 +3,26 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import trio
 
 from .backends import SimBackend
-from .beads import Board, Convoys
-from .domain_events import EventBus
+from .beads import Board, Convoys, Who
+from .domain_events import ApprovalDecided, EventBus
 from .fs import ROOT_FILES, AgentTree
 from .journal import Journal
-from .sessions import Backend, RestartPolicy, SessionLimits, Sessions, SessionStore
+from .mail import DEFAULT_NOTICE, MailFiles, MailLimits, MemoryMailFiles, NoticeRules, Notices, PostOffice
+from .sessions import Backend, RestartPolicy, SessionLimits, Sessions, SessionStore, State
 from .storage import GitHistory, PrivateDir, TomlObjects
+
+
+@dataclass(frozen=True, slots=True)
+class MailSettings:
+    limits: MailLimits = MailLimits()
+    notice: str = DEFAULT_NOTICE
+    approval_reminder: float = 3600.0  # seconds; 0: never
 
 
 class App:
@@ -28,6 +37,7 @@ class App:
         state_dir: str | Path | None = None,
         roles: Callable[[], dict[str, str]] = dict,
         agent_env: Callable[[str], dict[str, str]] | None = None,
+        mail: MailSettings = MailSettings(),
     ):
         self.events = Journal(keep=1000)
         self.errors = Journal(keep=200)
@@ -47,7 +57,38 @@ class App:
                            is_session=lambda name: self.sessions.find(name) is not None, history=record)
         self.convoys = Convoys(TomlObjects(state.subdir("convoys"), "convoy") if state else None, self.bus, self.board,
                                history=record)
-        self.tree = AgentTree(self.sessions, self.events, self.errors, board=self.board, convoys=self.convoys)
+        self.post = self._post_office(state, mail)
+        self.tree = AgentTree(self.sessions, self.events, self.errors, board=self.board, convoys=self.convoys,
+                              post=self.post, report=self.record_error)
+
+    def _post_office(self, state: PrivateDir | None, settings: MailSettings) -> PostOffice:
+        """Mail, and its ties to the other domains: who is a session, notices, beads' approvals."""
+        sessions = self.sessions
+        post = PostOffice(MailFiles(state) if state is not None else MemoryMailFiles(), self.bus,
+                          is_session=lambda name: sessions.find(name) is not None, limits=settings.limits)
+
+        def ready(name: str) -> bool:
+            s = sessions.find(name)
+            return s is not None and s.state in (State.IDLE, State.AWAIT) and not s.queue
+
+        def wants(name: str) -> bool:
+            s = sessions.find(name)
+            return s is not None and s.definition.notify and not s.definition.ephemeral
+
+        notices = Notices(self.bus, NoticeRules(wants=wants, ready=ready, submit=sessions.submit), settings.notice)
+        post.on_arrival = notices.arrived
+        post.approvals.reminder = settings.approval_reminder
+        post.approvals.bead_title = lambda bead: self.board.get(bead).title
+        post.approvals.coordinator_of = lambda convoy: (c.coordinator if (c := self.convoys.find(convoy)) else "")
+        self.bus.subscribe(ApprovalDecided, self._decide_bead)
+        return post
+
+    def _decide_bead(self, event: ApprovalDecided) -> None:
+        who = Who(event.by, event.by if self.sessions.find(event.by) is not None else None)
+        if event.approved:
+            self.board.approve(event.bead, who)
+        else:
+            self.board.reject(event.bead, event.reason, who)
 
     @property
     def root(self):
@@ -75,7 +116,10 @@ class App:
                 for problem in self.board.load() + self.convoys.load():  # before sessions restore: they release beads
                     self.record_error("beads", problem)
                 nursery.start_soon(self.board.run_leases)
+                nursery.start_soon(self.post.approvals.run)
                 await nursery.start(self.sessions.run)
+                for problem in self.post.load():  # after sessions restore: who is a participant is known
+                    self.record_error("mail", problem)
                 task_status.started()
         finally:
             if self.history is not None:

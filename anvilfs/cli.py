@@ -2,6 +2,7 @@
 
     anvilfs serve [--namespace DIR] [--state DIR] [--listen tcp!HOST!PORT] [--allow-remote] [--trace]
     anvilfs [-a ADDRESS] [-A ANAME] [--token-file FILE] read|write|ls|stat|rdwr ... NAME
+    anvilfs [-a ADDRESS] notify|inbox|approve|reject|mail ...   (anvilfs/client/mailcmds.py)
 
 Without -a, NAME is service/path: `agent/list` is /list on the server at
 unix!$NAMESPACE/agent. With -a (unix!/path or tcp!host!port), NAME is the
@@ -31,6 +32,7 @@ from .client import (
     dial,
     resolve,
 )
+from .client import mailcmds
 from .ninep import RemoteProtocolError
 from .places import default_state_dir
 
@@ -115,7 +117,10 @@ def _client_options(parser: argparse.ArgumentParser, *, top: bool) -> None:
 
 
 def _add_client_command(sub, name: str) -> argparse.ArgumentParser:
-    summary, detail, examples = CLIENT_COMMANDS[name]
+    return _add_command(sub, name, *CLIENT_COMMANDS[name])
+
+
+def _add_command(sub, name: str, summary: str, detail: str | None, examples: list[str]) -> argparse.ArgumentParser:
     epilog = "examples:\n" + "\n".join(f"  {line}" for line in examples)
     description = f"{summary[0].upper()}{summary[1:]}. {detail or ''}".strip()
     p = sub.add_parser(name, help=summary, description=description, epilog=epilog, formatter_class=_Formatter)
@@ -157,6 +162,8 @@ def _parser() -> argparse.ArgumentParser:
     service.add_argument("--print", dest="print_only", action="store_true", help="print the unit instead of writing it")
     service.add_argument("serve_args", nargs="*", metavar="SERVE-OPTION", help="options for `anvilfs serve`, after --")
     commands = {name: _add_client_command(sub, name) for name in CLIENT_COMMANDS}
+    for name, (summary, detail, examples, add_arguments) in mailcmds.PARSERS.items():
+        add_arguments(_add_command(sub, name, summary, detail, examples))
     for name in ("read", "stat", "rdwr"):
         commands[name].add_argument("name", metavar="NAME", help="the file, e.g. agent/list")
     write = commands["write"]
@@ -191,11 +198,13 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _run_client_command(args) -> int:
+    if args.command in mailcmds.COMMANDS:  # they name no file: the tree's root, agent/ (or / of the server at -a)
+        args.name = "/" if args.address else "agent/"
     try:
         target = resolve(args.name, args.address)
         aname = attach_aname(target, aname=args.aname, token_file=args.token_file)
         with Client(dial(target), uname=attach_uname(), aname=aname) as client:
-            return COMMANDS[args.command](client, target.path, args)
+            return {**COMMANDS, **mailcmds.COMMANDS}[args.command](client, target.path, args)
     except ServerError as exc:
         return _fail(f"{args.name}: {exc}")
     except (AddressError, CommandError) as exc:

@@ -30,6 +30,54 @@ class SessionEnded:
 
 
 @dataclass(frozen=True, slots=True)
+class SessionMoved:
+    """A session's state changed (or was reported again); mail uses it to know when a notice may go in."""
+
+    session: str
+    state: str  # a sessions.State value
+
+
+@dataclass(frozen=True, slots=True)
+class MailDelivered:
+    """A message is in its recipient's inbox, on disk."""
+
+    id: str
+    sender: str
+    to: str
+    type: str
+    subject: str
+    bead: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class MailAcked:
+    id: str
+    by: str
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalWaiting:
+    """An approval request still unanswered after the configured time: announced again, not sent again."""
+
+    id: str
+    sender: str
+    to: str
+    subject: str
+    since: str
+    bead: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalDecided:
+    """An APPROVAL_RESPONSE answered a bead's request: the bead is approved or rejected (a subscriber may refuse)."""
+
+    bead: str
+    approved: bool
+    by: str
+    reason: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class BeadChanged:
     """A bead moved (created, claimed, completed ...); ``verb`` says how, ``detail`` adds who or why."""
 
@@ -55,7 +103,16 @@ def render(event) -> str | None:
             return f"bead:{bead} {verb} {status}" + (f" {detail}" if detail else "")
         case ConvoyChanged(convoy=convoy, verb=verb, status=status, detail=detail):
             return f"convoy:{convoy} {verb} {status}" + (f" {detail}" if detail else "")
-        case SessionEnded():
+        case MailDelivered(id=id, sender=sender, to=to, type=kind, subject=subject, bead=bead):
+            return f"mail:{id} {kind} from {sender} to {to}" + (f" bead {bead}" if bead else "") + f": {subject}"
+        case MailAcked(id=id, by=by):
+            return f"mail:{id} acked by {by}"
+        case ApprovalWaiting(id=id, sender=sender, to=to, subject=subject, since=since, bead=bead):
+            return (f"mail:{id} APPROVAL_REQUEST waiting since {since} from {sender} to {to}"
+                    + (f" bead {bead}" if bead else "") + f": {subject}")
+        case ApprovalDecided():
+            return None  # the bead reports its own approve/reject
+        case SessionEnded() | SessionMoved():
             return None  # sessions report their own transitions in `events` already
     raise TypeError(f"no events line for {type(event).__name__}")
 

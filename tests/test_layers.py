@@ -33,6 +33,9 @@ FORBIDDEN = {
     "fs": {"ninep", "server", "client"},
     "client": {"server", "tree", "fs", "sessions", "backends", "config", "app", "trio", "httpx", "pydantic", "tomlkit"},
     "places.py": {"ninep", "server", "tree", "fs", "sessions", "backends", "config", "client", "app", "trio"},
+    "mail": {"ninep", "server", "tree", "fs", "client", "app", "sessions", "beads", "backends"},
+    "beads": {"ninep", "server", "tree", "fs", "client", "app", "sessions", "mail", "backends"},
+    "storage": {"ninep", "server", "tree", "fs", "client", "app", "sessions", "beads", "mail", "backends"},
 }
 
 

@@ -252,7 +252,7 @@ async def test_ops_that_make_no_sense_get_errors_not_hangups():
 > Tstatfs tag 10 fid 0
 < Rstatfs tag 10 type 16914839 bsize 4096 *
 > Tgetattr tag 11 fid 0 request_mask 2047
-< Rgetattr tag 11 valid 2047 qid (0x80 0 *) mode 0o40500 *
+< Rgetattr tag 11 valid 2047 qid (0x80 0 *) mode 0o40700 *
 > Treaddir tag 12 fid 0 offset 0 count 100
 < Rlerror tag 12 ecode 9
 """)

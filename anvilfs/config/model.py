@@ -142,6 +142,24 @@ BackendConfig = Annotated[
 class LimitsConfig(_Strict):
     max_sessions: int = Field(default=256, ge=1)
     max_prompt_bytes: int = Field(default=1 << 20, ge=1)
+    max_inbox: int = Field(default=1000, ge=1)  # unacknowledged messages per participant
+    max_mail_bytes: int = Field(default=64 << 10, ge=256)  # one message as written to `mail`
+
+
+class MailConfig(_Strict):
+    """Notices and approval reminders."""
+
+    notice: str = ("{count} new message{s}: {list}\n"
+                   "Read them with `cat inbox/ID.json` in your anvilfs directory; `rm` one to acknowledge it.")
+    approval_reminder: float = Field(default=3600.0, ge=0)  # seconds; 0: never announced again
+
+    @field_validator("notice")
+    @classmethod
+    def _placeholders(cls, notice: str) -> str:
+        unknown = placeholders([notice]) - {"count", "s", "list"}
+        if unknown:
+            raise ValueError(f"unknown placeholder {{{sorted(unknown)[0]}}}; known: {{count}} {{s}} {{list}}")
+        return notice
 
 
 class RestartConfig(_Strict):
@@ -157,6 +175,7 @@ class Config(_Strict):
     backends: dict[str, BackendConfig] = {}
     limits: LimitsConfig = LimitsConfig()
     restart: RestartConfig = RestartConfig()
+    mail: MailConfig = MailConfig()
 
     @field_validator("backends")
     @classmethod

@@ -3,30 +3,34 @@
 from __future__ import annotations
 
 from ..beads import Board, Convoys
+from ..errors import NotPermitted
 from ..journal import Journal
+from ..mail import PostOffice
 from ..sessions import Session, Sessions
-from ..tree import Args, Command, CommandTable, CtlFile, Directory, StreamFile, TextFile
+from ..tree import Args, Caller, Command, CommandTable, CtlFile, Directory, Node, StreamFile, TextFile
 from ..tree.objects import ObjectDirectories
 from .beads_dir import beads_directory, convoys_directory
 from .cursors import JournalCursor
+from .mail_dir import Report, human_directory, mailbox_entries
 from .session_dir import session_directory
 
 ROOT_FILES = frozenset({"ctl", "list", "events", "backends", "errors", "roles", "human", "beads", "convoys"})
-NEW_USAGE = "new <backend> <cwd> [name=N] [role=R] [model=M] [ephemeral]"
+NEW_USAGE = "new <backend> <cwd> [name=N] [role=R] [model=M] [ephemeral] [notify]"
 
 
 class AgentTree:
     """Builds `agent/` and keeps one directory object per session."""
 
-    def __init__(self, sessions: Sessions, events: Journal, errors: Journal, *, board: Board, convoys: Convoys):
+    def __init__(self, sessions: Sessions, events: Journal, errors: Journal, *, board: Board, convoys: Convoys,
+                 post: PostOffice, report: Report):
         """`agent/`; roles come from sessions.roles (name -> prompt text)."""
         self.sessions = sessions
         self._sessions = ObjectDirectories(sessions.find, sessions.all, lambda s: s.name,
-                                           lambda s: session_directory(sessions, s))
+                                           lambda s: session_directory(sessions, s, mailbox_entries(post, s.name, report)))
         files = [
             CtlFile("ctl", "ctl", CommandTable([
                 Command("new", self._new, NEW_USAGE, min_words=2, max_words=2,
-                        options=frozenset({"name", "role", "model"}), flags=frozenset({"ephemeral"})),
+                        options=frozenset({"name", "role", "model"}), flags=frozenset({"ephemeral", "notify"})),
             ]), readable=True),
             TextFile("list", "list", self._list),
             StreamFile("events", "events", lambda: JournalCursor(events)),
@@ -35,14 +39,22 @@ class AgentTree:
             TextFile("errors", "errors", errors.text),
             beads_directory(board, convoys, is_session=lambda name: sessions.find(name) is not None),
             convoys_directory(convoys),
+            human_directory(post, report),
         ]
-        self.root = Directory("/", "/", files, more=self._sessions.children, find=self._sessions.lookup)
+        self.root = Directory("/", "/", files, more=self._sessions.children, find=self._sessions.lookup,
+                              remove=self._remove_session)
+
+    def _remove_session(self, node: Node, caller: Caller) -> None:
+        """rm of a session's directory is its ctl's `remove` (a stopped or exited session)."""
+        if self._sessions.lookup(node.name) is not node:
+            raise NotPermitted(f"{node.name} is gone already")
+        self.sessions.remove(node.name)
 
     def _new(self, args: Args) -> str:
         backend, cwd = args.words
         session = self.sessions.new(
             backend, cwd, name=args.options.get("name", ""), role=args.options.get("role", ""),
-            model=args.options.get("model", ""), ephemeral="ephemeral" in args.flags,
+            model=args.options.get("model", ""), ephemeral="ephemeral" in args.flags, notify="notify" in args.flags,
         )
         return session.name
 

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from ..errors import InvalidRequest
 from ..sessions import Session, Sessions
-from ..tree import CollectFile, Command, CommandTable, CtlFile, Directory, StreamFile, TextFile
+from ..tree import CollectFile, Command, CommandTable, CtlFile, Directory, Node, StreamFile, TextFile
 from .cursors import StreamCursor, WaitCursor
 
 
-def session_directory(sessions: Sessions, session: Session) -> Directory:
+def session_directory(sessions: Sessions, session: Session, mailbox: list[Node] = ()) -> Directory:
+    """A session's files; `mailbox` adds its mail, inbox/ and done/ (mail_dir.py)."""
     name = session.name
     key = f"session/{name}"
     d = session.definition
@@ -39,6 +40,7 @@ def session_directory(sessions: Sessions, session: Session) -> Directory:
         text("model", lambda: d.model),
         text("pid", lambda: str(session.agent.pid or "")),
         TextFile("queue", f"{key}/queue", lambda: _queue(session)),
+        *mailbox,
     ]
     for file in files:
         if file.name in _CHANGING:

@@ -249,7 +249,25 @@ class Dispatcher:
         fid = self.fids.pop(msg.fid)  # remove(5): the fid is clunked even if the remove fails
         if fid.handle is not None:
             fid.handle.clunk()
-        raise NotPermitted(f"{fid.node.name} cannot be removed")
+        if len(fid.trail) < 2:
+            raise NotPermitted("the root cannot be removed")
+        fid.trail[-2].remove_entry(fid.node, fid.caller)
+        return m.Rremove(tag=msg.tag)
+
+    def unlinkat(self, msg: m.Tunlinkat) -> m.Message:
+        """Linux's rm and rmdir: the entry `name` of the directory `dirfid` (AT_REMOVEDIR needs a directory)."""
+        fid = self.fids.get(msg.dirfid)
+        step = _step(fid.trail, msg.name)
+        if isinstance(step, Exception):
+            raise step
+        node = step[-1]
+        if msg.name in (".", "..") or node is fid.node:
+            raise InvalidRequest(f"unlinkat of {msg.name!r}: name an entry of the directory")
+        if bool(msg.flags & _AT_REMOVEDIR) != node.is_dir:
+            raise RequestError(f"{node.name} is {'a' if node.is_dir else 'not a'} directory",
+                               errno.EISDIR if node.is_dir else errno.ENOTDIR)
+        fid.node.remove_entry(node, fid.caller)
+        return m.Runlinkat(tag=msg.tag)
 
     # ------------------------------------------------------------ attributes
 
@@ -316,6 +334,7 @@ class Dispatcher:
         raise NotPermitted(f"{type(msg).__name__[1:]}: the tree of anvilfs cannot be changed that way; use the ctl files")
 
 
+_AT_REMOVEDIR = 0x200  # Linux's flag in Tunlinkat: rmdir, not unlink
 _ERROR_TEXT_MAX = 1000  # bytes of an error's text kept (for 9P2000.u and agent/errors)
 
 
@@ -369,6 +388,6 @@ _HANDLERS: dict[type, Callable] = {
     m.Tlink: Dispatcher.refuse_change,
     m.Trename: Dispatcher.refuse_change,
     m.Trenameat: Dispatcher.refuse_change,
-    m.Tunlinkat: Dispatcher.refuse_change,
+    m.Tunlinkat: Dispatcher.unlinkat,
     m.Txattrcreate: Dispatcher.refuse_change,
 }

@@ -13,10 +13,11 @@ from dataclasses import dataclass
 
 import trio
 
-from ..app import App
+from ..app import App, MailSettings
 from ..backends import build_backends, tmux_session_for
 from ..config import ConfigError, load_config
 from ..roles import Roles
+from ..mail import MailLimits
 from ..sessions import RestartPolicy, SessionLimits
 from ..storage import StorageError
 from .connection import Connection
@@ -177,7 +178,9 @@ def build_app(options: ServerOptions) -> App:
         log.info("tmux agents run in tmux session %s (watch them: %s)", tmux_session, attach)
     return App(
         backends=backends,
-        limits=SessionLimits(**config.limits.model_dump()),
+        limits=SessionLimits(max_sessions=config.limits.max_sessions, max_prompt_bytes=config.limits.max_prompt_bytes),
+        mail=MailSettings(MailLimits(config.limits.max_inbox, config.limits.max_mail_bytes),
+                          config.mail.notice, config.mail.approval_reminder),
         restart=RestartPolicy(**config.restart.model_dump()),
         state_dir=options.state_dir, roles=Roles(loaded.directory / "roles"), agent_env=agent_env,
     )

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import trio
 
-from ..domain_events import SessionEnded
+from ..domain_events import SessionEnded, SessionMoved
 from ..errors import AnvilError, Busy, InvalidRequest, LimitExceeded, NameTaken, NotFound, TooMany
 from ..journal import Journal, has_line_breakers, one_line, timestamp
 from .backend import Backend, SessionInfo
@@ -112,7 +112,8 @@ class Sessions:
 
     # ------------------------------------------------------------ creating
 
-    def new(self, backend: str, cwd: str, *, name: str = "", role: str = "", model: str = "", ephemeral: bool = False) -> Session:
+    def new(self, backend: str, cwd: str, *, name: str = "", role: str = "", model: str = "", ephemeral: bool = False,
+            notify: bool = False) -> Session:
         chosen = self.backends.get(backend)
         if chosen is None:
             known = ", ".join(sorted(self.backends)) or "none"
@@ -124,6 +125,9 @@ class Sessions:
             if has_line_breakers(value):
                 raise InvalidRequest(f"leave control characters out of {what} (list and events show it on one line): "
                                      f"{one_line(value)!r} has one")
+        if notify and ephemeral:
+            raise InvalidRequest("leave out notify or ephemeral: an ephemeral session does one turn and is never "
+                                 "prompted by mail (notify is invalid with it)")
         if not os.path.isabs(cwd) or not os.path.isdir(cwd):
             raise InvalidRequest(f"give cwd as the absolute path of a directory: {cwd!r} is not one")
         if role and role not in self.roles():
@@ -134,14 +138,14 @@ class Sessions:
             raise TooMany(f"write 'remove' to a stopped session's ctl, or raise [limits] max_sessions: "
                                 f"the session list is too long at {len(self._sessions)}")
         definition = Definition(name=name, backend=backend, cwd=os.path.normpath(cwd), role=role, model=model,
-                                ephemeral=ephemeral, conversation=str(uuid.uuid4()), created=timestamp())
+                                ephemeral=ephemeral, conversation=str(uuid.uuid4()), created=timestamp(), notify=notify)
         session = self._make(definition, chosen, saved=None)
         try:
             self.saver.save_now(session)
         except AnvilError:
             del self._sessions[name]
             raise
-        marks = " ephemeral" * ephemeral + " simulated" * chosen.simulated
+        marks = " ephemeral" * ephemeral + " notify" * notify + " simulated" * chosen.simulated
         self.events.append(f"{name} new backend={backend} cwd={definition.cwd}{marks}")
         self._changed(session, saved=True)
         self._start_runner(session)
@@ -180,6 +184,7 @@ class Sessions:
         if line != session.last_event:
             session.last_event = line
             self.events.append(line)
+            self.publish(SessionMoved(session.name, session.state.value))
 
     def _logged(self, session: Session, text: str) -> None:
         self.saver.logged(session, text)

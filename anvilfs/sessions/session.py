@@ -31,6 +31,7 @@ class Definition:
     ephemeral: bool = False
     conversation: str = ""
     created: str = ""
+    notify: bool = False  # prompted with a notice when mail arrives (never for an ephemeral session)
 
 
 @dataclass(slots=True)

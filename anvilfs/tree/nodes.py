@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from ..errors import PermissionDenied
+from ..errors import NotPermitted, PermissionDenied
 
 
 # Modes are the owner's alone (SPEC §4): a mount shared with other local
@@ -73,10 +73,12 @@ class Directory(Node):
 
     ``more`` returns the computed entries (e.g. one directory per session);
     ``find`` looks one of them up by name without listing them all.
+    ``remove`` makes entries removable (Tremove, Tunlinkat): it is handed the
+    entry and the caller, and refuses by raising; such a directory is 0700.
     """
 
     is_dir = True
-    __slots__ = ("_fixed", "_more", "_find")
+    __slots__ = ("_fixed", "_more", "_find", "_remove")
 
     def __init__(
         self,
@@ -86,18 +88,26 @@ class Directory(Node):
         *,
         more: Callable[[], Iterable[Node]] | None = None,
         find: Callable[[str], Node | None] | None = None,
-        mode: int = DIRECTORY,
+        remove: Callable[[Node, Caller], None] | None = None,
+        mode: int | None = None,
     ):
-        super().__init__(name, key, mode)
+        super().__init__(name, key, mode if mode is not None else CHANGEABLE_DIRECTORY if remove else DIRECTORY)
         self._fixed = {node.name: node for node in fixed}
         self._more = more
         self._find = find
+        self._remove = remove
 
     def lookup(self, name: str) -> Node | None:
         node = self._fixed.get(name)
         if node is None and self._find is not None:
             node = self._find(name)
         return node
+
+    def remove_entry(self, node: Node, caller: Caller) -> None:
+        """Remove one entry of this directory, or say why it cannot be."""
+        if self._remove is None or node.name in self._fixed:
+            raise NotPermitted(f"{node.name} cannot be removed" + (f" from {self.name}" if self._remove else ""))
+        self._remove(node, caller)
 
     def children(self) -> list[Node]:
         nodes = list(self._fixed.values())

@@ -1,0 +1,164 @@
+"""The mail commands of `anvilfs`: notify, inbox, approve, reject, mail (only files; nothing of the server).
+
+    anvilfs notify [--all] [COMMAND [ARG ...]]   for each new message to human (by default only approval
+                                                 and review requests, and re-announced approvals), run
+                                                 COMMAND ARG... SENDER TYPE SUBJECT (no shell); default
+                                                 notify-send where it exists, else a line on stderr
+    anvilfs inbox [PARTICIPANT]                  one line per unacknowledged message: id from type subject
+    anvilfs approve ID                           ID: a waiting request's id, or a bead's id
+    anvilfs reject ID REASON ...
+    anvilfs mail TO TYPE SUBJECT                 body on standard input; from $ANVILFS_SESSION, else human
+
+Each takes the address options of the other client commands (-a, -A, --token-file).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+from ..ninep import consts as c
+from .client import Client, ServerError
+
+HUMAN = "human"
+TOLD_BY_DEFAULT = ("APPROVAL_REQUEST", "REVIEW_REQUEST")
+# an `events` line about mail: TIME mail:ID TYPE [waiting since T] from SENDER to TO [bead B]: SUBJECT
+_MAIL_LINE = re.compile(r"\S+ mail:(?P<id>\d{16}) (?P<type>[A-Z_]+)(?P<again> waiting since \S+)? "
+                        r"from (?P<sender>\S+) to (?P<to>\S+)(?: bead \S+)?: (?P<subject>.*)\Z")
+
+
+# name -> (summary, detail, examples, how to add its arguments): the command line (anvilfs/cli.py) adds
+# each with the client's own options; each runs as COMMANDS[name](client, root, args).
+def _notify_args(p) -> None:
+    p.add_argument("--all", action="store_true", help="every message, not only approval and review requests")
+    p.add_argument("argv", nargs="*", metavar="COMMAND", help="the command and its first arguments "
+                   "(default: notify-send, else a line on stderr); SENDER TYPE SUBJECT are added")
+
+
+def _inbox_args(p) -> None:
+    p.add_argument("participant", nargs="?", default=HUMAN, metavar="PARTICIPANT", help="whose inbox (default human)")
+
+
+def _approve_args(p) -> None:
+    p.add_argument("id", metavar="ID", help="a waiting request's id, or its bead's id")
+
+
+def _reject_args(p) -> None:
+    _approve_args(p)
+    p.add_argument("reason", nargs="+", metavar="REASON", help="why, for the one who asked")
+
+
+def _mail_args(p) -> None:
+    p.add_argument("to", metavar="TO", help="a session's name, or human")
+    p.add_argument("type", metavar="TYPE", help="PROMPT, QUERY, REVIEW or APPROVAL, each _REQUEST or _RESPONSE")
+    p.add_argument("subject", metavar="SUBJECT", help="one line")
+
+
+PARSERS = {
+    "notify": ("run a command for each new message to human",
+               "Blocks on agent/events (no polling); the command runs without a shell.",
+               ["anvilfs notify", "anvilfs notify --all notify-send -u critical", "anvilfs notify /usr/local/bin/page-me"],
+               _notify_args),
+    "inbox": ("list the unacknowledged mail of human (or of PARTICIPANT)", "One line each: id from type subject.",
+              ["anvilfs inbox", "anvilfs inbox bot1"], _inbox_args),
+    "approve": ("approve a waiting approval request (its id, or its bead's)", None,
+                ["anvilfs approve 0001733050000000", "anvilfs approve research-auth-001"], _approve_args),
+    "reject": ("reject a waiting approval request, saying why", "The requester gets the reason in its inbox.",
+               ["anvilfs reject research-auth-001 no test for the fix"], _reject_args),
+    "mail": ("send a message, its body on standard input", "From $ANVILFS_SESSION if set, else from human.",
+             ["echo 'please review' | anvilfs mail bot1 REVIEW_REQUEST 'auth change'"], _mail_args),
+}
+
+
+def _join(root: str, path: str) -> str:
+    return f"{root.strip('/')}/{path}".lstrip("/")
+
+
+def send(client: Client, root: str, sender: str, message: dict) -> str:
+    """Write one message to SENDER/mail; the id the read-back answers, or ServerError with why not."""
+    fid = client.open(_join(root, f"{sender}/mail"), c.ORDWR)
+    try:
+        client.write_all(fid, json.dumps(message).encode())
+        answer = client.read_chunk(fid, 0).decode().strip()
+    finally:
+        client.clunk(fid)
+    if answer.startswith("error: ") or not answer:
+        raise ServerError(answer.removeprefix("error: ") or "the server answered nothing")
+    return answer
+
+
+def notify(client: Client, root: str, args) -> int:
+    argv = args.argv or (["notify-send", "--"] if shutil.which("notify-send") else [])
+    fid = client.open(_join(root, "events"), c.OREAD)
+    told = "all messages" if args.all else "approval and review requests"
+    print(f"anvilfs: notify: watching events for {told} to human", file=sys.stderr, flush=True)
+    offset, pending = 0, b""
+    while True:
+        data = client.read_chunk(fid, offset)  # blocks until there is an event: no polling
+        if not data:
+            return 0
+        offset += len(data)
+        *lines, pending = (pending + data).split(b"\n")
+        for line in lines:
+            _tell(line.decode(errors="replace"), argv, args.all)
+
+
+def _tell(line: str, argv: list[str], everything: bool) -> None:
+    found = _MAIL_LINE.match(line)
+    if found is None or found["to"] != HUMAN or not (everything or found["type"] in TOLD_BY_DEFAULT):
+        return
+    sender, kind, subject = found["sender"], found["type"], found["subject"]
+    if found["again"]:
+        subject = f"still waiting: {subject}"
+    if not argv:
+        print(f"anvilfs: mail {found['id']} {kind} from {sender}: {subject}", file=sys.stderr, flush=True)
+        return
+    try:
+        subprocess.run([*argv, sender, kind, subject], check=False, timeout=60)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        print(f"anvilfs: notify: {argv[0]}: {exc}", file=sys.stderr, flush=True)
+
+
+def inbox(client: Client, root: str, args) -> int:
+    where = _join(root, f"{args.participant}/inbox")
+    for entry in client.list_dir(where):
+        message = json.loads(client.read_file(f"{where}/{entry.name}"))
+        print(f"{message['id']} {message['from']} {message['type']} {message['subject']}")
+    return 0
+
+
+def _answer(client: Client, root: str, wanted: str, approved: bool, reason: str) -> int:
+    for line in client.read_file(_join(root, "human/approvals")).decode().splitlines():
+        request_id, sender, bead, _subject = (line.split(" ", 3) + [""])[:4]
+        if wanted in (request_id, bead):
+            subject = "approved" if approved else f"rejected: {reason}"
+            print(send(client, root, HUMAN, {"to": sender, "type": "APPROVAL_RESPONSE", "subject": subject[:200],
+                                             "body": reason, "re": request_id}))
+            return 0
+    try:  # a bead that waits for approval without a request (sent before mail existed, say)
+        client.write_file(_join(root, f"beads/{wanted}/ctl"), (f"approve\n" if approved else f"reject {reason}\n").encode())
+    except ServerError as exc:
+        raise ServerError(f"{wanted} is neither a waiting request (human/approvals) nor a bead that can take it: {exc}") from None
+    return 0
+
+
+def approve(client: Client, root: str, args) -> int:
+    return _answer(client, root, args.id, True, "approved")
+
+
+def reject(client: Client, root: str, args) -> int:
+    return _answer(client, root, args.id, False, " ".join(args.reason))
+
+
+def mail(client: Client, root: str, args) -> int:
+    sender = os.environ.get("ANVILFS_SESSION") or HUMAN
+    body = sys.stdin.read()
+    print(send(client, root, sender, {"to": args.to, "type": args.type, "subject": args.subject, "body": body}))
+    return 0
+
+
+COMMANDS = {"notify": notify, "inbox": inbox, "approve": approve, "reject": reject, "mail": mail}

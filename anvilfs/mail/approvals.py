@@ -1,0 +1,164 @@
+"""Approval requests: waiting until answered, answered once, announced again while they wait.
+
+An APPROVAL_REQUEST (from an agent, or from anvilfs when a bead needs
+approval) waits until an APPROVAL_RESPONSE whose ``re`` names it comes
+from its recipient, or until its bead is approved or rejected on the
+bead's ctl. The answer goes to the requester's inbox. A waiting request is
+on disk (STATE/mail/approvals/<id>.json); the answer is recorded there
+before it is delivered, so a crash in between delivers it at the next
+start, once.
+
+For a bead's request, the response's subject decides: its first word is
+`approved` or `rejected` (the body says why).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import TYPE_CHECKING
+
+import trio
+
+from ..domain_events import ApprovalDecided, ApprovalWaiting, BeadChanged
+from ..errors import InvalidRequest, NotFound, NotPermitted
+from ..journal import timestamp
+from ..waitable import Changes
+from .message import Draft, Message, MessageType
+
+if TYPE_CHECKING:
+    from .post import PostOffice
+
+VERDICTS = {"approved": True, "approve": True, "rejected": False, "reject": False}
+
+
+def verdict(draft: Draft | Message) -> tuple[bool, str]:
+    """(approved, reason) of a response to a bead's request, from its subject's first word."""
+    word = draft.subject.split()[0].rstrip(":,.!").lower() if draft.subject.split() else ""
+    if word not in VERDICTS:
+        raise InvalidRequest(f"mail answers the approval of bead {draft.bead or '?'}: begin the subject with "
+                             "'approved' or 'rejected' (the body says why)")
+    reason = draft.body.strip() or draft.subject.partition(" ")[2].strip(" :") or draft.subject
+    return VERDICTS[word], reason
+
+
+class Approvals:
+    def __init__(self, post: PostOffice):
+        self.post = post
+        self._waiting: dict[str, Message] = {}
+        self._announced: dict[str, float] = {}  # trio time it was last announced (or began to wait)
+        self._deciding: str | None = None  # the bead an APPROVAL_RESPONSE is deciding right now
+        self.changes = Changes()
+        self.reminder = 3600.0  # seconds a request waits before it is announced again; 0: never
+        self.bead_title = lambda bead: ""
+        self.coordinator_of = lambda convoy: ""
+        post.bus.subscribe(BeadChanged, self._bead_changed)
+
+    def load(self) -> list[str]:
+        found, problems = self.post.files.waiting_requests()
+        for request, answer in found:
+            if answer is None:
+                self._waiting[request.id] = request
+                if not self.post.files.holds(request):
+                    self.post.deliver(request)
+            else:  # answered, and the server stopped before the answer was delivered or the record cleared
+                self._settle(request, answer, redo=True)
+        return problems
+
+    def waiting(self, to: str | None = None) -> list[Message]:
+        return sorted((m for m in self._waiting.values() if to is None or m.to == to), key=lambda m: m.id)
+
+    # ------------------------------------------------------------ answers in the mail
+
+    def check(self, sender: str, draft: Draft) -> None:
+        if draft.type is not MessageType.APPROVAL_RESPONSE or draft.re is None:
+            return
+        request = self._waiting.get(draft.re)
+        if request is None:
+            raise NotFound(f"re {draft.re}: no approval request of that id is waiting (answered already, or never "
+                           "sent); human/approvals lists those that wait")
+        if sender != request.to:
+            raise NotPermitted(f"re {draft.re}: the request was sent to {request.to}; only {request.to} answers it")
+        if draft.to != request.sender:
+            raise InvalidRequest(f"re {draft.re}: the answer goes to the requester: write \"to\":\"{request.sender}\"")
+        if request.bead:
+            verdict(draft)
+
+    def answer(self, response: Message) -> None:
+        request = self._waiting[response.re]
+        if request.bead and not response.bead:
+            response = dataclasses.replace(response, bead=request.bead)  # the answer says which bead it decided
+        if request.bead:
+            approved, reason = verdict(response)
+            self._deciding = request.bead
+            try:  # the beads' rules may refuse (the worker cannot approve): then nothing changed
+                self.post.bus.publish(ApprovalDecided(request.bead, approved, response.sender, reason))
+            finally:
+                self._deciding = None
+        self._settle(request, response)
+
+    def _settle(self, request: Message, answer: Message, *, redo: bool = False) -> None:
+        files = self.post.files
+        if not redo:
+            files.wait_for_answer(request, answer)
+        if self.post.is_participant(answer.to) and not files.holds(answer):
+            self.post.deliver(answer)
+        files.answered(request.id)
+        self._waiting.pop(request.id, None)
+        self._announced.pop(request.id, None)
+        self.changes.bump()
+
+    def waiting_for(self, request: Message) -> None:
+        self.post.files.wait_for_answer(request)
+        self._waiting[request.id] = request
+        self.changes.bump()
+
+    # ------------------------------------------------------------ beads
+
+    def _bead_changed(self, event: BeadChanged) -> None:
+        if event.verb == "complete" and event.status == "pending_approval":
+            self._request_for_bead(event)
+        elif event.verb in ("approve", "reject") and event.bead != self._deciding:
+            request = next((m for m in self.waiting() if m.bead == event.bead), None)
+            if request is not None:
+                self._settle(request, self._bead_answer(request, event))
+
+    def _request_for_bead(self, event: BeadChanged) -> None:
+        post = self.post
+        sender = event.detail if post.is_session(event.detail) else "anvilfs"
+        coordinator = self.coordinator_of(event.convoy) if event.convoy else ""
+        to = coordinator if coordinator and post.is_participant(coordinator) and coordinator != sender else "human"
+        title = self.bead_title(event.bead)
+        draft = Draft(to=to, type=MessageType.APPROVAL_REQUEST, subject=f"approve bead {event.bead}: {title}"[:200],
+                      body=f"Bead {event.bead} ({title}) was completed by {event.detail or 'nobody'} and needs approval: "
+                           f"answer with `anvilfs approve {event.bead}` or `anvilfs reject {event.bead} REASON`.",
+                      bead=event.bead)
+        post.deliver(Message.of(draft, id=post.ids.next(), sender=sender, timestamp=timestamp()))
+
+    def _bead_answer(self, request: Message, event: BeadChanged) -> Message:
+        approved = event.verb == "approve"
+        by, _, reason = event.detail.removeprefix("by ").partition(": ")
+        sender = by if self.post.is_participant(by) else "human"
+        subject = f"approved bead {event.bead}" if approved else f"rejected bead {event.bead}: {reason}"[:200]
+        draft = Draft(to=request.sender, type=MessageType.APPROVAL_RESPONSE, subject=subject.splitlines()[0],
+                      body=reason if not approved else f"approved by {by}", re=request.id, bead=event.bead)
+        return Message.of(draft, id=self.post.ids.next(), sender=sender, timestamp=timestamp())
+
+    # ------------------------------------------------------------ reminders
+
+    async def run(self) -> None:
+        """For ever: announce in `events` each request that has waited `reminder` seconds, and again after as long."""
+        while True:
+            version = self.changes.version
+            now = trio.current_time()
+            next_at = math.inf
+            for request in self.waiting():
+                since = self._announced.setdefault(request.id, now)
+                if self.reminder > 0 and since + self.reminder <= now:
+                    self._announced[request.id] = since = now
+                    self.post.bus.publish(ApprovalWaiting(request.id, request.sender, request.to, request.subject,
+                                                          request.timestamp, request.bead or ""))
+                if self.reminder > 0:
+                    next_at = min(next_at, since + self.reminder)
+            with trio.move_on_at(next_at):
+                await self.changes.wait_changed(version)

@@ -1,0 +1,172 @@
+"""Mail on disk, through the storage module: nothing answered is lost, nothing acknowledged comes back.
+
+    STATE/mail/<participant>/inbox/<id>.json   delivered, not yet acknowledged
+    STATE/mail/<participant>/done/<id>.json    acknowledged (rm of the inbox file)
+    STATE/mail/approvals/<id>.json             approval requests waiting for an answer
+    STATE/removed/<session>.<TIME>.mail/       the mailbox of a removed session, kept as history
+
+A message is written (fsynced, renamed, directory fsynced) before its write
+is answered; an acknowledgement is a rename from inbox/ to done/, so at
+every instant a message is in exactly one of them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+from ..journal import timestamp
+from ..storage import PrivateDir
+from .message import ID, Message
+
+_BOXES = ("inbox", "done")
+
+
+class MailFiles:
+    def __init__(self, state: PrivateDir):
+        self.state = state
+        self.root = state.subdir("mail")
+        self.waiting = self.root.subdir("approvals")
+        self._open: dict[tuple[str, str], PrivateDir] = {}
+
+    def _dir(self, who: str, box: str) -> PrivateDir:
+        found = self._open.get((who, box))
+        if found is None:
+            found = self._open[(who, box)] = self._dir(who, "").subdir(box) if box else self.root.subdir(who)
+        return found
+
+    # ------------------------------------------------------------ messages
+
+    def deliver(self, message: Message) -> None:
+        self._dir(message.to, "inbox").write_atomic(f"{message.id}.json", message.to_json())
+
+    def ack(self, who: str, message_id: str) -> None:
+        self._dir(who, "inbox").move(f"{message_id}.json", self._dir(who, "done"), f"{message_id}.json")
+
+    def unacked(self, who: str) -> tuple[list[Message], list[str]]:
+        """The messages in an inbox, oldest first, and a line for each file that cannot be read."""
+        return self._read_all(self._dir(who, "inbox"))
+
+    def done_ids(self, who: str) -> list[str]:
+        return [n.removesuffix(".json") for n in self._dir(who, "done").names(".json")]
+
+    def read_done(self, who: str, message_id: str) -> bytes | None:
+        return self._dir(who, "done").read(f"{message_id}.json")
+
+    def mailboxes(self) -> list[str]:
+        """The participants with a mailbox on disk."""
+        return sorted(n for n in os.listdir(self.root.path)
+                      if n != "approvals" and os.path.isdir(os.path.join(self.root.path, n)))
+
+    def highest_id(self) -> int:
+        """The largest id of any message kept: new ids start above it (never reused)."""
+        ids = [0]
+        for who in self.mailboxes():
+            for box in _BOXES:
+                ids += [int(n[:16]) for n in self._dir(who, box).names(".json") if ID.match(n[:16])]
+        return max(ids)
+
+    def retire(self, who: str) -> str:
+        """Move a removed session's mailbox into the state's `removed/` history; returns where."""
+        for box in ("", *_BOXES):
+            found = self._open.pop((who, box), None)
+            if found is not None:
+                found.close()
+        if not os.path.isdir(os.path.join(self.root.path, who)):
+            return ""
+        history = self.state.subdir("removed")
+        name = f"{who}.{timestamp().replace(':', '')}.mail"
+        self.root.move(who, history, name)
+        history.close()
+        return os.path.join(history.path, name)
+
+    # ------------------------------------------------------------ approval requests
+
+    def wait_for_answer(self, request: Message, answer: Message | None = None) -> None:
+        """Record a request as waiting; with `answer`, the answer about to be delivered (kept until it is)."""
+        doc = {"request": json.loads(request.to_json())}
+        if answer is not None:
+            doc["answer"] = json.loads(answer.to_json())
+        self.waiting.write_atomic(f"{request.id}.json", json.dumps(doc).encode())
+
+    def answered(self, request_id: str) -> None:
+        self.waiting.remove(f"{request_id}.json")
+
+    def waiting_requests(self) -> tuple[list[tuple[Message, Message | None]], list[str]]:
+        found, problems = [], []
+        for name in self.waiting.names(".json"):
+            try:
+                doc = json.loads(self.waiting.read(name))
+                answer = doc.get("answer")
+                found.append((_message(doc["request"]), _message(answer) if answer else None))
+            except Exception as exc:  # a damaged file must not stop the server
+                problems.append(f"{self.waiting.path}/{name}: cannot be read ({type(exc).__name__}: {exc}); left as it is")
+        return found, problems
+
+    def holds(self, message: Message) -> bool:
+        """Whether a message is in its recipient's inbox or done/ already."""
+        name = f"{message.id}.json"
+        return any(self._dir(message.to, box).read(name) is not None for box in _BOXES)
+
+    def _read_all(self, where: PrivateDir) -> tuple[list[Message], list[str]]:
+        messages, problems = [], []
+        for name in where.names(".json"):
+            try:
+                messages.append(Message.from_json(where.read(name)))
+            except Exception as exc:
+                problems.append(f"{where.path}/{name}: cannot be read ({type(exc).__name__}: {exc}); left as it is")
+        return messages, problems
+
+
+def _message(doc: dict) -> Message:
+    return Message.from_json(json.dumps(doc).encode())
+
+
+class MemoryMailFiles:
+    """The same, in memory, for a server without a state directory (tests, demos)."""
+
+    def __init__(self) -> None:
+        self._inbox: dict[str, dict[str, Message]] = {}
+        self._done: dict[str, dict[str, Message]] = {}
+        self._waiting: dict[str, tuple[Message, Message | None]] = {}
+
+    def deliver(self, message: Message) -> None:
+        self._inbox.setdefault(message.to, {})[message.id] = message
+
+    def ack(self, who: str, message_id: str) -> None:
+        message = self._inbox.get(who, {}).pop(message_id, None)
+        if message is not None:
+            self._done.setdefault(who, {})[message_id] = message
+
+    def unacked(self, who: str) -> tuple[list[Message], list[str]]:
+        return sorted(self._inbox.get(who, {}).values(), key=lambda m: m.id), []
+
+    def done_ids(self, who: str) -> list[str]:
+        return sorted(self._done.get(who, {}))
+
+    def read_done(self, who: str, message_id: str) -> bytes | None:
+        message = self._done.get(who, {}).get(message_id)
+        return message.to_json() if message else None
+
+    def mailboxes(self) -> list[str]:
+        return sorted(set(self._inbox) | set(self._done))
+
+    def highest_id(self) -> int:
+        return 0
+
+    def retire(self, who: str) -> str:
+        self._inbox.pop(who, None)
+        self._done.pop(who, None)
+        return ""
+
+    def wait_for_answer(self, request: Message, answer: Message | None = None) -> None:
+        self._waiting[request.id] = (request, answer)
+
+    def answered(self, request_id: str) -> None:
+        self._waiting.pop(request_id, None)
+
+    def waiting_requests(self) -> tuple[list[tuple[Message, Message | None]], list[str]]:
+        return sorted(self._waiting.values(), key=lambda pair: pair[0].id), []
+
+    def holds(self, message: Message) -> bool:
+        return any(message.id in boxes.get(message.to, {}) for boxes in (self._inbox, self._done))

@@ -1,0 +1,150 @@
+"""The post office: participants, delivery, inboxes, acknowledgements (SPEC §6, no 9P here).
+
+Participants are every session and `human`. ``send`` checks everything
+first (recipient, room in its inbox, the rules of approval answers), then
+writes the message to the recipient's inbox on disk, and only then returns:
+a write that was answered is a message delivered. Ids are 16 digits that
+only grow: the larger of the last id plus one and the time in microseconds,
+starting above every id kept on disk, so they sort in acceptance order and
+are never reused.
+"""
+
+from __future__ import annotations
+
+import errno
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from ..domain_events import EventBus, MailAcked, MailDelivered, SessionEnded
+from ..errors import AnvilError, LimitExceeded, NotFound
+from ..journal import timestamp
+from .approvals import Approvals
+from .files import MailFiles, MemoryMailFiles
+from .message import Draft, Message, MessageType
+
+HUMAN = "human"
+
+
+@dataclass(frozen=True, slots=True)
+class MailLimits:
+    max_inbox: int = 1000  # unacknowledged messages per participant
+    max_message_bytes: int = 64 << 10  # the JSON written to `mail`
+
+
+class InboxFull(LimitExceeded):
+    errno = errno.ENOSPC
+
+
+class IdClock:
+    def __init__(self, clock: Callable[[], float] = time.time):
+        self.clock = clock
+        self.last = 0
+
+    def next(self) -> str:
+        self.last = max(self.last + 1, int(self.clock() * 1_000_000))
+        return f"{self.last:016d}"
+
+
+class PostOffice:
+    def __init__(self, files: MailFiles | MemoryMailFiles, bus: EventBus, *, is_session: Callable[[str], bool],
+                 limits: MailLimits = MailLimits(), clock: Callable[[], float] = time.time):
+        self.files, self.bus, self.is_session, self.limits = files, bus, is_session, limits
+        self.ids = IdClock(clock)
+        self._inbox: dict[str, dict[str, Message]] = {}
+        self.approvals = Approvals(self)
+        self.on_arrival: Callable[[Message], None] = lambda message: None  # notices (notices.py)
+        bus.subscribe(SessionEnded, self._session_ended)
+
+    def load(self) -> list[str]:
+        """Read every inbox and waiting approval; a line for each problem (reported, never fixed silently)."""
+        problems = []
+        for who in self.files.mailboxes():
+            messages, bad = self.files.unacked(who)
+            problems += bad
+            self._inbox[who] = {m.id: m for m in messages}
+        self.ids.last = self.files.highest_id()
+        problems += self.approvals.load()
+        return problems
+
+    # ------------------------------------------------------------ who
+
+    def is_participant(self, name: str) -> bool:
+        return name == HUMAN or self.is_session(name)
+
+    def check_participant(self, name: str, what: str) -> None:
+        if not self.is_participant(name):
+            raise NotFound(f"{what} {name!r} is no participant: mail goes to `human` or a session `list` shows")
+
+    # ------------------------------------------------------------ sending
+
+    def check_size(self, sender: str, size: int) -> None:
+        """What a Twrite can be refused for before the whole message is known."""
+        self.check_participant(sender, "sender")
+        if size > self.limits.max_message_bytes:
+            raise LimitExceeded(f"mail from {sender} is {size} bytes; at most {self.limits.max_message_bytes} "
+                                "(max_mail_bytes in [limits]); put long text in a file and send its path")
+
+    def check(self, sender: str, draft: Draft) -> None:
+        """Everything that could refuse this message, with nothing changed."""
+        self.check_participant(sender, "sender")
+        self.check_participant(draft.to, "recipient")
+        held = len(self._inbox.get(draft.to, {}))
+        if held >= self.limits.max_inbox:
+            raise InboxFull(f"inbox of {draft.to} is full ({held} unacknowledged messages, max_inbox in [limits]): "
+                            f"nothing was sent; {draft.to} must rm some of inbox/ first")
+        self.approvals.check(sender, draft)
+
+    def send(self, sender: str, draft: Draft) -> Message:
+        self.check(sender, draft)
+        message = Message.of(draft, id=self.ids.next(), sender=sender, timestamp=timestamp())
+        if message.type is MessageType.APPROVAL_RESPONSE and message.re:
+            self.approvals.answer(message)  # may refuse (the bead's rules): then nothing was sent
+        else:
+            self.deliver(message)
+        return message
+
+    def deliver(self, message: Message) -> None:
+        """Put a checked message in its recipient's inbox (on disk first), and tell whoever listens."""
+        if message.type is MessageType.APPROVAL_REQUEST:
+            self.approvals.waiting_for(message)  # recorded first: a crash in between delivers it at restart
+        try:
+            self.files.deliver(message)
+        except OSError as exc:
+            raise AnvilError(f"cannot store mail for {message.to}: {exc.strerror or exc}; nothing was sent") from None
+        self._inbox.setdefault(message.to, {})[message.id] = message
+        self.bus.publish(MailDelivered(message.id, message.sender, message.to, message.type.value,
+                                       message.subject, message.bead or ""))
+        self.on_arrival(message)
+
+    # ------------------------------------------------------------ reading and acknowledging
+
+    def inbox(self, who: str) -> list[Message]:
+        return sorted(self._inbox.get(who, {}).values(), key=lambda m: m.id)
+
+    def find(self, who: str, message_id: str) -> Message | None:
+        return self._inbox.get(who, {}).get(message_id)
+
+    def ack(self, who: str, message_id: str) -> None:
+        if self.find(who, message_id) is None:
+            raise NotFound(f"no message {message_id} in the inbox of {who}: `ls inbox/` shows those waiting")
+        try:
+            self.files.ack(who, message_id)
+        except OSError as exc:
+            raise AnvilError(f"cannot acknowledge {message_id}: {exc.strerror or exc}; it stays in inbox/") from None
+        del self._inbox[who][message_id]
+        self.bus.publish(MailAcked(message_id, who))
+
+    def done_ids(self, who: str) -> list[str]:
+        return self.files.done_ids(who)
+
+    def read_done(self, who: str, message_id: str) -> bytes | None:
+        return self.files.read_done(who, message_id)
+
+    def _session_ended(self, event: SessionEnded) -> None:
+        if event.how != "removed":
+            return
+        self._inbox.pop(event.session, None)
+        where = self.files.retire(event.session)
+        if where and self.bus.journal is not None:
+            self.bus.journal.append(f"- mail of {event.session} kept in {where}")
