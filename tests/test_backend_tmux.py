@@ -407,3 +407,29 @@ async def test_output_is_found_after_tmux_trims_a_full_history(tmux_socket, tmp_
     assert "turn 40:" not in output.text()
     for n in range(15):
         assert f"the first line was: burst {n}\n" in output.text()
+
+
+async def test_an_await_the_old_server_took_is_in_saved_and_ends_the_followed_turn(tmux_socket, tmp_path):
+    """The old server answered the hook's await and was killed before it ended the turn: the next follows no more."""
+    gate = tmp_path / "gate"
+    fake = backend(tmux_socket, turn_end="hook", env={"FAKE_AGENT_GATE": str(gate)})  # no hook script: no word in the pane
+    agent = await started(tmux_socket, fake.agent(session(tmp_path)))
+    await cut_off(agent, tmux_socket, "fake:slow hooked", 1, gate)
+    saved = agent.saved() | {"hook_await": 1}  # what the killed server had saved before answering the hook
+    adopted = await backend(tmux_socket, turn_end="hook").adopt(session(tmp_path), saved)
+    output = Recorder(1)
+    with trio.fail_after(10):
+        await adopted.follow(output)
+    assert "the first line was: fake:slow hooked\n" in output.text()
+    assert adopted.saved()["hook_await"] == 1
+
+
+async def test_the_hooks_await_is_kept_in_saved(tmux_socket, tmp_path):
+    fake = backend(tmux_socket, turn_end="hook")
+    agent = await started(tmux_socket, fake.agent(session(tmp_path)))
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(agent.turn, "hello", Recorder(1))
+        await until(lambda: "the first line was: hello" in pane_text(tmux_socket, agent))
+        assert "hook_await" not in agent.saved()
+        assert agent.hook("await")
+    assert agent.saved()["hook_await"] == 1

@@ -68,7 +68,7 @@ def git(state: Path, *args: str) -> subprocess.CompletedProcess[str]:
 @pytest.mark.timeout(900)
 def test_answered_bead_writes_survive_sigkill_on_disk_and_in_history():
     base = Path(tempfile.mkdtemp(prefix="anvk.", dir="/tmp"))
-    state, rng, total = base / "state", random.Random(99), 0
+    state, rng, total, srv = base / "state", random.Random(99), 0, None
     try:
         srv = start_server(base, trace=False)
         for round_no in range(ROUNDS):
@@ -102,7 +102,8 @@ def test_answered_bead_writes_survive_sigkill_on_disk_and_in_history():
             fsck = git(state, "fsck", "--strict", "--no-dangling")
             assert fsck.returncode == 0, fsck.stdout + fsck.stderr
             total += len(answered)
-        srv.stop()
         print(f"{total} answered bead changes over {ROUNDS} SIGKILLs: all on disk and in history")
     finally:
+        if srv is not None:
+            srv.stop()  # a failed round must not leave its server running
         shutil.rmtree(base, ignore_errors=True)

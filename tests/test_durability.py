@@ -20,6 +20,8 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
+
 from anvilfs.client import Client, ServerError
 from harness.server import AnvilServer, start_server
 
@@ -57,11 +59,12 @@ def missing_prompts(srv: AnvilServer, acked: list[tuple[str, str]]) -> list[str]
     return [token for name, token in acked if f"{token} please" not in seen[name]]
 
 
+@pytest.mark.timeout(900)  # 20 server starts; under load more than the default backstop
 def test_no_acknowledged_prompt_is_lost_over_many_sigkills():
     base = Path(tempfile.mkdtemp(prefix="anvd.", dir="/tmp"))
     rng = random.Random(1234)
     names = [f"d{i}" for i in range(SESSIONS)]
-    total, lost, rounds_with_turns = 0, [], 0
+    total, lost, rounds_with_turns, srv = 0, [], 0, None
     try:
         srv = start_server(base, trace=False)
         with connect(srv) as client:
@@ -103,4 +106,6 @@ def test_no_acknowledged_prompt_is_lost_over_many_sigkills():
         assert rounds_with_turns >= ROUNDS // 2, "too few rounds had turns start during the burst to test the race"
         print(f"{total} acknowledged prompts over {ROUNDS} SIGKILLs: 0 lost")
     finally:
+        if srv is not None:
+            srv.stop()  # a failed round must not leave its server running
         shutil.rmtree(base, ignore_errors=True)

@@ -372,3 +372,54 @@ async def test_the_session_limit_says_how_to_free_a_slot(autojump_clock, running
     app.sessions.stop("a")
     app.sessions.remove("a")
     app.sessions.new("sim", "/tmp", name="b")
+
+
+class _SavingHookAgent(Agent):
+    """A hook-driven agent: its turn ends when the hook says await; saved() shows what the hook said."""
+
+    def __init__(self):
+        self.done = trio.Event()
+        self.awaited = 0
+
+    async def start(self) -> None:
+        return None
+
+    async def turn(self, prompt, output) -> None:
+        self.number = output.number
+        await self.done.wait()
+        output.write("answer\n")
+
+    def hook(self, word: str) -> bool:
+        if word == "await":
+            self.awaited = self.number
+            self.done.set()
+        return True
+
+    def saved(self) -> dict:
+        return {"awaited": self.awaited}
+
+    async def kill(self) -> None:
+        return None
+
+
+class _SavingHookBackend(Backend):
+    kind = "test-hook"
+
+    def availability(self) -> str:
+        return "ready"
+
+    def agent(self, session, saved=None) -> Agent:
+        return _SavingHookAgent()
+
+
+async def test_a_hook_write_is_on_disk_before_it_is_answered(autojump_clock, running, tmp_path):
+    import tomllib
+
+    app = await running(backends={"h": _SavingHookBackend("h")}, state_dir=tmp_path)
+    s = app.sessions.new("h", "/tmp", name="bot1")
+    await until(lambda: s.state is State.IDLE)
+    app.sessions.submit("bot1", "go", "glenda")
+    await until(lambda: s.state is State.RUNNING)
+    app.sessions.hook("bot1", "await")  # returns as the 9P write would be answered
+    saved = tomllib.loads((tmp_path / "sessions" / "bot1.toml").read_text())
+    assert saved["agent"] == {"awaited": 1}, "the hook's await must be on disk when its write is answered"

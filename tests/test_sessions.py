@@ -10,7 +10,7 @@ import trio
 import trio.testing
 
 from anvilfs.app import App
-from anvilfs.errors import Busy, InvalidRequest, LimitExceeded, NameTaken, NotFound
+from anvilfs.errors import Busy, InvalidRequest, LimitExceeded, NameTaken, NotFound, TooMany
 from anvilfs.fs.cursors import JournalCursor, StreamCursor, WaitCursor
 from anvilfs.sessions import SessionLimits, State
 from anvilfs.sessions.states import TRANSITIONS, Event, IllegalTransition, advance
@@ -133,7 +133,7 @@ async def test_checks_on_new_and_prompt(running):
         app.sessions.new("sim", "/tmp", name="list")
     assert app.sessions.new("sim", "/tmp").name == "s1"
     app.sessions.new("sim", "/tmp", name="b")
-    with pytest.raises(LimitExceeded, match="too long at 2"):
+    with pytest.raises(TooMany, match="too long at 2"):
         app.sessions.new("sim", "/tmp", name="c")
     with pytest.raises(NameTaken, match="already exists"):
         app.sessions.new("sim", "/tmp", name="b")

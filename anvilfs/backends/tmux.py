@@ -165,11 +165,11 @@ class TmuxBackend(Backend):
         pane = await self.tmux.pane(str(saved.get("pane", "")))
         if pane is None or pane.dead or pane.pid != saved.get("pid"):
             return None  # gone, or a new tmux server reused the pane id for something else
-        return TmuxAgent(self, session, pane)
+        return TmuxAgent(self, session, pane, hook_await=int(saved.get("hook_await", 0)))
 
 
 class TmuxAgent(Agent):
-    def __init__(self, backend: TmuxBackend, session: SessionInfo, pane: Pane | None = None):
+    def __init__(self, backend: TmuxBackend, session: SessionInfo, pane: Pane | None = None, *, hook_await: int = 0):
         self.backend = backend
         self.session = session
         self.config = backend.config
@@ -177,6 +177,8 @@ class TmuxAgent(Agent):
         self.pane = pane
         self.pid = pane.pid if pane else None
         self._turn_done: trio.Event | None = None  # while a hook-ended turn runs: set by hook("await")
+        self._turn_number = 0  # the turn being followed
+        self._await_for = hook_await  # the turn whose hook said await (kept in saved(): a new server follows it no more)
 
     # ------------------------------------------------------------ lifecycle
 
@@ -244,7 +246,10 @@ class TmuxAgent(Agent):
     def saved(self) -> dict:
         if self.pane is None:
             return {}
-        return {"pane": self.pane.id, "window": self.pane.window, "pid": self.pane.pid}
+        saved = {"pane": self.pane.id, "window": self.pane.window, "pid": self.pane.pid}
+        if self._await_for:
+            saved["hook_await"] = self._await_for
+        return saved
 
     async def _gone(self) -> str:
         """Why the agent is gone, or "" while it runs."""
@@ -264,6 +269,7 @@ class TmuxAgent(Agent):
             return False
         if word == "await" and self._turn_done is not None:
             self._turn_done.set()
+            self._await_for = self._turn_number
         return True  # outside a turn: a person typed into the pane; the session records it
 
     async def turn(self, prompt: str, output: Output) -> None:
@@ -290,7 +296,10 @@ class TmuxAgent(Agent):
         await self._follow_turn(start, output)
 
     async def _follow_turn(self, start: _Start, output: Output) -> None:
+        self._turn_number = output.number
         self._turn_done = trio.Event() if self.config.turn_end == "hook" else None
+        if self._turn_done is not None and self._await_for == output.number:
+            self._turn_done.set()  # the old server took this turn's await and was killed before it ended the turn
         try:
             await self._follow(start, output)
         finally:

@@ -294,12 +294,14 @@ class Sessions:
             raise InvalidRequest(
                 f"status: only hook-driven (tmux) agents write it; {name} is on {session.backend.kind} backend "
                 f"{session.backend.name}, which reports its own turns")
-        if session.turn_scope is not None:
-            return  # the runner's turn ends when the agent sees await
-        if event is Event.TURN_BEGAN:  # a person typed into the agent directly
-            session.begin_turn(Prompt("(typed into the agent's terminal)", "terminal"))
-        else:
-            session.end_turn(Event.TURN_DONE)
+        if session.turn_scope is None:  # else the runner's turn ends when the agent sees await
+            if event is Event.TURN_BEGAN:  # a person typed into the agent directly
+                session.begin_turn(Prompt("(typed into the agent's terminal)", "terminal"))
+            else:
+                session.end_turn(Event.TURN_DONE)
+        # The hook's write is answered only once what it said is on disk (the agent's saved() notes a
+        # turn's await), so a server killed right after answering still knows the turn ended.
+        self.saver.save_now(session)
 
     # ------------------------------------------------------------ runners
 
