@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import signal
 import socket
@@ -147,3 +148,20 @@ def _run(argv: list[str], env: dict[str, str], timeout: float) -> subprocess.Com
 def _kill_group(pgid: int) -> None:
     with contextlib.suppress(ProcessLookupError):
         os.killpg(pgid, signal.SIGKILL)
+
+
+def sections(output: str) -> dict[str, tuple[list[str], int | None]]:
+    """Split the snippet's output at the markers: step -> (lines, the step's exit status)."""
+    out: dict[str, tuple[list[str], int | None]] = {}
+    name, lines = None, []
+    for line in output.splitlines() + ["@@ <eof>"]:
+        if line.startswith("@@ "):
+            if name is not None:
+                rc = None
+                if lines and (m := re.fullmatch(r"rc=(\d+)", lines[-1])):
+                    rc, lines = int(m.group(1)), lines[:-1]
+                out[name] = (lines, rc)
+            name, lines = line[3:], []
+        else:
+            lines.append(line)
+    return out

@@ -152,7 +152,7 @@ def test_tcp_listener() -> None:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     tcp = f"tcp!127.0.0.1!{port}"
-    # --no-token: this client's attach sends no aname (token attaches: tests/test_tcp_token.py)
+    # --no-token: this client's attach sends no aname (token attaches: tests/interop/test_tcp_token.py)
     with running_server(extra_args=["--listen", tcp, "--no-token"]) as srv:
         r = srv.run_cli("-a", tcp, "write", "ctl", "new sim /tmp name=tcpbot")
         assert r.returncode == 0, r.stderr + srv.trace_tail()
@@ -275,7 +275,7 @@ def test_version_is_the_packages() -> None:
 
     from anvilfs import __version__
 
-    pyproject = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text())
+    pyproject = tomllib.loads((Path(__file__).resolve().parents[2] / "pyproject.toml").read_text())
     assert __version__ == pyproject["project"]["version"], "anvilfs.__version__ and pyproject.toml disagree"
     r = _cli("--version")
     assert (r.returncode, r.stdout, r.stderr) == (0, f"anvilfs {__version__}\n", "")

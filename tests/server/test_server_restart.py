@@ -25,7 +25,7 @@ from harness.prerequisites import require
 from harness.server import REPO_ROOT, AnvilServer, start_server
 from harness.tmux import end_tmux
 
-HOOK = Path(__file__).resolve().parent.parent / "hooks" / "anvilfs-status"
+HOOK = Path(__file__).resolve().parents[2] / "hooks" / "anvilfs-status"
 
 
 def config_text(tmp: Path) -> str:

@@ -6,8 +6,7 @@ from __future__ import annotations
 import pytest
 
 from harness.server import AnvilServer
-from harness.vm import ensure_assets, run_in_guest
-from test_v9fs import sections
+from harness.vm import ensure_assets, run_in_guest, sections
 
 pytestmark = pytest.mark.vm
 

@@ -21,7 +21,7 @@ from anvilfs.backends.conversation import TurnGate
 from anvilfs.config.model import CommandBackendConfig
 from anvilfs.sessions.backend import AgentExited, AgentFailed, SessionInfo, TurnFailed
 
-FAKES = pathlib.Path(__file__).parent / "fakes"
+FAKES = pathlib.Path(__file__).parent.parent / "fakes"
 FAKE = str(FAKES / "fake_agent.py")
 GUARD = 20  # seconds a turn may take before the test calls it a hang
 

@@ -15,7 +15,7 @@ import re
 import pytest
 
 from harness.server import AnvilServer
-from harness.vm import ensure_assets, run_in_guest
+from harness.vm import ensure_assets, run_in_guest, sections
 
 pytestmark = pytest.mark.vm
 
@@ -41,23 +41,6 @@ STEPS = ["ls", "list", "new", "in", "wait", "out", "list2", "bogus", "ls2", "lsd
 @pytest.fixture(scope="session")
 def guest_assets() -> None:
     ensure_assets()
-
-
-def sections(output: str) -> dict[str, tuple[list[str], int | None]]:
-    """Split the snippet's output at the markers: step -> (lines, the step's exit status)."""
-    out: dict[str, tuple[list[str], int | None]] = {}
-    name, lines = None, []
-    for line in output.splitlines() + ["@@ <eof>"]:
-        if line.startswith("@@ "):
-            if name is not None:
-                rc = None
-                if lines and (m := re.fullmatch(r"rc=(\d+)", lines[-1])):
-                    rc, lines = int(m.group(1)), lines[:-1]
-                out[name] = (lines, rc)
-            name, lines = line[3:], []
-        else:
-            lines.append(line)
-    return out
 
 
 @pytest.mark.parametrize("version", ["9p2000.L", "9p2000.u", "9p2000"])

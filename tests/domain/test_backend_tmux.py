@@ -30,8 +30,8 @@ from harness.tmux import PaneLooks, private_tmux
 
 pytestmark = pytest.mark.needs("tmux")
 
-FAKE = Path(__file__).parent / "fakes" / "fake_agent.py"
-HOOKS = Path(__file__).parent.parent / "hooks"
+FAKE = Path(__file__).parent.parent / "fakes" / "fake_agent.py"
+HOOKS = Path(__file__).parents[2] / "hooks"
 MARKER = "fake> "
 TMUX_SESSION = "anvilfs-test"
 HOOK_CLIENT = """\

@@ -38,7 +38,7 @@ from harness.fakes import FAKE_AGENT, fake_openai_server
 from harness.processes import wait_gone
 from harness.tmux import private_tmux
 
-HOOK = Path(__file__).resolve().parent.parent / "hooks" / "anvilfs-status"
+HOOK = Path(__file__).resolve().parents[2] / "hooks" / "anvilfs-status"
 BIN = Path(sys.executable).parent  # where the `anvilfs` command the hook runs lives
 
 GUARD = 60  # seconds: a broken backend fails the test instead of hanging it
