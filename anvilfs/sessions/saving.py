@@ -38,7 +38,9 @@ class SessionSaver:
         if self.store is None:
             return
         try:
-            self.queue.flush(lambda key: key[0] is session and key[1] != "state")
+            if self.queue.flush(lambda key: key[0] is session and key[1] != "state"):
+                # the .toml must not land before the log and `out` it follows (a turn's answer)
+                raise OSError(f"the transcript or answer of {session.name} could not be written first")
             self.store.save(session)
         except OSError as exc:
             raise AnvilError(f"cannot save session {session.name} in {self.store.dir}: {exc.strerror or exc}") from None

@@ -102,8 +102,13 @@ class PrivateDir:
         fd = self._open(name, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
         try:
             created = _own_file(fd, self.path, name)
-            _write_all(fd, data)
-            os.fsync(fd)
+            size = os.fstat(fd).st_size
+            try:
+                _write_all(fd, data)
+                os.fsync(fd)
+            except OSError:
+                os.ftruncate(fd, size)  # no torn fragment: the whole text is appended again on retry
+                raise
         finally:
             os.close(fd)
         if created:

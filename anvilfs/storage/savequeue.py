@@ -66,23 +66,29 @@ class SaveQueue:
     def __len__(self) -> int:
         return len(self._pending)
 
-    def flush(self, only: Callable[[Hashable], bool] | None = None) -> None:
-        """Write everything pending (or the keys `only` picks), stage by stage; what fails stays pending."""
+    def flush(self, only: Callable[[Hashable], bool] | None = None) -> list[Hashable]:
+        """Write everything pending (or the keys `only` picks), stage by stage; what fails stays pending.
+
+        Returns the keys that are still pending because their write (or an earlier stage's) failed.
+        """
         if only is None:
             pending, self._pending = self._pending, {}
         else:
             pending = {key: self._pending.pop(key) for key in [k for k in self._pending if only(k)]}
-        failed_stage = None
+        failed_stage, failed = None, []
         for key, item in sorted(pending.items(), key=lambda kv: kv[1].stage):
             if failed_stage is not None and item.stage > failed_stage:
                 self._keep(key, item)  # a later stage never lands before an earlier one that failed
+                failed.append(key)
                 continue
             try:
                 item.run()
             except OSError as exc:
                 failed_stage = item.stage
                 self._keep(key, item)
+                failed.append(key)
                 self.on_error(key, exc)
+        return failed
 
     def _keep(self, key: Hashable, item: _Pending) -> None:
         newer = self._pending.get(key)

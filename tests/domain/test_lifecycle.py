@@ -423,3 +423,26 @@ async def test_a_hook_write_is_on_disk_before_it_is_answered(autojump_clock, run
     app.sessions.hook("bot1", "await")  # returns as the 9P write would be answered
     saved = tomllib.loads((tmp_path / "sessions" / "bot1.toml").read_text())
     assert saved["agent"] == {"awaited": 1}, "the hook's await must be on disk when its write is answered"
+
+
+async def test_a_prompt_is_refused_while_the_answer_before_it_cannot_be_written(autojump_clock, running, tmp_path):
+    """The .toml never lands before the log it follows: else an answered prompt would be nowhere on disk."""
+    from anvilfs.errors import AnvilError
+
+    app = await running(state_dir=tmp_path)
+    s = app.sessions.new("sim", "/tmp", name="bot1")
+    await until(lambda: s.state is State.IDLE)
+    log = tmp_path / "sessions" / "bot1.log"
+    log.unlink(missing_ok=True)
+    log.mkdir()  # appends to the transcript fail from now on
+    app.sessions.submit("bot1", "one", "glenda")
+    await until(lambda: s.state is State.AWAIT)
+    with pytest.raises(AnvilError, match="could not be written first"):
+        app.sessions.submit("bot1", "two", "glenda")
+    import tomllib
+    saved = tomllib.loads((tmp_path / "sessions" / "bot1.toml").read_text())
+    assert saved["status"]["turns"] <= 1 and all(p["text"] != "two" for p in saved.get("queue", []))
+    log.rmdir()
+    app.sessions.submit("bot1", "two", "glenda")  # the disk is back: it is taken, after the log
+    await until(lambda: s.turn_count == 2 and s.state is State.AWAIT)
+    await until(lambda: "--- answer 1" in log.read_text() if log.is_file() else False)

@@ -158,3 +158,27 @@ async def test_the_save_queue_task_writes_soon_after_a_change(autojump_clock):
                 await trio.sleep(0.01)
         assert done == [2]
         nursery.cancel_scope.cancel()
+
+
+def test_a_refused_append_leaves_no_fragment(tmp_path, monkeypatch):
+    d = PrivateDir(tmp_path / "st")
+    d.append("a.log", b"first\n")
+    real_write = os.write
+
+    def short_then_full(fd, data):  # writes part, then the disk is full
+        real_write(fd, bytes(data[:3]))
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(private.os, "write", short_then_full)
+    with pytest.raises(OSError):
+        d.append("a.log", b"second\n")
+    monkeypatch.setattr(private.os, "write", real_write)
+    assert (tmp_path / "st" / "a.log").read_bytes() == b"first\n"
+
+
+def test_flush_says_which_writes_are_still_pending():
+    q = SaveQueue()
+    q.append("log", "x", lambda text: (_ for _ in ()).throw(OSError(28, "full")), stage=0)
+    q.replace("state", lambda: None, stage=2)
+    assert sorted(q.flush()) == ["log", "state"]
+    assert q.flush(lambda key: False) == []
