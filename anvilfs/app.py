@@ -115,6 +115,7 @@ class App:
                     await nursery.start(self.history.run)  # first commits what a killed server left
                 for problem in self.board.load() + self.convoys.load():  # before sessions restore: they release beads
                     self.record_error("beads", problem)
+                self.convoys.recheck()
                 nursery.start_soon(self.board.run_leases)
                 nursery.start_soon(self.post.approvals.run)
                 await nursery.start(self.sessions.run)

@@ -246,7 +246,7 @@ class Board:
     def _session_ended(self, event: SessionEnded) -> None:
         """SPEC §6: a bead held by a session that is gone goes back to pending."""
         for bead in list(self._beads.values()):
-            if bead.status is Status.IN_PROGRESS and bead.assigned_to == event.session and not bead.lease_until:
+            if bead.status is Status.IN_PROGRESS and bead.assigned_to == event.session:  # a lease too: it is gone
                 self._release(bead, f"session {event.session} {event.how}")
 
     def expire_leases(self) -> float | None:

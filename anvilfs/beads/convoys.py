@@ -101,11 +101,14 @@ class Convoys:
         self.board.set_convoy(bead_id, convoy_id)  # its event brings this convoy up to date
 
     def remove_bead(self, convoy_id: str, bead_id: str) -> None:
-        self.get(convoy_id)
+        convoy = self.get(convoy_id)
+        if convoy.status in _CLOSED:
+            raise Busy(f"remove_bead: convoy {convoy_id} is {convoy.status}: its beads stay as they were")
         bead = self.board.get(bead_id)
         if bead.convoy != convoy_id:
             raise NotFound(f"remove_bead: bead {bead_id} is not in convoy {convoy_id}; `convoys/{convoy_id}/beads` lists its beads")
         self.board.set_convoy(bead_id, "")
+        self._check_completion(self._convoys[convoy_id], bead_id)  # the bead it lost may have been the last open one
 
     def set_coordinator(self, convoy_id: str, session: str) -> Convoy:
         convoy = self.get(convoy_id)
@@ -147,18 +150,32 @@ class Convoys:
         beads = self.beads_of(convoy.id)
         if convoy.status == CS.PLANNING and event.verb == "claim":
             self._react(convoy.copy(status=CS.IN_PROGRESS), f"Convoy started: {convoy.id} (bead {event.bead} claimed)", "start", event.bead)
-        elif convoy.status in CS.OPEN and beads and all(b.status is Status.COMPLETED for b in beads):
-            self._react(convoy.copy(status=CS.COMPLETED), f"Convoy completed: {convoy.title} ({convoy.id}), all {len(beads)} beads done",
-                        "complete", self.progress(convoy.id))
+        elif convoy.status in CS.OPEN:
+            self._check_completion(convoy, event.bead)
         elif convoy.status == CS.COMPLETED and event.status != Status.COMPLETED.value:
             self._react(convoy.copy(status=CS.IN_PROGRESS), f"Convoy reopened: {convoy.id} (bead {event.bead} {event.status})",
                         "reopen", event.bead)
 
+    def _check_completion(self, convoy: Convoy, because: str) -> None:
+        """A convoy whose beads are all completed (and that has some) completes itself, now."""
+        beads = self.beads_of(convoy.id)
+        if convoy.status in CS.OPEN and beads and all(b.status is Status.COMPLETED for b in beads):
+            self._react(convoy.copy(status=CS.COMPLETED), f"Convoy completed: {convoy.title} ({convoy.id}), all "
+                        f"{len(beads)} beads done", "complete", self.progress(convoy.id))
+
+    def recheck(self) -> None:
+        """At start: complete what a convoy write that failed (or a crash) left open."""
+        for convoy in list(self._convoys.values()):
+            self._check_completion(convoy, "")
+
     def _react(self, convoy: Convoy, message: str, verb: str, detail: str) -> None:
+        """A convoy following its beads. Its bead's change stands whatever happens here, so a refused
+        write is reported (events, errors), not raised into the bead's writer; the next start re-checks."""
         try:
             self._save(convoy, message, verb, detail)
         except AnvilError as exc:
-            raise AnvilError(f"{exc.message} (convoy {convoy.id} could not follow its bead)") from None
+            if self.bus.journal is not None:
+                self.bus.journal.append(f"- convoys: {exc.message}; convoy {convoy.id} is re-checked at the next start")
 
     def _save(self, convoy: Convoy, message: str, verb: str, detail: str = "", *, new: bool = False) -> Convoy:
         convoy.updated = timestamp()

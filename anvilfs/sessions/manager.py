@@ -245,7 +245,15 @@ class Sessions:
         self._cancel_runner(name)
         session.abort_turn("killed" if kill else "stopped")
         session.move(Event.STOP, f"{dropped} queued prompts dropped" if dropped else "")
+        self._save_answered(session)  # a stop answered is a stop a restarted server keeps
         self._nursery.start_soon(session.agent.kill if kill else session.agent.stop)
+
+    def _save_answered(self, session: Session) -> None:
+        """Save a change a ctl write made, before it is answered; the change itself has happened."""
+        try:
+            self.saver.save_now(session)
+        except AnvilError as exc:
+            self.events.append(f"- state: {exc.message}; will try again")
 
     def remove(self, name: str) -> None:
         """Forget a stopped or exited session; its files move to the state's `removed/` history."""
@@ -283,6 +291,7 @@ class Sessions:
         session.role_pending = bool(session.definition.role)
         session.record(f"--- cleared at {timestamp()}: a fresh conversation begins\n")
         session.move(Event.CLEAR)
+        self._save_answered(session)
 
     def hook(self, name: str, word: str) -> None:
         """An agent's hook wrote running/await to its status."""

@@ -77,9 +77,14 @@ async def restore_session(sessions: Sessions, saved: SavedSession) -> None:
         sessions._start_runner(session, adopted=True)
         session.changed()
         return
-    if state in _ALIVE:
+    if definition.ephemeral and saved.turn_count and state in (State.AWAIT, State.ERROR):
+        # its one turn was done and its runner about to stop it: a normal end, nothing it held is released
+        session.move(Event.STOP, "ephemeral: one turn done")
+    elif state in _ALIVE:
         session.abort_turn("lost: the server stopped during the turn")
         session.move(Event.EXIT, "the server restarted; write 'restart' to its ctl to resume")
         sessions.publish(SessionEnded(definition.name, "exited"))  # no restart is coming by itself
     else:
         sessions.events.append(f"{definition.name} restored {state.value}")
+        if state is State.EXITED:  # a crash restart that was on its way lived only in the old server
+            sessions.publish(SessionEnded(definition.name, "exited"))

@@ -446,3 +446,24 @@ async def test_a_prompt_is_refused_while_the_answer_before_it_cannot_be_written(
     app.sessions.submit("bot1", "two", "glenda")  # the disk is back: it is taken, after the log
     await until(lambda: s.turn_count == 2 and s.state is State.AWAIT)
     await until(lambda: "--- answer 1" in log.read_text() if log.is_file() else False)
+
+
+async def test_a_bead_held_by_a_session_in_crash_backoff_is_released_when_the_server_restarts(autojump_clock, tmp_path):
+    """The backoff lived in the old server only: the restored session is exited with no restart coming."""
+    async with trio.open_nursery() as nursery:
+        app = App(state_dir=tmp_path)
+        await nursery.start(app.run)
+        s = app.sessions.new("sim", "/tmp", name="w1")
+        await until(lambda: s.state is State.IDLE)
+        bead = app.board.new("Task", "dev", "d")
+        from anvilfs.beads import Who
+        app.board.claim(bead.id, Who("w1", "w1"))
+        app.sessions.submit("w1", "sim:exit", "glenda")
+        await until(lambda: s.state is State.EXITED and "restarting in" in app.events.text())
+        app.sessions.saver.flush()
+        nursery.cancel_scope.cancel()
+    async with trio.open_nursery() as nursery:
+        again = App(state_dir=tmp_path)
+        await nursery.start(again.run)
+        assert again.board.get(bead.id).status.value == "pending"
+        nursery.cancel_scope.cancel()

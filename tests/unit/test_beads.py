@@ -265,3 +265,40 @@ def test_files_are_private_and_history_messages_say_what_happened(tmp_path):
                        "Claimed: research-auth-001 by bot1", "Completed: Research auth system (research-auth-001)"]
     path = tmp_path / "state" / "beads" / f"{a.id}.toml"
     assert os.stat(path).st_mode & 0o777 == 0o600
+
+
+def test_removing_the_last_open_bead_completes_the_convoy_and_a_closed_one_keeps_its_beads(tmp_path):
+    board, convoys, *_ = make(tmp_path)
+    c = convoys.new("Auth", "goal")
+    a = board.new("Done one", "dev", "d", convoy=c.id)
+    b = board.new("Open one", "dev", "d", convoy=c.id)
+    board.claim(a.id, Who("bot1", "bot1"))
+    board.complete(a.id)
+    convoys.remove_bead(c.id, b.id)
+    assert convoys.get(c.id).status == "completed" and convoys.progress(c.id) == "1/1 completed"
+    with pytest.raises(Busy, match="is completed: its beads stay"):
+        convoys.remove_bead(c.id, a.id)
+
+
+def test_a_convoy_write_that_fails_does_not_undo_or_misreport_its_bead(tmp_path):
+    board, convoys, journal, *_ = make(tmp_path)
+    c = convoys.new("Auth", "goal")
+    a = board.new("Only", "dev", "d", convoy=c.id)
+    board.claim(a.id, Who("bot1", "bot1"))
+    path = tmp_path / "state" / "convoys" / f"{c.id}.toml"
+    path.unlink()
+    path.mkdir()  # the convoy's file cannot be replaced
+    board.complete(a.id)  # the bead's change stands, and says so
+    assert board.get(a.id).status is Status.COMPLETED
+    assert f"convoy {c.id} is re-checked at the next start" in journal.text()
+    path.rmdir()
+    convoys.recheck()  # what the next start does
+    assert convoys.get(c.id).status == "completed"
+
+
+def test_a_session_that_ends_releases_its_beads_even_under_a_lease(tmp_path):
+    board, *_ = make(tmp_path)
+    a = board.new("Task", "dev", "d")
+    board.claim(a.id, Who("glenda"), "bot1", lease=600)
+    board.bus.publish(SessionEnded("bot1", "killed"))
+    assert board.get(a.id).status is Status.PENDING
