@@ -106,7 +106,7 @@ class GitRepository:
             shutil.rmtree(new_path)  # a creation a crash interrupted (rmtree refuses a link)
         new = self.root.subdir(_NEW_GIT_DIR)
         try:
-            env = {**self._env, "GIT_DIR": new.path}
+            env = {**self._env, "GIT_DIR": new.path, "GIT_COMMON_DIR": new.path}
             result = subprocess.run(["git", *OPTIONS, "init", "-q", f"--initial-branch={BRANCH}", "--template="],
                                     env=env, cwd=self.root.path, capture_output=True, check=False)
             if result.returncode:
@@ -120,7 +120,9 @@ class GitRepository:
 
 def _git_environment(work_tree: str) -> dict[str, str]:
     env = {name: value for name, value in os.environ.items() if not name.startswith("GIT_")}
-    env.update(GIT_DIR=os.path.join(work_tree, GIT_DIR), GIT_WORK_TREE=work_tree,
+    git_dir = os.path.join(work_tree, GIT_DIR)
+    # GIT_COMMON_DIR too: else a planted .git/commondir sends git to another repository's config
+    env.update(GIT_DIR=git_dir, GIT_COMMON_DIR=git_dir, GIT_WORK_TREE=work_tree,
                GIT_CONFIG_NOSYSTEM="1", GIT_CONFIG_GLOBAL="/dev/null", GIT_TERMINAL_PROMPT="0", LC_ALL="C")
     return env
 
@@ -135,7 +137,14 @@ def _open_git_dir(root_path: str) -> PrivateDir:
     return PrivateDir(path)
 
 
+_REDIRECTS = ("commondir", "gitdir", "worktrees")  # what can make git read another repository's config
+
+
 def _check_config(git_dir: PrivateDir) -> None:
+    planted = [name for name in _REDIRECTS if os.path.lexists(os.path.join(git_dir.path, name))]
+    if planted:
+        raise StorageError(errno.EPERM, f"{git_dir.path} has {', '.join(planted)}, which anvilfs never makes (it can "
+                                        "point git at another repository's config); move it away, then start again")
     config = git_dir.read("config")
     if config != CONFIG:
         state = "missing" if config is None else "not the one anvilfs wrote"

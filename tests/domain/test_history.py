@@ -457,3 +457,30 @@ async def test_every_answered_change_is_in_history_over_20_sigkills(state, tmp_p
         check_round(state, round_no, done, errors)
         total += len(done)
     print(f"{total} answered changes over 20 SIGKILLs: all in history once; {locks} restarts found git's locks")
+
+
+@pytest.mark.parametrize("redirect", ["commondir", "gitdir", "worktrees"])
+def test_a_planted_commondir_is_refused_and_nothing_is_run(state, tmp_path, redirect):
+    """git reads its config from $GIT_DIR/commondir when that exists: the byte check of .git/config is not enough."""
+    make_history(state)
+    evil = tmp_path / "evil.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(evil)], check=True, capture_output=True)
+    marker = tmp_path / "pwned"
+    with open(evil / "config", "a") as config:
+        config.write(f'[filter "x"]\n\tclean = "touch {marker}; cat"\n')
+    (state / "beads" / ".gitattributes").write_text("* filter=x\n")
+    (state / "beads" / "a.toml").write_text("x = 1\n")
+    if redirect == "worktrees":
+        (state / ".git" / "worktrees").mkdir()
+    else:
+        (state / ".git" / redirect).write_text(f"{evil}\n")
+    with pytest.raises(StorageError, match=f"has {redirect}, which anvilfs never makes"):
+        GitHistory(PrivateDir(state))
+    assert not marker.exists()
+
+
+def test_git_runs_with_its_common_dir_pinned(state):
+    from anvilfs.storage.gitrepo import _git_environment
+
+    env = _git_environment(str(state))
+    assert env["GIT_COMMON_DIR"] == env["GIT_DIR"] == os.path.join(str(state), ".git")
