@@ -13,6 +13,7 @@ flushed request gets no reply at all.
 
 from __future__ import annotations
 
+import dataclasses
 import errno
 import logging
 from collections.abc import Callable
@@ -170,7 +171,7 @@ class Connection:
             self.send(self.dispatcher.error(m.Tclunk(tag=exc.tag, fid=0), exc.reason, 22))
             return
         if self.trace:
-            self.trace(f"{self.name} -> {format_message(msg, data_limit=64)}")
+            self.trace(f"{self.name} -> {format_message(_for_trace(msg), data_limit=64)}")
         if not msg.is_request:
             self.send(self.dispatcher.error(msg, f"{type(msg).__name__} is a reply, not a request", errno.EINVAL))
         elif isinstance(msg, m.Tflush):
@@ -265,3 +266,13 @@ class Connection:
 
 def _too_many_blocked(limit: int) -> str:
     return f"too many blocked reads: at most {limit} wait at once per connection; flush some or wait for their answers"
+
+
+_PLAIN_ANAMES = ("", "/", "agent")
+
+
+def _for_trace(msg: m.Message) -> m.Message:
+    """A message as the trace may show it: an attach's aname can be the TCP token, a secret."""
+    if isinstance(msg, m.Tattach) and msg.aname not in _PLAIN_ANAMES:
+        return dataclasses.replace(msg, aname="(hidden: it may be the token)")
+    return msg
