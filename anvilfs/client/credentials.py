@@ -8,6 +8,7 @@ is the check), so there the aname is '' unless given explicitly.
 
 from __future__ import annotations
 
+import ipaddress
 import os
 
 from ..places import default_token_path, login_name
@@ -19,14 +20,27 @@ def attach_uname() -> str:
 
 
 def attach_aname(target: Target, *, aname: str | None = None, token_file: str | None = None) -> str:
-    """-A ANAME as given; for TCP, else --token-file, $ANVILFS_TOKEN, the default token file, ''."""
+    """-A ANAME as given; for TCP, else --token-file, $ANVILFS_TOKEN, the default token file (loopback only), ''."""
     if aname is not None:
         return aname
     if not target.is_tcp:
         return ""
     if token_file is not None:
         return _read_token(token_file, required=True)
-    return os.environ.get("ANVILFS_TOKEN") or _read_token(default_token_path(), required=False)
+    if os.environ.get("ANVILFS_TOKEN"):
+        return os.environ["ANVILFS_TOKEN"]
+    # The token file of this machine's own server goes only to this machine: sent to another host,
+    # or to whoever listens on a port the server left, it would hand them your agents.
+    return _read_token(default_token_path(), required=False) if _is_loopback(target.address[0]) else ""
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def _read_token(path: str, *, required: bool) -> str:

@@ -504,3 +504,22 @@ def test_uname_is_the_calling_agents_session(anvil_server: AnvilServer) -> None:
     assert f" uname {getpass.getuser()} " in login, login
     agent = _attach_of(srv, "read", "agent/list", env={"ANVILFS_SESSION": "bot7"})
     assert " uname bot7 " in agent, agent
+
+
+def test_the_default_token_file_goes_only_to_loopback_addresses(tmp_path) -> None:
+    from anvilfs.client import attach_aname, resolve
+
+    state = tmp_path / "anvilfs"
+    state.mkdir(mode=0o700)
+    (state / "token").write_text(TOKEN + "\n")
+    env = {"XDG_STATE_HOME": str(tmp_path), "ANVILFS_TOKEN": ""}
+    old = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        assert attach_aname(resolve("list", "tcp!127.0.0.1!5640")) == TOKEN
+        assert attach_aname(resolve("list", "tcp!localhost!5640")) == TOKEN
+        assert attach_aname(resolve("list", "tcp!192.0.2.7!5640")) == ""  # another host: only if given explicitly
+        assert attach_aname(resolve("list", "tcp!192.0.2.7!5640"), token_file=str(state / "token")) == TOKEN
+    finally:
+        for k, v in old.items():
+            os.environ.pop(k) if v is None else os.environ.__setitem__(k, v)
