@@ -194,4 +194,16 @@ def run_server(options: ServerOptions) -> int:
     except (ListenError, ConfigError, StorageError, TokenError) as exc:
         print(f"anvilfs: {exc}", file=sys.stderr)
         return 1
+    except BaseExceptionGroup as group:  # raised inside trio's nurseries: the same errors, wrapped
+        startup, rest = group.split((ListenError, ConfigError, StorageError, TokenError))
+        if startup is None or rest is not None:
+            raise
+        for exc in _leaves(startup):
+            print(f"anvilfs: {exc}", file=sys.stderr)
+        return 1
     return 0
+
+
+def _leaves(group: BaseExceptionGroup):
+    for exc in group.exceptions:
+        yield from _leaves(exc) if isinstance(exc, BaseExceptionGroup) else [exc]

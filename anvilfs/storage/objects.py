@@ -40,10 +40,10 @@ class TomlObjects:
         found, broken = {}, {}
         for name in self.dir.names(".toml"):
             object_id = name.removesuffix(".toml")
-            raw = self.dir.read(name) or b""
             try:
+                raw = self.dir.read(name) or b""  # a link or another user's file is refused: broken, not fatal
                 found[object_id] = tomllib.loads(raw.decode())[self.table]
-            except (tomllib.TOMLDecodeError, UnicodeDecodeError, KeyError, TypeError) as exc:
+            except (StorageError, tomllib.TOMLDecodeError, UnicodeDecodeError, KeyError, TypeError) as exc:
                 broken[object_id] = _why(exc, self.table)
                 continue
             if tomlwrite.dumps({self.table: found[object_id]}).encode() == raw:
@@ -84,4 +84,6 @@ def _digest(raw: bytes) -> bytes:
 def _why(exc: Exception, table: str) -> str:
     if isinstance(exc, KeyError):
         return f"no [{table}] table"
+    if isinstance(exc, StorageError):
+        return str(exc)
     return f"{type(exc).__name__}: {exc}"

@@ -74,3 +74,34 @@ def test_a_link_planted_in_the_state_directory_is_not_written_through(base):
         srv.stop()
     assert victim.read_text() == "precious\n"
     assert os.path.islink(sessions / "bot1.log")  # left for the user to look at, and never followed
+
+
+def test_a_link_planted_among_the_beads_is_reported_and_the_server_starts(base):
+    srv = start_server(base)
+    try:
+        assert srv.run_cli("write", "agent/beads/ctl", 'new "Task" dev "d"').returncode == 0
+    finally:
+        srv.stop()
+    victim = base / "victim"
+    victim.write_text("[bead]\nid = 'x'\n")
+    os.symlink(victim, base / "state" / "beads" / "planted-009.toml")
+    srv = start_server(base, log_name="again.trace")
+    try:
+        listing = srv.run_cli("read", "agent/beads/list").stdout
+        assert "task-001 pending" in listing and "planted-009 broken - - " in listing and "symbolic link" in listing
+        assert "symbolic link" in srv.run_cli("read", "agent/errors").stdout
+    finally:
+        srv.stop()
+
+
+def test_a_state_whose_git_config_was_changed_is_refused_in_one_line(base):
+    srv = start_server(base)
+    srv.stop()
+    with open(base / "state" / ".git" / "config", "a") as config:
+        config.write('[core]\n\tfsmonitor = "touch /tmp/anvilfs-pwned"\n')
+    result = subprocess.run(
+        [sys.executable, "-m", "anvilfs", "serve", "--namespace", str(base / "ns"), "--state", str(base / "state")],
+        capture_output=True, text=True, timeout=30, cwd=REPO_ROOT, env=os.environ | {"XDG_CONFIG_HOME": str(base / "cfg")},
+        stdin=subprocess.DEVNULL)
+    assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr
+    assert "config is not the one anvilfs wrote" in result.stderr
