@@ -17,7 +17,7 @@ import zlib
 from ..beads import Bead, Board, Convoys, Who, render_graph
 from ..beads.model import MAX_TEXT
 from ..errors import InvalidRequest
-from ..tree import Args, Caller, CollectFile, Command, CommandTable, CtlFile, Directory, TextFile
+from ..tree import Args, Caller, CollectFile, Command, CommandTable, CtlFile, Directory, TextFile, decoded_text
 from ..tree.objects import ObjectDirectories
 
 BEAD_NEW = "new <title> <role> <description> [dep-id ...] [requires_approval=true] [owns=GLOB ...] [convoy=ID]"
@@ -105,7 +105,7 @@ def _bead_directory(board: Board, convoys: Convoys, bead_id: str, is_session) ->
         return CollectFile(
             name, f"{key}/{name}",
             check=lambda size, caller: _check_size(board, bead_id, name, size),
-            submit=lambda data, caller: board.set_text(bead_id, name, data.decode("utf-8")),
+            submit=lambda data, caller: board.set_text(bead_id, name, decoded_text(data, f"{name} of bead {bead_id}")),
             abandoned=lambda data, caller: None, render=read_back)
 
     def context() -> str:
@@ -205,7 +205,7 @@ def _convoy_directory(convoys: Convoys, convoy_id: str) -> Directory:
         TextFile("beads", f"{key}/beads", lambda: "".join(f"{b.id}\n" for b in convoys.beads_of(convoy_id))),
         CollectFile("context", f"{key}/context",
                     check=lambda size, caller: _check_convoy_size(convoys, convoy_id, size),
-                    submit=lambda data, caller: convoys.set_context(convoy_id, data.decode("utf-8")),
+                    submit=lambda data, caller: convoys.set_context(convoy_id, decoded_text(data, f"context of convoy {convoy_id}")),
                     abandoned=lambda data, caller: None,
                     render=lambda: _text_of(convoys.get(convoy_id).context)),
         TextFile("progress", f"{key}/progress", lambda: convoys.progress(convoy_id) + "\n"),

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from ..errors import InvalidRequest
 from ..sessions import Session, Sessions
-from ..tree import CollectFile, Command, CommandTable, CtlFile, Directory, Node, StreamFile, TextFile
+from ..tree import CollectFile, Command, CommandTable, CtlFile, Directory, Node, StreamFile, TextFile, decoded_text
 from .cursors import StreamCursor, WaitCursor
 
 
@@ -66,10 +65,7 @@ def _queue(session: Session) -> str:
 
 
 def _prompt_text(data: bytes) -> str:
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise InvalidRequest(f"prompt is not valid UTF-8 at byte {exc.start}; write text") from None
+    return decoded_text(data, "prompt")
 
 
 def _session_commands(sessions: Sessions, name: str) -> CommandTable:

@@ -18,7 +18,8 @@ from .nodes import READ_ONLY, READ_WRITE, WRITE_ONLY, Caller, File, Handle
 from .snapshots import UNLIMITED, Snapshot, SnapshotBudget, SnapshotSource
 
 
-def _decode(data: bytes, what: str) -> str:
+def decoded_text(data: bytes, what: str) -> str:
+    """Bytes a client wrote, as text; InvalidRequest (not a crash) if they are not UTF-8."""
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -74,7 +75,7 @@ class _TextHandle(SnapshotReads):
         self._file, self._caller = file, caller
 
     def write(self, offset: int, data: bytes) -> int:
-        for line in _decode(data, self._file.name).splitlines():
+        for line in decoded_text(data, self._file.name).splitlines():
             if line.strip():
                 self._file.on_line(line.strip(), self._caller)
         return len(data)
@@ -111,7 +112,7 @@ class _CtlHandle(Handle):
 
     def write(self, offset: int, data: bytes) -> int:
         try:
-            result = self._table.run_text(_decode(data, "ctl"), self._caller)
+            result = self._table.run_text(decoded_text(data, "ctl"), self._caller)
         except AnvilError as exc:
             self._set_answer(f"error: {exc.message}")
             raise

@@ -138,3 +138,12 @@ def test_of_fifty_clients_claiming_one_bead_exactly_one_wins_every_time(anvil_se
         for cl in clients:
             cl.close()
     assert len(winners) == rounds
+
+
+def test_a_field_that_ends_inside_a_character_is_refused_not_an_internal_error(anvil_server: AnvilServer):
+    with connect(anvil_server) as client:
+        client.write_file("beads/ctl", b'new "Task" dev "d"\n')
+        with pytest.raises(ServerError, match="invalid: result of bead task-001: not valid UTF-8 at byte 3"):
+            client.write_file("beads/task-001/result", b"ok \xc3")  # the second byte of an \xc3\xa9 never comes
+        assert client.read_file("beads/task-001/result") == b""
+        assert b"internal error" not in client.read_file("errors")
