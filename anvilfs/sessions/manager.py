@@ -165,13 +165,16 @@ class Sessions:
             raise NameTaken(f"choose another name: {name!r} already exists as a file beside the sessions")
         if name in self._sessions:
             raise NameTaken(f"choose another name: a session named {name!r} already exists")
+        if self.store is not None and self.store.has_files(name):
+            raise NameTaken(f"choose another name: files of an earlier session {name!r} are in {self.store.dir} "
+                            "(see agent/errors from the start); move them away to use the name")
         return name
 
     def _next_name(self) -> str:
         while True:
             self._counter += 1
             name = f"s{self._counter}"
-            if name not in self._sessions and name not in self.reserved:
+            if name not in self._sessions and name not in self.reserved and not (self.store and self.store.has_files(name)):
                 return name
 
     # ------------------------------------------------------------ reporting and saving

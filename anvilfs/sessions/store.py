@@ -72,9 +72,13 @@ class SessionStore:
         """Move the session's files to `removed/NAME.TIME.*` (a history, never read back); returns where."""
         history = self.state.subdir("removed")
         stamp = timestamp().replace(":", "")
-        for suffix in (".toml", ".log", ".out"):
+        for suffix in (".log", ".out", ".toml"):  # the .toml last: while it is there, the name is taken
             self.files.move(f"{session.name}{suffix}", history, f"{session.name}.{stamp}{suffix}")
         return f"{history.path}/{session.name}.{stamp}.*"
+
+    def has_files(self, name: str) -> bool:
+        """Files of a session by this name (one that could not be read, or half removed) are here."""
+        return any(self.files.exists(f"{name}{suffix}") for suffix in (".toml", ".log", ".out"))
 
     def load_all(self) -> tuple[list[SavedSession], list[str]]:
         """The saved sessions, and a line for each file that could not be read."""

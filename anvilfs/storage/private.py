@@ -148,6 +148,15 @@ class PrivateDir:
         finally:
             os.close(fd)
 
+    def exists(self, name: str) -> bool:
+        """Is there an entry `name` here (of any kind; a link is not followed)?"""
+        _check_name(name)
+        try:
+            os.stat(name, dir_fd=self._fd, follow_symlinks=False)
+        except FileNotFoundError:
+            return False
+        return True
+
     def names(self, suffix: str = "") -> list[str]:
         """The names of the files here ending in `suffix`, sorted; temporary files left out."""
         return sorted(n for n in os.listdir(self._fd) if n.endswith(suffix) and not _is_temporary(n))

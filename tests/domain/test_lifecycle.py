@@ -160,7 +160,15 @@ async def test_a_disk_that_refuses_writes_fails_the_request_not_the_server(autoj
     from anvilfs.errors import AnvilError
 
     app = await running(state_dir=tmp_path)
-    (tmp_path / "sessions" / "boom.toml").mkdir()  # the save of session boom cannot happen (a directory is in the way)
+    files = app.sessions.store.files
+    real_write = files.write_atomic
+
+    def disk_full(name, data):
+        if name.startswith("boom."):
+            raise OSError(28, "No space left on device")
+        real_write(name, data)
+
+    files.write_atomic = disk_full  # the save of session boom cannot happen
     with pytest.raises(AnvilError, match="cannot save session boom"):
         app.sessions.new("sim", "/tmp", name="boom")
     assert app.sessions.find("boom") is None  # not half made
@@ -467,3 +475,17 @@ async def test_a_bead_held_by_a_session_in_crash_backoff_is_released_when_the_se
         await nursery.start(again.run)
         assert again.board.get(bead.id).status.value == "pending"
         nursery.cancel_scope.cancel()
+
+
+async def test_a_name_whose_old_files_are_still_there_is_not_given_again(autojump_clock, running, tmp_path):
+    """A session file that could not be read keeps its name: a new session must not append to its transcript."""
+    from anvilfs.errors import NameTaken
+
+    (tmp_path / "sessions").mkdir(mode=0o700)
+    (tmp_path / "sessions" / "bot1.toml").write_text("this is [not toml")
+    (tmp_path / "sessions" / "s1.log").write_text("--- an old transcript\n")
+    app = await running(state_dir=tmp_path)
+    with pytest.raises(NameTaken, match="files of an earlier session 'bot1'"):
+        app.sessions.new("sim", "/tmp", name="bot1")
+    assert app.sessions.new("sim", "/tmp").name == "s2"  # s1's transcript stays its own
+    assert (tmp_path / "sessions" / "bot1.toml").read_text() == "this is [not toml"
