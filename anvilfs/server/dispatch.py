@@ -25,7 +25,7 @@ from ..ninep.fids import FidTable
 from ..tree import Caller, Directory, Node, SnapshotBudget, SnapshotReads
 from .attrs import getattr_of, pack_dirents, pack_stats, qid_of, stat_of
 from .opening import linux_access, open_existing, open_fid, plan9_access
-from .state import Blocked, Fid, Limits
+from .state import Blocked, CollectBudget, Fid, Limits
 from .token import Token
 
 
@@ -42,10 +42,12 @@ class Dispatcher:
     msize: int = 0
     fids: FidTable = None  # type: ignore[assignment]
     snapshots: SnapshotBudget = None  # type: ignore[assignment]  # what this connection's open files hold
+    collected: CollectBudget = None  # type: ignore[assignment]  # bytes written to its open files, until clunk
 
     def __post_init__(self) -> None:
         self.fids = FidTable(self.limits.max_fids)
         self.snapshots = SnapshotBudget(self.limits.max_snapshot_bytes)
+        self.collected = CollectBudget(self.limits.max_collected_bytes, self.limits.max_collected_bytes_server)
         self.msize = self.limits.max_msize
 
     # ------------------------------------------------------------ entry point
@@ -95,6 +97,7 @@ class Dispatcher:
         """Forget every fid (Tversion or hang-up); what was written on open files is abandoned."""
         for fid in self.fids.clear():
             if fid.handle is not None:
+                self.collected.release(fid)
                 fid.handle.abandon()
 
     @property
@@ -200,9 +203,12 @@ class Dispatcher:
         handle = fid.handle
         if handle.blocking and not handle.ready(msg.offset):
             return Blocked(fid, msg.fid, msg.tag, msg.offset, count)
-        if isinstance(handle, SnapshotReads):
-            return m.Rread(tag=msg.tag, data=handle.read(msg.offset, count, self.snapshots))
-        return m.Rread(tag=msg.tag, data=handle.read(msg.offset, count))
+        try:
+            if isinstance(handle, SnapshotReads):
+                return m.Rread(tag=msg.tag, data=handle.read(msg.offset, count, self.snapshots))
+            return m.Rread(tag=msg.tag, data=handle.read(msg.offset, count))
+        finally:
+            self.collected.recount(fid)  # a read can submit what was written (mail's read-back)
 
     def finish_read(self, blocked: Blocked) -> m.Message:
         """Answer a blocked read once its handle is ready (no checkpoint in between)."""
@@ -237,17 +243,25 @@ class Dispatcher:
         fid = self.fids.get(msg.fid)
         if not fid.can_write:
             raise RequestError("fid is not open for writing", errno.EBADF)
-        return m.Rwrite(tag=msg.tag, count=fid.handle.write(msg.offset, msg.data))
+        self.collected.check(len(msg.data))  # the most this write can add
+        try:
+            count = fid.handle.write(msg.offset, msg.data)
+        finally:
+            self.collected.recount(fid)
+        return m.Rwrite(tag=msg.tag, count=count)
+
 
     def clunk(self, msg: m.Tclunk) -> m.Message:
         fid = self.fids.pop(msg.fid)
         if fid.handle is not None:
+            self.collected.release(fid)  # before the submit, which may fail: the bytes go either way
             fid.handle.clunk()
         return m.Rclunk(tag=msg.tag)
 
     def remove(self, msg: m.Tremove) -> m.Message:
         fid = self.fids.pop(msg.fid)  # remove(5): the fid is clunked even if the remove fails
         if fid.handle is not None:
+            self.collected.release(fid)
             fid.handle.clunk()
         if len(fid.trail) < 2:
             raise NotPermitted("the root cannot be removed")

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import errno
 from dataclasses import dataclass
 
+from ..errors import LimitExceeded
 from ..tree import Caller, Handle, Node
 
 
@@ -19,6 +21,8 @@ class Limits:
     max_unsent: int = 1 << 20
     max_blocked_reads: int = 1024  # reads parked on events/stream/wait (EMFILE past it)
     max_snapshot_bytes: int = 64 << 20  # distinct file snapshots its open fids pin (ENOMEM past it)
+    max_collected_bytes: int = 16 << 20  # written to open files, held for their clunk (prompts, mail, bead text)
+    max_collected_bytes_server: int = 256 << 20  # the same, all connections together
 
 
 @dataclass(slots=True)
@@ -33,6 +37,7 @@ class Fid:
     listing: list[Node] | None = None  # directory snapshot taken at offset 0
     list_index: int = 0  # 9P2000: next entry; .L uses the offset cookie
     list_offset: int = 0  # 9P2000: byte offset the next read must ask for
+    charged: int = 0  # bytes of its handle's held() counted in the connection's CollectBudget
 
     @property
     def node(self) -> Node:
@@ -48,3 +53,47 @@ class Blocked:
     tag: int
     offset: int
     count: int
+
+
+class CollectedLimit(LimitExceeded):
+    errno = errno.ENOMEM  # like snapshots: the limit guards the server's memory (9pfuse: "memory")
+
+
+class CollectBudget:
+    """Bytes clients have written to open files and the server holds until their clunk.
+
+    One connection may hold at most its limit, and all connections together
+    at most the server's (a class-wide count), so 300 open prompts of 1 MiB
+    on one connection, or 256 connections doing so, cannot exhaust memory.
+    """
+
+    server_held = 0  # all connections of this process
+
+    def __init__(self, limit: int, server_limit: int):
+        self.limit, self.server_limit = limit, server_limit
+        self.held = 0
+
+    def check(self, more: int) -> None:
+        if self.held + more > self.limit:
+            raise CollectedLimit(f"close (submit) some open files first: this connection holds {self.held} bytes "
+                                 f"written to them, at most {self.limit} (out of memory otherwise)")
+        if CollectBudget.server_held + more > self.server_limit:
+            raise CollectedLimit(f"try again once other writers close their files: the server holds "
+                                 f"{CollectBudget.server_held} bytes written to open files, at most {self.server_limit} "
+                                 "(out of memory otherwise)")
+
+    def add(self, change: int) -> None:
+        self.held += change
+        CollectBudget.server_held += change
+
+    def recount(self, fid: Fid) -> None:
+        """Bring the count up to date with what the fid's handle holds now (after a write, or a read-back)."""
+        change = fid.handle.held() - fid.charged
+        if change:
+            self.add(change)
+            fid.charged += change
+
+    def release(self, fid: Fid) -> None:
+        """The fid is closing: what its handle held is no longer the connection's to hold."""
+        self.add(-fid.charged)
+        fid.charged = 0

@@ -202,6 +202,9 @@ class _CollectHandle(SnapshotReads):
     def truncate(self) -> None:
         pass  # a fresh open is already empty; O_TRUNC changes nothing
 
+    def held(self) -> int:
+        return len(self._buf)
+
     def clunk(self) -> None:
         super().clunk()
         if self._buf:

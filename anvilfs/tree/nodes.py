@@ -142,6 +142,10 @@ class Handle:
     def truncate(self) -> None:
         """O_TRUNC or a length-0 wstat/setattr: accepted and ignored (SPEC §4)."""
 
+    def held(self) -> int:
+        """Bytes this open holds for its clunk (a prompt being written); the server bounds their sum."""
+        return 0
+
     def clunk(self) -> None:
         """The client is done with this open: act on what it wrote."""
 
