@@ -35,6 +35,7 @@ class SessionMoved:
 
     session: str
     state: str  # a sessions.State value
+    line: str = ""  # its status line, STATE [simulated] [DETAIL...]: what `events` shows
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,8 +113,10 @@ def render(event) -> str | None:
                     + (f" bead {bead}" if bead else "") + f": {subject}")
         case ApprovalDecided():
             return None  # the bead reports its own approve/reject
-        case SessionEnded() | SessionMoved():
-            return None  # sessions report their own transitions in `events` already
+        case SessionMoved(session=session, line=line):
+            return f"{session} {line}"
+        case SessionEnded():
+            return None  # the move that ended it was a line already
     raise TypeError(f"no events line for {type(event).__name__}")
 
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import trio
 
-from ..domain_events import SessionEnded, SessionMoved
+from ..domain_events import EventBus, SessionEnded, SessionMoved
 from ..errors import AnvilError, Busy, InvalidRequest, LimitExceeded, NameTaken, NotFound, TooMany
 from ..journal import Journal, has_line_breakers, one_line, timestamp
 from .backend import Backend, SessionInfo
@@ -63,7 +63,7 @@ class Sessions:
         reserved: frozenset[str] = frozenset(),
         roles: Callable[[], dict[str, str]] = dict,
         agent_env: Callable[[str], dict[str, str]] = lambda name: {"ANVILFS_SESSION": name},
-        publish: Callable[[object], None] = lambda event: None,
+        publish: Callable[[object], None] | None = None,
     ):
         self.backends = backends
         self.events = events
@@ -73,7 +73,8 @@ class Sessions:
         self.reserved = reserved  # names taken by the files beside the sessions
         self.roles = roles  # role name -> prompt text, read when needed
         self.agent_env = agent_env
-        self.publish = publish  # typed domain events (SessionEnded) for the other domains
+        # typed domain events (SessionMoved, SessionEnded): other domains subscribe; `events` shows their lines
+        self.publish = publish or EventBus(events).publish
         self._sessions: dict[str, Session] = {}
         self._scopes: dict[str, trio.CancelScope] = {}
         self._counter = 0
@@ -186,8 +187,7 @@ class Sessions:
         line = f"{session.name} {session.status_line()}"
         if line != session.last_event:
             session.last_event = line
-            self.events.append(line)
-            self.publish(SessionMoved(session.name, session.state.value))
+            self.publish(SessionMoved(session.name, session.state.value, session.status_line()))  # its events line too
 
     def _logged(self, session: Session, text: str) -> None:
         self.saver.logged(session, text)
