@@ -67,13 +67,20 @@ def test_a_link_planted_in_the_state_directory_is_not_written_through(base):
     os.symlink(victim, sessions / "bot1.log")
     srv = start_server(base)
     try:
-        assert srv.run_cli("write", "agent/ctl", "new sim /tmp name=bot1").returncode == 0
-        assert srv.run_cli("write", "agent/bot1/in", "a private prompt").returncode == 0
-        assert srv.run_cli("read", "agent/bot1/wait").stdout == "await\n"
+        # a name whose files are there is taken: the planted link cannot become a session's transcript
+        refused = srv.run_cli("write", "agent/ctl", "new sim /tmp name=bot1")
+        assert refused.returncode == 1 and "files of an earlier session 'bot1'" in refused.stderr
+        # and a link planted under a live session's name is refused when the server comes to write it
+        assert srv.run_cli("write", "agent/ctl", "new sim /tmp name=bot2").returncode == 0
+        os.symlink(victim, sessions / "bot2.out")
+        assert srv.run_cli("write", "agent/bot2/in", "a private prompt").returncode == 0
+        assert srv.run_cli("read", "agent/bot2/wait").stdout == "await\n"
+        assert "private prompt" in srv.run_cli("read", "agent/bot2/out").stdout  # in memory, not through the link
     finally:
         srv.stop()
     assert victim.read_text() == "precious\n"
-    assert os.path.islink(sessions / "bot1.log")  # left for the user to look at, and never followed
+    assert os.path.islink(sessions / "bot1.log")  # left for the user to look at, never followed
+    assert not os.path.islink(sessions / "bot2.out")  # an atomic replace renames over the link itself
 
 
 def test_a_link_planted_among_the_beads_is_reported_and_the_server_starts(base):
