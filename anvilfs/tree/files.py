@@ -177,6 +177,7 @@ class _CollectHandle(SnapshotReads):
         self._file, self._caller = file, caller
         self._buf = bytearray()
         self._utf8 = Utf8Check(file.name)
+        self._base: int | None = None  # the offset of the first write: where this open's bytes begin
         self._wrote = False  # a Twrite was accepted, even one of 0 bytes
 
     def write(self, offset: int, data: bytes) -> int:
@@ -188,10 +189,21 @@ class _CollectHandle(SnapshotReads):
         return len(data)
 
     def _new_part(self, offset: int, data: bytes) -> bytes:
-        """What `data` adds at the end, once the part that repeats collected bytes is checked."""
+        """What `data` adds at the end, once the part that repeats collected bytes is checked.
+
+        Every open starts empty, so the first write may come at any offset: a shell's `>>` on a
+        mount writes at the size the kernel remembers from an earlier write. Later offsets count
+        from that first one.
+        """
+        if self._base is None:
+            self._base = offset
+        offset -= self._base
         end = len(self._buf)
+        if offset < 0:
+            raise InvalidRequest(f"{self._file.name}: write at offset {offset + self._base} comes before the first "
+                                 f"write of this open (at {self._base}); write in order")
         if offset > end:
-            raise InvalidRequest(f"{self._file.name}: write at offset {offset} leaves a gap after {end} bytes; write in order")
+            raise InvalidRequest(f"{self._file.name}: write at offset {offset + self._base} leaves a gap after {end + self._base} bytes; write in order")
         repeated = min(end - offset, len(data))
         if self._buf[offset:offset + repeated] != data[:repeated]:
             raise InvalidRequest(

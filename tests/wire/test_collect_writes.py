@@ -85,3 +85,16 @@ def test_a_close_after_writes_of_nothing_is_reported_but_an_open_and_close_is_no
     assert handle.write(0, b"") == 0  # `printf '' | 9p write` sends this
     handle.clunk()
     assert ignored == ["glenda"]
+
+
+def test_the_first_write_of_an_open_may_come_at_any_offset_as_a_shells_append_does():
+    """`echo a > in; echo b >> in` on a mount: the append's write comes at the size the kernel remembers."""
+    handle, got, _ = collector()
+    handle.write(6, b"second ")
+    handle.write(13, b"prompt\n")
+    with pytest.raises(InvalidRequest, match="leaves a gap"):
+        handle.write(100, b"x")
+    with pytest.raises(InvalidRequest, match="comes before the first write of this open"):
+        handle.write(2, b"x")
+    handle.clunk()
+    assert got == [b"second prompt\n"]
