@@ -6,6 +6,7 @@ Both sides must agree on these without the client importing the server
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import pwd
 
@@ -55,3 +56,13 @@ def parse_tcp_address(address: str) -> tuple[str, int]:
     if len(parts) != 3 or parts[0] != "tcp" or not parts[1] or not parts[2].isdigit() or int(parts[2]) > 65535:
         raise ValueError(f"bad address {address!r}: write tcp!HOST!PORT, e.g. tcp!127.0.0.1!5640")
     return parts[1], int(parts[2])
+
+
+def is_loopback(host: str) -> bool:
+    """A host name or address that stays on this machine."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False

@@ -8,10 +8,9 @@ is the check), so there the aname is '' unless given explicitly.
 
 from __future__ import annotations
 
-import ipaddress
 import os
 
-from ..places import default_token_path, login_name
+from ..places import default_token_path, is_loopback, login_name
 from .address import AddressError, Target, describe_os_error
 
 
@@ -31,16 +30,8 @@ def attach_aname(target: Target, *, aname: str | None = None, token_file: str | 
         return os.environ["ANVILFS_TOKEN"]
     # The token file of this machine's own server goes only to this machine: sent to another host,
     # or to whoever listens on a port the server left, it would hand them your agents.
-    return _read_token(default_token_path(), required=False) if _is_loopback(target.address[0]) else ""
+    return _read_token(default_token_path(), required=False) if is_loopback(target.address[0]) else ""
 
-
-def _is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def _read_token(path: str, *, required: bool) -> str:

@@ -9,7 +9,6 @@ replaced; one that still answers belongs to a live server and is an error.
 from __future__ import annotations
 
 import errno
-import ipaddress
 import os
 import socket as stdsocket
 import stat
@@ -17,7 +16,7 @@ import stat
 import trio
 
 from .. import places
-from ..places import default_namespace
+from ..places import default_namespace, is_loopback
 
 
 class ListenError(Exception):
@@ -81,15 +80,6 @@ def parse_tcp_address(address: str) -> tuple[str, int]:
         return places.parse_tcp_address(address)
     except ValueError as exc:
         raise ListenError(str(exc)) from None
-
-
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 async def tcp_listeners(address: str, *, allow_remote: bool) -> list[trio.SocketListener]:
