@@ -230,13 +230,12 @@ async def test_a_hook_turn_streams_and_ends_only_when_the_hook_says_await(tmux_s
 
 
 async def test_a_quiet_turn_ends_when_the_pane_is_quiet_with_only_that_turns_text(tmux_socket, tmp_path):
-    fake = backend(tmux_socket, turn_end="quiet", quiet_seconds=0.5)
+    # pieces 0.2 s apart must not look quiet: 2 s leaves room for a loaded machine (no timing is asserted)
+    fake = backend(tmux_socket, turn_end="quiet", quiet_seconds=2.0)
     agent = await started(tmux_socket, fake.agent(session(tmp_path)))
     assert agent.hook("await") is False  # a quiet backend takes no hook reports
     first = Recorder()
-    began = trio.current_time()
-    await agent.turn("fake:slow first prompt", first)  # pieces 0.2 s apart: not quiet yet
-    assert trio.current_time() - began >= 0.5 + 0.4
+    await agent.turn("fake:slow first prompt", first)
     assert "turn 1" in first.text() and "the first line was: fake:slow first prompt" in first.text()
     second = Recorder()
     await agent.turn("second prompt\n", second)
