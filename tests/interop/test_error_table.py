@@ -181,12 +181,18 @@ def _params():
         yield pytest.param(column, marks=marks, id=column.name)
 
 
-@pytest.mark.parametrize("case", CASES, ids=IDS)
-@pytest.mark.parametrize("column", list(_params()))
+def _cells():
+    """Every (client, case) the client can send; a client that cannot (anvilfs has no rm) has no cell."""
+    for param in _params():
+        column = param.values[0]
+        for case in CASES:
+            if column.expected(case) is not None:
+                yield pytest.param(column, case, marks=param.marks, id=f"{case.name}-{column.name}")
+
+
+@pytest.mark.parametrize(("column", "case"), list(_cells()))
 def test_error_table(table, column: Column, case: Case):
     expected = column.expected(case)
-    if expected is None:
-        pytest.skip(f"{column.name} cannot send this request ({case.op})")
     seen = table(column)[case.name]
     assert seen.errno == expected, (
         f"{case.name} via {column.name}: {errno.errorcode.get(seen.errno, seen.errno)}, "
