@@ -169,7 +169,8 @@ class Board:
             mine, theirs, other_bead = other
             raise Busy(f"claim: bead {bead_id} owns {mine}, which overlaps {theirs} owned by {other_bead.id} "
                        f"(in progress, claimed by {other_bead.assigned_to}); claim it when that one is done")
-        changed = bead.copy(status=status, assigned_to=holder, lease_until=self.clock() + lease if lease else 0.0)
+        changed = bead.copy(status=status, assigned_to=holder, lease_until=self.clock() + lease if lease else 0.0,
+                            held_by_session=self.is_session(holder))
         return self._save(changed, f"Claimed: {bead_id} by {holder}", "claim", holder)
 
     def _owns_conflict(self, bead: Bead):
@@ -182,7 +183,7 @@ class Board:
     def unclaim(self, bead_id: str) -> Bead:
         bead = self.get(bead_id)
         status = advance(bead_id, bead.status, Verb.UNCLAIM)
-        return self._save(bead.copy(status=status, assigned_to="", lease_until=0.0),
+        return self._save(bead.copy(status=status, assigned_to="", lease_until=0.0, held_by_session=False),
                           f"Unclaimed: {bead_id} (was {bead.assigned_to})", "unclaim", bead.assigned_to)
 
     def complete(self, bead_id: str, result: str | None = None) -> Bead:
@@ -221,7 +222,7 @@ class Board:
     def reopen(self, bead_id: str) -> Bead:
         bead = self.get(bead_id)
         status = advance(bead_id, bead.status, Verb.REOPEN)
-        return self._save(bead.copy(status=status, assigned_to="", lease_until=0.0, approved_by=""),
+        return self._save(bead.copy(status=status, assigned_to="", lease_until=0.0, approved_by="", held_by_session=False),
                           f"Reopened: {bead.title} ({bead_id})", "reopen")
 
     def set_text(self, bead_id: str, field: str, text: str) -> Bead:
@@ -246,7 +247,7 @@ class Board:
     def _session_ended(self, event: SessionEnded) -> None:
         """SPEC §6: a bead held by a session that is gone goes back to pending."""
         for bead in list(self._beads.values()):
-            if bead.status is Status.IN_PROGRESS and bead.assigned_to == event.session:  # a lease too: it is gone
+            if bead.status is Status.IN_PROGRESS and bead.assigned_to == event.session and bead.held_by_session:
                 self._release(bead, f"session {event.session} {event.how}")
 
     def expire_leases(self) -> float | None:
@@ -272,7 +273,8 @@ class Board:
     def _release(self, bead: Bead, why: str) -> None:
         status = advance(bead.id, bead.status, Verb.RELEASE)
         try:
-            self._save(bead.copy(status=status, assigned_to="", lease_until=0.0), f"Released: {bead.id}: {why}", "release", why)
+            self._save(bead.copy(status=status, assigned_to="", lease_until=0.0, held_by_session=False),
+                       f"Released: {bead.id}: {why}", "release", why)
         except AnvilError as exc:  # not a client's request: report it, keep the others going
             if self.bus.journal is not None:
                 self.bus.journal.append(f"- beads: cannot release {bead.id}: {exc.message}")

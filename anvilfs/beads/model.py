@@ -37,6 +37,7 @@ class Bead:
     status: Status = Status.PENDING
     assigned_to: str = ""
     lease_until: float = 0.0  # epoch seconds when a lease-held claim runs out; 0: no lease
+    held_by_session: bool = False  # its holder was a session when it claimed (then its end releases it)
     result: str = ""
     review: str = ""  # why it was last rejected, for its worker
     approved_by: str = ""
@@ -86,6 +87,7 @@ class _BeadFile(BaseModel):
     status: Status = Status.PENDING
     assigned_to: str = ""
     lease_until: float = 0.0
+    held_by_session: bool = False
     result: str = ""
     review: str = ""
     approved_by: str = ""

@@ -273,6 +273,6 @@ _PLAIN_ANAMES = ("", "/", "agent")
 
 def _for_trace(msg: m.Message) -> m.Message:
     """A message as the trace may show it: an attach's aname can be the TCP token, a secret."""
-    if isinstance(msg, m.Tattach) and msg.aname not in _PLAIN_ANAMES:
+    if getattr(msg, "aname", "") not in _PLAIN_ANAMES:  # Tattach, and Tauth (plan9port sends one first)
         return dataclasses.replace(msg, aname="(hidden: it may be the token)")
     return msg

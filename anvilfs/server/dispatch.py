@@ -95,10 +95,14 @@ class Dispatcher:
 
     def reset(self) -> None:
         """Forget every fid (Tversion or hang-up); what was written on open files is abandoned."""
-        for fid in self.fids.clear():
-            if fid.handle is not None:
-                self.collected.release(fid)
+        fids = [fid for fid in self.fids.clear() if fid.handle is not None]
+        for fid in fids:
+            self.collected.release(fid)  # all of them first: an abandon that fails must not leak the rest
+        for fid in fids:
+            try:
                 fid.handle.abandon()
+            except Exception:  # a bug behind one file must not keep the others from being abandoned
+                log.exception("abandoning an open file failed")
 
     @property
     def iounit(self) -> int:
@@ -243,7 +247,7 @@ class Dispatcher:
         fid = self.fids.get(msg.fid)
         if not fid.can_write:
             raise RequestError("fid is not open for writing", errno.EBADF)
-        self.collected.check(len(msg.data))  # the most this write can add
+        self.collected.check(fid.handle.adds(msg.offset, msg.data))  # ctl writes add nothing: never refused here
         try:
             count = fid.handle.write(msg.offset, msg.data)
         finally:

@@ -241,6 +241,7 @@ class Sessions:
 
     def _stop(self, name: str, *, kill: bool) -> None:
         session = self.get(name)
+        session.restart_pending = False  # a stop cancels a restart on its way
         if session.state is State.STOPPED:
             raise Busy(f"session {name} is already stopped; 'restart' starts it")
         dropped = len(session.queue)
@@ -274,6 +275,7 @@ class Sessions:
     def restart(self, name: str) -> None:
         """Start the agent again; prompts still queued are kept and run."""
         session = self.get(name)
+        session.restart_pending = False
         if session.definition.ephemeral:
             raise InvalidRequest(f"start a new session: {name} is ephemeral, it does one turn, so a restart is invalid")
         if session.state not in (State.STOPPED, State.EXITED, State.ERROR):
@@ -313,7 +315,7 @@ class Sessions:
                 session.end_turn(Event.TURN_DONE)
         # The hook's write is answered only once what it said is on disk (the agent's saved() notes a
         # turn's await), so a server killed right after answering still knows the turn ended.
-        self.saver.save_now(session)
+        self._save_answered(session)
 
     # ------------------------------------------------------------ runners
 
@@ -362,6 +364,8 @@ class Sessions:
             return
         delay = policy.delay(session.restarts)
         session.restarts += 1
+        session.restart_pending = True  # saved: a server that dies meanwhile leaves it exited, and says so
+        self.saver.changed(session)
         self.events.append(f"{session.name} restarting in {delay:g}s (restart {session.restarts} of at most {policy.max_restarts} in a row)")
         scope = trio.CancelScope()
         self._scopes[session.name] = scope

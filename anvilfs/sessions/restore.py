@@ -86,5 +86,5 @@ async def restore_session(sessions: Sessions, saved: SavedSession) -> None:
         sessions.publish(SessionEnded(definition.name, "exited"))  # no restart is coming by itself
     else:
         sessions.events.append(f"{definition.name} restored {state.value}")
-        if state is State.EXITED:  # a crash restart that was on its way lived only in the old server
+        if state is State.EXITED and saved.restart_pending:  # the crash restart on its way died with the old server
             sessions.publish(SessionEnded(definition.name, "exited"))

@@ -100,6 +100,7 @@ class Session:
         self.out = ""
         self.transcript: list[str] = []
         self.restarts = 0  # automatic restarts in a row without a good turn
+        self.restart_pending = False  # a crash restart is waiting its delay
         self.role_pending = bool(definition.role)  # the role prompt goes before the next first turn
         self.turn_scope = None  # the runner's cancel scope while it drives a turn
         self.driven: Callable[[], bool] = lambda: True  # is a runner (or a restart) there to run the queue?

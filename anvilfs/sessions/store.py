@@ -37,6 +37,7 @@ class SavedSession:
     log: str = ""
     role_pending: bool = False
     turn_prompt: Prompt | None = None  # the prompt of the turn in progress, if one was
+    restart_pending: bool = False  # the old server was waiting to restart it after a crash
     turn_started: str = ""
 
 
@@ -52,6 +53,7 @@ class SessionStore:
             "status": {
                 "state": session.state.value, "detail": session.detail, "turns": session.turn_count,
                 "restarts": session.restarts, "role_pending": session.role_pending,
+                "restart_pending": session.restart_pending,
             },
             "agent": session.agent.saved(),
         }
@@ -98,7 +100,7 @@ class SessionStore:
             definition=Definition(**data["session"]),
             state=status.get("state", "exited"), detail=status.get("detail", ""),
             turn_count=status.get("turns", 0), restarts=status.get("restarts", 0),
-            role_pending=status.get("role_pending", False),
+            role_pending=status.get("role_pending", False), restart_pending=status.get("restart_pending", False),
             queue=[_from_toml(p) for p in data.get("queue", [])],
             agent=data.get("agent", {}),
             out=self._text(f"{name}.out"), log=self._text(f"{name}.log"),

@@ -184,9 +184,14 @@ class _CollectHandle(SnapshotReads):
         new = self._new_part(offset, data)
         self._file.check(len(self._buf) + len(new), self._caller)
         self._utf8.feed(new, len(self._buf))  # refused at this write, not lost at clunk
+        if self._base is None:
+            self._base = offset  # only once the first write is taken: a refused one changes nothing
         self._buf += new
         self._wrote = True
         return len(data)
+
+    def adds(self, offset: int, data: bytes) -> int:
+        return len(self._new_part(offset, data))
 
     def _new_part(self, offset: int, data: bytes) -> bytes:
         """What `data` adds at the end, once the part that repeats collected bytes is checked.
@@ -195,19 +200,18 @@ class _CollectHandle(SnapshotReads):
         mount writes at the size the kernel remembers from an earlier write. Later offsets count
         from that first one.
         """
-        if self._base is None:
-            self._base = offset
-        offset -= self._base
+        base = offset if self._base is None else self._base
+        offset -= base
         end = len(self._buf)
         if offset < 0:
-            raise InvalidRequest(f"{self._file.name}: write at offset {offset + self._base} comes before the first "
-                                 f"write of this open (at {self._base}); write in order")
+            raise InvalidRequest(f"{self._file.name}: write at offset {offset + base} comes before the first "
+                                 f"write of this open (at {base}); write in order")
         if offset > end:
-            raise InvalidRequest(f"{self._file.name}: write at offset {offset + self._base} leaves a gap after {end + self._base} bytes; write in order")
+            raise InvalidRequest(f"{self._file.name}: write at offset {offset + base} leaves a gap after {end + base} bytes; write in order")
         repeated = min(end - offset, len(data))
         if self._buf[offset:offset + repeated] != data[:repeated]:
             raise InvalidRequest(
-                f"{self._file.name}: write at offset {offset} would change bytes already written (it has {end}); "
+                f"{self._file.name}: write at offset {offset + base} would change bytes already written (it has {end}); "
                 "write each part once, in order")
         return data[repeated:]
 

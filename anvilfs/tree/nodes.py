@@ -146,6 +146,10 @@ class Handle:
         """Bytes this open holds for its clunk (a prompt being written); the server bounds their sum."""
         return 0
 
+    def adds(self, offset: int, data: bytes) -> int:
+        """How many bytes a write would add to held() (checked against the limit before it is made)."""
+        return 0
+
     def clunk(self) -> None:
         """The client is done with this open: act on what it wrote."""
 

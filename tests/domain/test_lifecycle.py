@@ -489,3 +489,22 @@ async def test_a_name_whose_old_files_are_still_there_is_not_given_again(autojum
         app.sessions.new("sim", "/tmp", name="bot1")
     assert app.sessions.new("sim", "/tmp").name == "s2"  # s1's transcript stays its own
     assert (tmp_path / "sessions" / "bot1.toml").read_text() == "this is [not toml"
+
+
+async def test_a_session_that_exited_with_no_restart_coming_releases_nothing_at_each_start(autojump_clock, tmp_path):
+    from anvilfs.beads import Who
+
+    async with trio.open_nursery() as nursery:
+        app = App(state_dir=tmp_path, restart=RestartPolicy(enabled=False))
+        await nursery.start(app.run)
+        s = app.sessions.new("sim", "/tmp", name="w1")
+        app.sessions.submit("w1", "sim:exit", "glenda")
+        await until(lambda: s.state is State.EXITED)
+        bead = app.board.new("Task", "dev", "d")
+        app.board.claim(bead.id, Who("glenda"), "w1")  # claimed for it after it exited: nothing of it has ended since
+        nursery.cancel_scope.cancel()
+    async with trio.open_nursery() as nursery:
+        again = App(state_dir=tmp_path, restart=RestartPolicy(enabled=False))
+        await nursery.start(again.run)
+        assert again.board.get(bead.id).status.value == "in_progress"
+        nursery.cancel_scope.cancel()

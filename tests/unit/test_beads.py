@@ -302,3 +302,11 @@ def test_a_session_that_ends_releases_its_beads_even_under_a_lease(tmp_path):
     board.claim(a.id, Who("glenda"), "bot1", lease=600)
     board.bus.publish(SessionEnded("bot1", "killed"))
     assert board.get(a.id).status is Status.PENDING
+
+
+def test_a_lease_for_a_name_that_is_no_session_survives_a_session_of_that_name_ending(tmp_path):
+    board, *_ = make(tmp_path)
+    a = board.new("Task", "dev", "d")
+    board.claim(a.id, Who("glenda"), "alice", lease=600)  # alice is no session
+    board.bus.publish(SessionEnded("alice", "stopped"))  # a session named alice, made later, ends
+    assert board.get(a.id).status is Status.IN_PROGRESS and board.get(a.id).assigned_to == "alice"

@@ -98,3 +98,12 @@ def test_the_first_write_of_an_open_may_come_at_any_offset_as_a_shells_append_do
         handle.write(2, b"x")
     handle.clunk()
     assert got == [b"second prompt\n"]
+
+
+def test_a_refused_first_write_does_not_fix_where_the_open_begins():
+    handle, got, _ = collector()
+    with pytest.raises(InvalidRequest, match="not valid UTF-8"):
+        handle.write(100, b"\xff")
+    handle.write(0, b"fine\n")
+    handle.clunk()
+    assert got == [b"fine\n"]
