@@ -145,16 +145,23 @@ class Convoys:
 
     def _bead_changed(self, event: BeadChanged) -> None:
         convoy = self._convoys.get(event.convoy)
-        if convoy is None:
-            return
+        if convoy is not None:
+            self._follow_beads(convoy, event.bead)
+
+    def _follow_beads(self, convoy: Convoy, because: str) -> None:
+        """The convoy's status as its beads make it: started once one is taken, completed when all are, and
+        back in progress when one of a completed convoy's beads is not completed any more."""
         beads = self.beads_of(convoy.id)
-        if convoy.status == CS.PLANNING and event.verb == "claim":
-            self._react(convoy.copy(status=CS.IN_PROGRESS), f"Convoy started: {convoy.id} (bead {event.bead} claimed)", "start", event.bead)
-        elif convoy.status in CS.OPEN:
-            self._check_completion(convoy, event.bead)
-        elif convoy.status == CS.COMPLETED and event.status != Status.COMPLETED.value:
-            self._react(convoy.copy(status=CS.IN_PROGRESS), f"Convoy reopened: {convoy.id} (bead {event.bead} {event.status})",
-                        "reopen", event.bead)
+        taken = [b for b in beads if b.status is not Status.PENDING]
+        if convoy.status == CS.PLANNING and taken:
+            self._react(convoy.copy(status=CS.IN_PROGRESS), f"Convoy started: {convoy.id} (bead {because or taken[0].id} "
+                        "taken)", "start", because or taken[0].id)
+            convoy = self._convoys[convoy.id]
+        if convoy.status in CS.OPEN:
+            self._check_completion(convoy, because)
+        elif convoy.status == CS.COMPLETED and (open_bead := next((b for b in beads if b.status is not Status.COMPLETED), None)):
+            self._react(convoy.copy(status=CS.IN_PROGRESS), f"Convoy reopened: {convoy.id} (bead {open_bead.id} "
+                        f"{open_bead.status.value})", "reopen", open_bead.id)
 
     def _check_completion(self, convoy: Convoy, because: str) -> None:
         """A convoy whose beads are all completed (and that has some) completes itself, now."""
@@ -164,9 +171,9 @@ class Convoys:
                         f"{len(beads)} beads done", "complete", self.progress(convoy.id))
 
     def recheck(self) -> None:
-        """At start: complete what a convoy write that failed (or a crash) left open."""
+        """At start: bring each convoy to what its beads say, where a convoy write that failed (or a crash) left it."""
         for convoy in list(self._convoys.values()):
-            self._check_completion(convoy, "")
+            self._follow_beads(convoy, "")
 
     def _react(self, convoy: Convoy, message: str, verb: str, detail: str) -> None:
         """A convoy following its beads. Its bead's change stands whatever happens here, so a refused

@@ -310,3 +310,20 @@ def test_a_lease_for_a_name_that_is_no_session_survives_a_session_of_that_name_e
     board.claim(a.id, Who("glenda"), "alice", lease=600)  # alice is no session
     board.bus.publish(SessionEnded("alice", "stopped"))  # a session named alice, made later, ends
     assert board.get(a.id).status is Status.IN_PROGRESS and board.get(a.id).assigned_to == "alice"
+
+
+def test_a_convoy_that_could_not_follow_a_reopened_bead_is_brought_back_at_the_next_start(tmp_path):
+    board, convoys, *_ = make(tmp_path)
+    c = convoys.new("Auth", "goal")
+    a = board.new("Only", "dev", "d", convoy=c.id)
+    board.claim(a.id, Who("bot1", "bot1"))
+    board.complete(a.id)
+    assert convoys.get(c.id).status == "completed"
+    path = tmp_path / "state" / "convoys" / f"{c.id}.toml"
+    path.unlink()
+    path.mkdir()
+    board.reopen(a.id)  # the convoy cannot be written: it stays completed for now
+    assert convoys.get(c.id).status == "completed"
+    path.rmdir()
+    convoys.recheck()
+    assert convoys.get(c.id).status == "in_progress"
