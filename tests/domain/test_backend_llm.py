@@ -19,10 +19,14 @@ from pathlib import Path
 
 import pytest
 
+from harness.prerequisites import missing
 from harness.server import start_server
 
 LLM = shutil.which("llm", path=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
-pytestmark = pytest.mark.skipif(LLM is None, reason="needs the llm CLI (pip install llm llm-echo: the test extra)")
+@pytest.fixture(autouse=True)
+def _needs_llm() -> None:
+    if LLM is None:
+        missing("needs the llm CLI (pip install llm llm-echo: the test extra)")  # skipped, or failed under CI
 
 
 @pytest.fixture

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 import pytest
 
 from anvilfs.ninep.errstr import ERRMAX, ninepfuse_errno
+from harness.prerequisites import missing
 from harness import venvs
 from harness.error_cases import CASES, IDS, Case
 from harness.server import AnvilServer
@@ -99,7 +100,7 @@ def _driver_column(srv: AnvilServer, client: str, dialect: str) -> dict[str, See
     try:
         results, proc = venvs.run_driver(client, ops, *args)
     except venvs.VenvError as exc:
-        pytest.skip(f"no {client} venv: {exc}")
+        missing(f"no {client} venv: {exc}")
     assert proc.returncode == 0 and len(results) == len(CASES), (results, proc.stderr)
     seen = {}
     for case, r in zip(CASES, results):
@@ -141,7 +142,7 @@ def _v9fs_column(srv: AnvilServer, version: str) -> dict[str, Seen]:
     try:
         r = run_in_guest(srv.socket, GUEST_SNIPPET, version=version, timeout=120)
     except GuestSetupError as exc:
-        pytest.skip(str(exc))
+        missing(str(exc))
     assert r.mounted, f"{r}\n{srv.trace_tail()}"
     steps = sections(r.output)
     assert list(steps) == [*IDS, "end"], r.output  # every step ran: none hung or retried

@@ -23,6 +23,7 @@ import pytest
 
 from anvilfs.ninep.errstr import ERRMAX, ninepfuse_errno
 from harness import plan9port
+from harness.prerequisites import missing
 from harness.error_cases import CASES, CONFIG, IDS, SETUP
 from harness.server import AnvilServer, start_server
 
@@ -34,7 +35,7 @@ def p9bin() -> Path:
     try:
         return plan9port.plan9port_bin()
     except plan9port.Unavailable as exc:
-        pytest.skip(str(exc))
+        missing(str(exc))  # skipped, or failed under CI=true
 
 
 @pytest.fixture(scope="module")
@@ -60,7 +61,7 @@ def srv() -> Iterator[AnvilServer]:
 def mnt(p9bin: Path, srv: AnvilServer) -> Iterator[Path]:
     why = plan9port.fuse_missing()
     if why:
-        pytest.skip(why)
+        missing(why)
     with plan9port.ninepfuse_mount(p9bin, srv.socket) as mount:
         yield mount
 

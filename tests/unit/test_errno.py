@@ -23,6 +23,7 @@ from anvilfs.ninep import messages as m
 from anvilfs.ninep.errstr import ERRMAX, NINEPFUSE_TABLE, ninepfuse_errno, word_for_9p2000
 from anvilfs.server import Dispatcher
 from anvilfs.sessions import SessionLimits
+from harness.prerequisites import missing
 from harness import plan9port
 from harness.error_cases import CASES, IDS, PROMPT_LIMIT, SETUP, Case
 
@@ -31,7 +32,7 @@ RETRIED_FOR_EVER = {errno.EINTR, errno.EAGAIN}  # dash and Python retry these wr
 
 def test_the_port_is_plan9ports_table_in_its_order():
     if not plan9port.TARBALL.is_file():
-        pytest.skip(f"no {plan9port.TARBALL}: check out shared/ beside the repository")
+        missing(f"no {plan9port.TARBALL}: check out shared/ beside the repository")
     with tarfile.open(plan9port.TARBALL) as tar:
         member = next(n for n in tar.getnames() if n.endswith("src/cmd/9pfuse/errstr.c"))
         source = tar.extractfile(member).read().decode()
