@@ -21,7 +21,7 @@ per anvilfs session, on the default tmux server, so a person can
     follow     a turn the previous server left running: from its marked
                row, to the hook's `await` (which hooks/anvilfs-status
                leaves in the pane's @anvilfs-hook when no server took it)
-               or to quiet; TurnFailed if its prompt was never typed
+               or to quiet; PromptNotSent (queued again) if its prompt was never typed
     interrupt  Ctrl-C into the pane
     stop       Ctrl-C, then kill-window; kill: kill-window
 
@@ -42,7 +42,7 @@ from dataclasses import dataclass
 import trio
 
 from ..config.model import TmuxBackendConfig, placeholders
-from ..sessions.backend import Agent, AgentExited, AgentFailed, Backend, Output, SessionInfo, TurnFailed
+from ..sessions.backend import Agent, AgentExited, AgentFailed, Backend, Output, PromptNotSent, SessionInfo
 
 POLL = 0.1  # seconds between looks at the pane during a turn
 EXIT_POLL = 0.5  # seconds between looks for a pane that went away
@@ -291,8 +291,8 @@ class TmuxAgent(Agent):
         if start is None:
             if await self._gone():
                 raise AgentExited(await self._gone())
-            raise TurnFailed("the server stopped before it typed this prompt into the agent: it did not run; "
-                             "write it again")
+            raise PromptNotSent("the server stopped before it typed this prompt into the agent: it did not run, "
+                                "and is queued again")
         await self._follow_turn(start, output)
 
     async def _follow_turn(self, start: _Start, output: Output) -> None:

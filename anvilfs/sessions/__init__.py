@@ -1,6 +1,6 @@
 """Agent sessions: states, backends, and the manager that runs them (no 9P here)."""
 
-from .backend import Agent, AgentExited, AgentFailed, Backend, SessionInfo, TurnFailed
+from .backend import Agent, AgentExited, AgentFailed, Backend, PromptNotSent, SessionInfo, TurnFailed
 from .manager import RestartPolicy, SessionLimits, Sessions
 from .session import Definition, Prompt, Session, Turn
 from .store import SessionStore
@@ -13,6 +13,7 @@ __all__ = [
     "Backend",
     "Definition",
     "Prompt",
+    "PromptNotSent",
     "RestartPolicy",
     "Session",
     "SessionInfo",

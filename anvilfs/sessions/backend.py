@@ -38,6 +38,11 @@ class TurnFailed(Exception):
     """The turn ended without an answer; the text says why."""
 
 
+class PromptNotSent(TurnFailed):
+    """The turn's prompt never reached the agent (a server stopped between taking it and typing it):
+    the session queues it again, first."""
+
+
 class AgentFailed(Exception):
     """The agent could not start."""
 

@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Callable
 
 import trio
 
-from .backend import AgentExited, AgentFailed, TurnFailed
+from .backend import AgentExited, AgentFailed, PromptNotSent, TurnFailed
 from .session import Prompt, Session
 from .states import Event, State
 
@@ -116,6 +116,8 @@ async def _drive(session: Session, turn, agent_part: Callable[[], Awaitable[None
         try:
             await agent_part()
         except TurnFailed as exc:
+            if isinstance(exc, PromptNotSent) and turn.prompt is not None and session.turn is turn:
+                session.queue.appendleft(turn.prompt)  # it never ran: it runs next, not lost
             finish_turn(session, turn, Event.TURN_FAILED, str(exc))
             return
         finally:

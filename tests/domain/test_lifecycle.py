@@ -508,3 +508,66 @@ async def test_a_session_that_exited_with_no_restart_coming_releases_nothing_at_
         await nursery.start(again.run)
         assert again.board.get(bead.id).status.value == "in_progress"
         nursery.cancel_scope.cancel()
+
+
+class _NeverTypedAgent(Agent):
+    """Adopted mid-turn, it finds the old server never typed the turn's prompt; then it answers normally."""
+
+    def __init__(self):
+        self.prompts = []
+
+    async def start(self) -> None:
+        return None
+
+    async def follow(self, output) -> None:
+        from anvilfs.sessions import PromptNotSent
+        raise PromptNotSent("the server stopped before it typed this prompt: it did not run, and is queued again")
+
+    async def turn(self, prompt, output) -> None:
+        self.prompts.append(prompt)
+        output.write(f"answer to {prompt}\n")
+
+    async def kill(self) -> None:
+        return None
+
+
+class _AdoptingBackend(Backend):
+    kind = "test-adopt"
+
+    def __init__(self, name: str):
+        super().__init__(name)
+        self.adopted = _NeverTypedAgent()
+
+    def availability(self) -> str:
+        return "ready"
+
+    def agent(self, session, saved=None) -> Agent:
+        return _NeverTypedAgent()
+
+    async def adopt(self, session, saved):
+        return self.adopted
+
+
+async def test_a_prompt_the_old_server_never_typed_runs_next(autojump_clock, tmp_path):
+    """The .toml kept the turn's prompt; the agent says it never got it: it is queued again, first."""
+    first = _AdoptingBackend("a")
+    async with trio.open_nursery() as nursery:
+        app = App(backends={"a": first}, state_dir=tmp_path)
+        await nursery.start(app.run)
+        s = app.sessions.new("a", "/tmp", name="t1")
+        await until(lambda: s.state is State.IDLE)
+        s.agent.saved = lambda: {"pane": "%1"}  # something to adopt by
+        s.agent.turn = lambda prompt, output: trio.sleep_forever()  # the server dies before the turn goes anywhere
+        app.sessions.submit("t1", "the lost prompt", "glenda")
+        await until(lambda: s.state is State.RUNNING)
+        app.sessions.submit("t1", "the next prompt", "glenda")
+        nursery.cancel_scope.cancel()
+    second = _AdoptingBackend("a")
+    async with trio.open_nursery() as nursery:
+        again = App(backends={"a": second}, state_dir=tmp_path)
+        await nursery.start(again.run)
+        t1 = again.sessions.get("t1")
+        await until(lambda: second.adopted.prompts == ["the lost prompt", "the next prompt"])
+        await until(lambda: t1.state is State.AWAIT)
+        assert "queued again" in t1.log_text() and t1.out == "answer to the next prompt\n"
+        nursery.cancel_scope.cancel()
