@@ -23,8 +23,9 @@ from ..journal import has_line_breakers, timestamp
 from ..storage import TomlObjects
 from ..waitable import Changes
 from . import owns as owns_rules
-from .ids import ID, IdMaker
-from .model import MAX_TEXT, MAX_TITLE, Bead, BadFile, bead_from_toml
+from .collection import Collection
+from .ids import ID
+from .model import MAX_TEXT, MAX_TITLE, Bead, bead_from_toml
 from .states import HELD, Status, Verb, advance
 
 LABEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}\Z")  # roles and holder names: they name files (ready.<role>)
@@ -51,34 +52,20 @@ class Board:
         history: Callable[[str], None] = lambda message: None,
         clock: Callable[[], float] = time.time,
     ):
-        self.files = files
         self.bus = bus
         self.is_session = is_session
-        self.history = history
         self.clock = clock
         self.convoy_check: Callable[[str], None] = _no_convoys  # Convoys sets it: raises if a bead cannot join
-        self._beads: dict[str, Bead] = {}
+        self._store = Collection("bead", files, bead_from_toml, history=history, listing="beads/list")
+        self._beads = self._store.items  # the same dict: reads here, changes through the store
         self.changes = Changes()  # bumps on every change (the lease task waits on it)
-        self.broken: dict[str, str] = {}  # id -> why its file cannot be used
-        self._ids = IdMaker("bead")
         bus.subscribe(SessionEnded, self._session_ended)
 
     # ------------------------------------------------------------ loading
 
     def load(self) -> list[str]:
         """Read every bead file; returns a line for each problem found (reported, never fixed silently)."""
-        if self.files is None:
-            return []
-        tables, broken = self.files.load_all()
-        for bead_id, table in tables.items():
-            try:
-                self._beads[bead_id] = bead_from_toml(table, bead_id)
-            except BadFile as exc:
-                broken[bead_id] = str(exc)
-        self.broken = broken
-        for bead_id in [*tables, *broken]:
-            self._ids.seen(bead_id)
-        problems = [f"bead {i}: {self.files.path(i)} cannot be used: {why}; fix the file by hand" for i, why in broken.items()]
+        problems = self._store.load()
         problems += self._dependency_problems()
         return problems
 
@@ -94,13 +81,12 @@ class Board:
 
     # ------------------------------------------------------------ reading
 
+    @property
+    def broken(self) -> dict[str, str]:
+        return self._store.broken
+
     def get(self, bead_id: str) -> Bead:
-        bead = self._beads.get(bead_id)
-        if bead is None:
-            if bead_id in self.broken:
-                raise Busy(f"bead {bead_id}'s file is broken ({self.broken[bead_id]}); fix it by hand and restart the server")
-            raise NotFound(f"no bead {bead_id!r}; `beads/list` shows the beads there are")
-        return bead
+        return self._store.get(bead_id)
 
     def find(self, bead_id: str) -> Bead | None:
         return self._beads.get(bead_id)
@@ -137,14 +123,11 @@ class Board:
         if convoy:
             self.convoy_check(convoy)
         now = timestamp()
-        bead = Bead(id=self._ids.next(title, self._taken), title=title, role=role, description=description,
+        bead = Bead(id=self._store.new_id(title), title=title, role=role, description=description,
                     depends_on=deps, requires_approval=requires_approval, owns=owns, convoy=convoy,
                     created=now, updated=now)
         self._save(bead, f"Created: {title} ({bead.id}, role {role})", "new", new=True)
         return bead
-
-    def _taken(self, bead_id: str) -> bool:
-        return bead_id in self._beads or bead_id in self.broken
 
     def claim(self, bead_id: str, who: Who, holder: str | None = None, lease: int | None = None) -> Bead:
         bead = self.get(bead_id)
@@ -282,14 +265,7 @@ class Board:
     # ------------------------------------------------------------ saving
 
     def _save(self, bead: Bead, message: str, verb: str, detail: str = "", *, new: bool = False) -> Bead:
-        bead.updated = timestamp()
-        if self.files is not None:
-            try:
-                self.files.write(bead.id, bead.to_toml(), new=new)
-            except OSError as exc:
-                raise AnvilError(f"cannot save bead {bead.id}: {exc.strerror or exc}; nothing was changed") from None
-            self.history(message)
-        self._beads[bead.id] = bead
+        self._store.save(bead, message, new=new)
         self.changes.bump()
         self.bus.publish(BeadChanged(bead.id, verb, bead.status.value, detail, bead.convoy))
         return bead

@@ -18,8 +18,8 @@ from ..errors import AnvilError, Busy, InvalidRequest, NotFound
 from ..journal import timestamp
 from ..storage import TomlObjects
 from .board import Board, _check_label, _check_text, _check_title
-from .ids import IdMaker
-from .model import BadFile, Convoy, ConvoyStatus as CS, convoy_from_toml
+from .collection import Collection
+from .model import Convoy, ConvoyStatus as CS, convoy_from_toml
 from .states import Status
 
 _CLOSED = (CS.COMPLETED, CS.FAILED, CS.ABANDONED)
@@ -27,39 +27,24 @@ _CLOSED = (CS.COMPLETED, CS.FAILED, CS.ABANDONED)
 
 class Convoys:
     def __init__(self, files: TomlObjects | None, bus: EventBus, board: Board, *, history=lambda message: None):
-        self.files = files
         self.bus = bus
         self.board = board
-        self.history = history
-        self._convoys: dict[str, Convoy] = {}
-        self.broken: dict[str, str] = {}
-        self._ids = IdMaker("convoy")
+        self._store = Collection("convoy", files, convoy_from_toml, history=history, listing="convoys/list")
+        self._convoys = self._store.items  # the same dict: reads here, changes through the store
         board.convoy_check = self._check_open
         bus.subscribe(BeadChanged, self._bead_changed)
 
     def load(self) -> list[str]:
-        if self.files is None:
-            return []
-        tables, broken = self.files.load_all()
-        for convoy_id, table in tables.items():
-            try:
-                self._convoys[convoy_id] = convoy_from_toml(table, convoy_id)
-            except BadFile as exc:
-                broken[convoy_id] = str(exc)
-        self.broken = broken
-        for convoy_id in [*tables, *broken]:
-            self._ids.seen(convoy_id)
-        return [f"convoy {i}: {self.files.path(i)} cannot be used: {why}; fix the file by hand" for i, why in broken.items()]
+        return self._store.load()
 
     # ------------------------------------------------------------ reading
 
+    @property
+    def broken(self) -> dict[str, str]:
+        return self._store.broken
+
     def get(self, convoy_id: str) -> Convoy:
-        convoy = self._convoys.get(convoy_id)
-        if convoy is None:
-            if convoy_id in self.broken:
-                raise Busy(f"convoy {convoy_id}'s file is broken ({self.broken[convoy_id]}); fix it by hand and restart the server")
-            raise NotFound(f"no convoy {convoy_id!r}; `convoys/list` shows the convoys there are")
-        return convoy
+        return self._store.get(convoy_id)
 
     def find(self, convoy_id: str) -> Convoy | None:
         return self._convoys.get(convoy_id)
@@ -87,7 +72,7 @@ class Convoys:
         _check_title(title)
         _check_text("goal", goal)
         now = timestamp()
-        convoy = Convoy(id=self._ids.next(title, lambda i: i in self._convoys or i in self.broken), title=title, goal=goal,
+        convoy = Convoy(id=self._store.new_id(title), title=title, goal=goal,
                         created=now, updated=now)
         return self._save(convoy, f"Convoy created: {title} ({convoy.id})", "new", new=True)
 
@@ -185,13 +170,6 @@ class Convoys:
                 self.bus.journal.append(f"- convoys: {exc.message}; convoy {convoy.id} is re-checked at the next start")
 
     def _save(self, convoy: Convoy, message: str, verb: str, detail: str = "", *, new: bool = False) -> Convoy:
-        convoy.updated = timestamp()
-        if self.files is not None:
-            try:
-                self.files.write(convoy.id, convoy.to_toml(), new=new)
-            except OSError as exc:
-                raise AnvilError(f"cannot save convoy {convoy.id}: {exc.strerror or exc}; nothing was changed") from None
-            self.history(message)
-        self._convoys[convoy.id] = convoy
+        self._store.save(convoy, message, new=new)
         self.bus.publish(ConvoyChanged(convoy.id, verb, convoy.status, detail))
         return convoy
