@@ -21,7 +21,7 @@ def session_directory(sessions: Sessions, session: Session, mailbox: list[Node] 
         CollectFile(
             "in", f"{key}/in",
             check=lambda size, caller: sessions.check_prompt(name, size),
-            submit=lambda data, caller: sessions.submit(name, _prompt_text(data), caller.uname),
+            submit=lambda data, caller: sessions.submit(name, decoded_text(data, "prompt"), caller.uname),
             abandoned=lambda data, caller: sessions.events.append(
                 f"{name} prompt of {len(data)} bytes from {caller.uname} abandoned: the connection closed before the file was closed"),
             ignored=lambda caller: sessions.events.append(
@@ -62,10 +62,6 @@ def _queue(session: Session) -> str:
         first = prompt.text.strip().splitlines()[0] if prompt.text.strip() else ""
         lines.append(f"{i} {prompt.sender} {len(prompt.text.encode())} {first[:80]}\n")
     return "".join(lines)
-
-
-def _prompt_text(data: bytes) -> str:
-    return decoded_text(data, "prompt")
 
 
 def _session_commands(sessions: Sessions, name: str) -> CommandTable:
