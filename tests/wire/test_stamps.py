@@ -12,6 +12,7 @@ import re
 import time
 
 import anvilfs.beads.board as board_module
+import anvilfs.beads.collection as collection_module
 import anvilfs.sessions.session as session_module
 from anvilfs.ninep import consts as c
 from anvilfs.ninep import messages as m
@@ -105,7 +106,8 @@ async def test_mtime_is_the_time_of_the_last_change_in_stat_and_getattr(autojump
 
 
 async def test_a_beads_mtime_is_its_updated_time(running, monkeypatch):
-    monkeypatch.setattr(board_module, "timestamp", lambda: "2001-09-09T01:46:40Z")  # the bead's clock, set
+    for module in (board_module, collection_module):  # the bead's clock, set (created, and updated at each save)
+        monkeypatch.setattr(module, "timestamp", lambda: "2001-09-09T01:46:40Z")
     app = await running()
     bead = app.board.new("Write docs", "writer", "The README")
     dispatcher = Dispatcher(app.root, on_error=app.record_error)
