@@ -21,8 +21,9 @@ from dataclasses import dataclass, field
 
 import trio
 
-from ..ninep import BadMessage, Dialect, FrameBuffer, FramingError, LocalProtocolError, TagTable, decode, encode, format_message
+from ..ninep import BadMessage, Dialect, FrameBuffer, FramingError, LocalProtocolError, TagTable, codec_for, format_message
 from ..ninep import messages as m
+from ..ninep.codec import Codec
 from ..ninep.consts import NOTAG
 from ..tree import Directory
 from .dispatch import Blocked, Dispatcher, Limits
@@ -71,21 +72,31 @@ class Connection:
         self._sent = trio.Event()  # set when that task has sent everything
         self._in_batch = False  # replies made while handling a batch go out with it
         self._nursery: trio.Nursery | None = None
+        self._codec = codec_for(Dialect.P2000)
 
     @property
     def dialect(self) -> Dialect:
         return self.dispatcher.dialect or Dialect.P2000
+
+    @property
+    def codec(self) -> Codec:
+        """The codec of the negotiated dialect (9P2000 before a Tversion), kept while the dialect holds."""
+        dialect = self.dispatcher.dialect or Dialect.P2000
+        if self._codec.dialect is not dialect:
+            self._codec = codec_for(dialect)
+        return self._codec
 
     # ------------------------------------------------------------ replies
 
     def send(self, reply: m.Message) -> None:
         if self.trace:
             self.trace(f"{self.name} <- {format_message(reply, data_limit=64)}")
+        codec = self.codec
         try:
-            frame = encode(reply, self.dialect)
+            frame = codec.encode(reply)
         except LocalProtocolError as exc:  # a reply we cannot encode is our bug: say so, keep serving
             log.exception("%s: cannot encode %s", self.name, type(reply).__name__)
-            frame = encode(self.dispatcher.error(reply, f"internal error: {exc}", errno.EIO), self.dialect)
+            frame = codec.encode(self.dispatcher.error(reply, f"internal error: {exc}", errno.EIO))
         self._out += frame
         if not self._in_batch:
             self._out_ready.set()
@@ -164,7 +175,7 @@ class Connection:
 
     def _handle_frame(self, frame: bytes) -> None:
         try:
-            msg = decode(frame, self.dialect)
+            msg = self.codec.decode(frame)
         except BadMessage as exc:
             if exc.tag is None:
                 raise FramingError(exc.reason) from None
