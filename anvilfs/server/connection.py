@@ -23,7 +23,6 @@ import trio
 
 from ..ninep import BadMessage, Dialect, FrameBuffer, FramingError, LocalProtocolError, TagTable, codec_for, format_message
 from ..ninep import messages as m
-from ..ninep.codec import Codec
 from ..ninep.consts import NOTAG
 from ..tree import Directory
 from .dispatch import Blocked, Dispatcher, Limits
@@ -72,26 +71,19 @@ class Connection:
         self._sent = trio.Event()  # set when that task has sent everything
         self._in_batch = False  # replies made while handling a batch go out with it
         self._nursery: trio.Nursery | None = None
-        self._codec = codec_for(Dialect.P2000)
+        self._codec = codec_for(Dialect.P2000)  # the negotiated dialect's, from each Tversion on
 
     @property
     def dialect(self) -> Dialect:
         return self.dispatcher.dialect or Dialect.P2000
 
-    @property
-    def codec(self) -> Codec:
-        """The codec of the negotiated dialect (9P2000 before a Tversion), kept while the dialect holds."""
-        dialect = self.dispatcher.dialect or Dialect.P2000
-        if self._codec.dialect is not dialect:
-            self._codec = codec_for(dialect)
-        return self._codec
 
     # ------------------------------------------------------------ replies
 
     def send(self, reply: m.Message) -> None:
         if self.trace:
             self.trace(f"{self.name} <- {format_message(reply, data_limit=64)}")
-        codec = self.codec
+        codec = self._codec
         try:
             frame = codec.encode(reply)
         except LocalProtocolError as exc:  # a reply we cannot encode is our bug: say so, keep serving
@@ -175,7 +167,7 @@ class Connection:
 
     def _handle_frame(self, frame: bytes) -> None:
         try:
-            msg = self.codec.decode(frame)
+            msg = self._codec.decode(frame)
         except BadMessage as exc:
             if exc.tag is None:
                 raise FramingError(exc.reason) from None
@@ -192,9 +184,11 @@ class Connection:
         else:
             if isinstance(msg, m.Tversion):
                 self._cancel_all("reset")
-            elif isinstance(msg, m.Tclunk | m.Tremove):
+            elif isinstance(msg, _ENDS_READS):
                 self._cancel_reads_of(msg.fid)
             reply = self.dispatcher.handle(msg)
+            if isinstance(msg, m.Tversion):
+                self._codec = codec_for(self.dialect)  # its reply is the same in every dialect
             if not isinstance(reply, Blocked):
                 self.send(reply)
             elif len(self.tags) >= self.limits.max_blocked_reads:
@@ -273,6 +267,9 @@ class Connection:
                 flight.outcome = flight.outcome or "clunk"
                 flight.scope.cancel()
 
+
+
+_ENDS_READS = (m.Tclunk, m.Tremove)  # the fid's blocked reads end with it
 
 
 def _too_many_blocked(limit: int) -> str:
