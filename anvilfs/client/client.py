@@ -8,13 +8,12 @@ keeps many in flight.
 from __future__ import annotations
 
 import socket
-import struct
 
-from ..ninep import Dialect, Qid, Stat, decode_stat
+from ..ninep import Dialect, Qid, Stat
 from ..ninep import consts as c
 from ..ninep import messages as m
 from .errors import ConnectionLost, ServerError, lost
-from .protocol import DEFAULT_MSIZE, ClientProtocol, Reply, check
+from .protocol import DEFAULT_MSIZE, ClientProtocol, Reply, check, directory_entries
 
 __all__ = ["Client", "ConnectionLost", "ServerError"]
 
@@ -152,15 +151,7 @@ class Client:
 
     def list_dir(self, path: str) -> list[Stat]:
         fid = self.open(path, c.OREAD)
-        entries = []
         try:
-            for data in self.read_chunks(fid):
-                pos = 0
-                while pos < len(data):
-                    size = struct.unpack_from("<H", data, pos)[0] + 2
-                    entries.append(decode_stat(data[pos:pos + size], self.dialect))
-                    pos += size
+            return [entry for data in self.read_chunks(fid) for entry in directory_entries(data, self.dialect)]
         finally:
             self.clunk(fid)
-        return entries
-

@@ -27,9 +27,10 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import struct
 from dataclasses import dataclass
 
-from ..ninep import Dialect, FrameBuffer, LocalProtocolError, RemoteProtocolError, decode, encode
+from ..ninep import Dialect, FrameBuffer, LocalProtocolError, RemoteProtocolError, Stat, decode, decode_stat, encode
 from ..ninep import consts as c
 from ..ninep import messages as m
 from ..ninep.dialect import MIN_MSIZE
@@ -38,6 +39,7 @@ from .errors import ServerError
 
 DEFAULT_MSIZE = 65536 + c.IOHDRSZ  # 64 KiB of data per read or write
 _LAST_TAG = c.NOTAG - 1
+_U16 = struct.Struct("<H")
 _RLERROR = 7  # 9P2000.L's Rlerror: naming its class would make every 9P2000.L class (ninep/messages)
 
 
@@ -71,6 +73,28 @@ def check(reply: m.Message) -> m.Message:
     if reply.TYPE == _RLERROR:
         raise ServerError(f"errno {reply.ecode}")
     return reply
+
+
+def made_fid(request: m.Message, reply: m.Message) -> int | None:
+    """The fid a successful reply made on the server, if any: what a caller that gave up must clunk.
+
+    Only a whole Twalk to a new fid makes one here (a client that never
+    sends Tauth or 9P2000.L creates); a partial walk makes none (walk(5)).
+    """
+    if (isinstance(request, m.Twalk) and isinstance(reply, m.Rwalk) and request.newfid != request.fid
+            and len(reply.wqids) == len(request.wnames)):
+        return request.newfid
+    return None
+
+
+def directory_entries(data: bytes, dialect: Dialect) -> list[Stat]:
+    """The stat records a 9P2000 directory read gives, one after another (read(5))."""
+    entries, pos = [], 0
+    while pos < len(data):
+        size = _U16.unpack_from(data, pos)[0] + 2
+        entries.append(decode_stat(data[pos:pos + size], dialect))
+        pos += size
+    return entries
 
 
 class ClientProtocol:
