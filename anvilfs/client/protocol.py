@@ -181,11 +181,12 @@ class ClientProtocol:
 
     def _receive(self, msg: m.Message) -> Event:
         tag = msg.tag
+        if msg.is_request:
+            raise RemoteProtocolError(f"the server sent a request, {type(msg).__name__} (tag {tag}): "
+                                      "a 9P server only replies")
         expected = self._waiting.get(tag)
         if expected is None:
-            what = "a request" if msg.is_request else "a reply"
-            raise RemoteProtocolError(f"the server sent {what}, {type(msg).__name__}, for tag {tag}, "
-                                      "which has no request waiting")
+            raise RemoteProtocolError(f"the server sent {type(msg).__name__} for tag {tag}, which has no request waiting")
         if msg.TYPE != expected and not (_is_error(msg) and expected != m.Rflush.TYPE):
             raise RemoteProtocolError(f"the server answered tag {tag} with {type(msg).__name__}: "
                                       f"the request wants {MESSAGE_TYPES[expected].__name__} or an error")
