@@ -165,9 +165,15 @@ def test_a_stop_from_another_connection_is_seen_by_the_owner(anvil_server):
             write(owner, "review1/status", "running round=2\n")
         write(other, "review1/ctl", "restart")
         write(owner, "review1/status", "running round=2\n")
-        write(other, "review1/ctl", "interrupt")
+        answer = owner.open("review1/out", c.OWRITE)
+        owner.write_chunk(answer, 0, b"round 2: done\n")
+        write(other, "review1/ctl", "interrupt")  # while the owner is writing its answer
         events.until(" review1 await interrupted\n")
         assert read(owner, "review1/status") == "await interrupted\n"
+        with pytest.raises(ServerError, match="begin a turn first"):
+            owner.clunk(answer)  # too late for the turn it was for: refused, and said in events
+        events.until("review1 is await interrupted")
+        assert read(owner, "review1/out") == ""
 
 
 def test_the_out_of_another_kind_of_session_is_refused(anvil_server):
