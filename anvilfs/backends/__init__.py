@@ -1,6 +1,7 @@
-"""The kinds of backend: per-turn command, tmux, OpenAI-compatible HTTP, simulated."""
+"""The kinds of backend: per-turn command, tmux, OpenAI-compatible HTTP, simulated, external (its owner is the agent)."""
 
 from .command import CommandAgent, CommandBackend
+from .external import ExternalAgent, ExternalBackend
 from .openai import OpenAIAgent, OpenAIBackend
 from .registry import build_backends, tmux_session_for
 from .sim import SimAgent, SimBackend
@@ -9,6 +10,8 @@ from .tmux import TmuxAgent, TmuxBackend
 __all__ = [
     "CommandAgent",
     "CommandBackend",
+    "ExternalAgent",
+    "ExternalBackend",
     "OpenAIAgent",
     "OpenAIBackend",
     "SimAgent",

@@ -7,6 +7,7 @@ import hashlib
 from ..config import Config
 from ..sessions import Backend
 from .command import CommandBackend
+from .external import ExternalBackend
 from .openai import OpenAIBackend
 from .sim import SimBackend
 from .tmux import TmuxBackend
@@ -26,6 +27,8 @@ def build_backends(config: Config, *, tmux_session: str, tmux_socket: str | None
             backend = TmuxBackend(name, cfg, tmux_session=tmux_session, tmux_socket=tmux_socket)
         elif cfg.kind == "openai":
             backend = OpenAIBackend(name, cfg)
+        elif cfg.kind == "external":
+            backend = ExternalBackend(name)
         else:
             backend = SimBackend(name, step_delay=cfg.step_delay)
         backend.description = cfg.description or backend.description

@@ -52,4 +52,8 @@ BUILTIN_BACKENDS: dict[str, dict] = {
         "kind": "sim",
         "description": "simulated agent for demos and tests; its answers say so",
     },
+    "external": {
+        "kind": "external",
+        "description": "nothing is started: the session's owner (a conductor) writes its status and answers",
+    },
 }

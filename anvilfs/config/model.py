@@ -1,7 +1,7 @@
 """The configuration file's schema (pydantic v2), one model per backend kind.
 
     [backends.mybot]
-    kind = "command"            # command | tmux | openai | sim
+    kind = "command"            # command | tmux | openai | sim | external
     argv = ["mybot", "--quiet"]
 
 Placeholders in argv and resume_argv: {prompt} {model} {cwd} {name}
@@ -133,8 +133,15 @@ class SimBackendConfig(_Strict):
     description: str = ""
 
 
+class ExternalBackendConfig(_Strict):
+    """A session whose owner outside anvilfs (a conductor) is the agent: anvilfs starts nothing."""
+
+    kind: Literal["external"]
+    description: str = ""
+
+
 BackendConfig = Annotated[
-    CommandBackendConfig | TmuxBackendConfig | OpenAIBackendConfig | SimBackendConfig,
+    CommandBackendConfig | TmuxBackendConfig | OpenAIBackendConfig | SimBackendConfig | ExternalBackendConfig,
     Field(discriminator="kind"),
 ]
 

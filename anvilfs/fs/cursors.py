@@ -1,9 +1,10 @@
-"""Cursors for the blocking files: what one open of `events`, `wait` or `stream` sees."""
+"""Cursors for the blocking files: what one open of `events`, `wait`, `stream` or `next` sees."""
 
 from __future__ import annotations
 
 from ..journal import Journal, timestamp
 from ..sessions import Session, State, Turn
+from ..sessions.owned import Owners
 
 _ENDED = (State.STOPPED, State.EXITED)
 
@@ -112,3 +113,32 @@ class StreamCursor:
             else:
                 self._byte += len(take)
         return bytes(out)
+
+
+class NextCursor:
+    """`next` of an external session: a read at offset 0 blocks until there is a prompt for its owner.
+
+    It gives the running turn's prompt (taken already), or else takes the
+    oldest queued one, which begins its turn; the taking happens in
+    ``read``, when the answer is about to be sent. Reads past 0 continue
+    that answer. A session that ends (stopped, exited) ends the read: 0 bytes.
+    """
+
+    def __init__(self, owners: Owners, session: Session):
+        self._owners = owners
+        self._session = session
+        self._answer = b""
+
+    def ready(self, offset: int) -> bool:
+        return offset > 0 or self._owners.can_take(self._session)
+
+    async def wait_ready(self, offset: int) -> None:
+        session = self._session
+        while not self.ready(offset):
+            await session.changes.wait_changed(session.changes.version)
+
+    def read(self, offset: int, count: int) -> bytes:
+        if offset == 0:
+            prompt = self._owners.take(self._session.name) if self._session.state not in _ENDED else None
+            self._answer = prompt.text.encode() if prompt is not None else b""
+        return self._answer[offset:offset + count]

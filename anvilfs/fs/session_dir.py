@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..sessions import Session, Sessions
 from ..tree import CollectFile, Command, CommandTable, CtlFile, Directory, Node, StreamFile, TextFile, decoded_text
-from .cursors import StreamCursor, WaitCursor
+from .cursors import NextCursor, StreamCursor, WaitCursor
 
 
 def session_directory(sessions: Sessions, session: Session, mailbox: list[Node] = ()) -> Directory:
@@ -27,11 +27,13 @@ def session_directory(sessions: Sessions, session: Session, mailbox: list[Node] 
             ignored=lambda caller: sessions.events.append(
                 f"{name} prompt of 0 bytes from {caller.uname} ignored: nothing to run"),
         ),
-        TextFile("out", f"{key}/out", lambda: session.out),
+        *(_owner_files(sessions, session) if session.backend.owner_driven else [
+            TextFile("out", f"{key}/out", lambda: session.out),
+            TextFile("status", f"{key}/status", lambda: _line(session.status_line()),
+                     lambda line, caller: sessions.hook(name, line.split()[0])),
+        ]),
         TextFile("log", f"{key}/log", session.log_text),
         StreamFile("stream", f"{key}/stream", lambda: StreamCursor(session)),
-        TextFile("status", f"{key}/status", lambda: _line(session.status_line()),
-                 lambda line, caller: sessions.hook(name, line.split()[0])),
         StreamFile("wait", f"{key}/wait", lambda: WaitCursor(session)),
         text("backend", lambda: session.backend.name + (" simulated" if session.simulated else "")),
         text("cwd", lambda: d.cwd),
@@ -48,7 +50,26 @@ def session_directory(sessions: Sessions, session: Session, mailbox: list[Node] 
 
 
 # the files whose content moves with the session's state, queue or transcript
-_CHANGING = frozenset({"out", "log", "stream", "status", "wait", "pid", "queue"})
+_CHANGING = frozenset({"out", "log", "stream", "status", "wait", "pid", "queue", "next"})
+
+
+def _owner_files(sessions: Sessions, session: Session) -> list[Node]:
+    """An external session's `out`, `status` and `next`, through which its owner is its agent (sessions/owned.py)."""
+    name, key, owners = session.name, f"session/{session.name}", sessions.owners
+    return [
+        CollectFile(
+            "out", f"{key}/out", render=lambda: session.out,
+            check=lambda size, caller: owners.check_answer(name, size),
+            submit=lambda data, caller: owners.answer(name, decoded_text(data, "answer")),
+            abandoned=lambda data, caller: sessions.events.append(
+                f"{name} answer of {len(data)} bytes from {caller.uname} abandoned: the connection closed before the file was closed"),
+            ignored=lambda caller: sessions.events.append(
+                f"{name} answer of 0 bytes from {caller.uname} ignored: write 'await' to status to end a turn with no answer"),
+        ),
+        TextFile("status", f"{key}/status", lambda: _line(session.status_line()),
+                 lambda line, caller: owners.report(name, line, caller.uname)),
+        StreamFile("next", f"{key}/next", lambda: NextCursor(owners, session)),
+    ]
 
 
 def _line(text: str) -> str:

@@ -22,7 +22,9 @@ plain cancellation and act (type Ctrl-C) only in ``interrupt()``.
 Agents that can outlive the server (tmux) return in ``saved()`` what a new
 server needs to find them again, and their Backend's ``adopt`` does so.
 Backends whose answers do not come from a real model set ``simulated``, and
-everything that shows the session says so.
+everything that shows the session says so. A backend that is ``owner_driven``
+(external) runs no turns: its session's owner, outside anvilfs, takes the
+prompts and ends the turns through the session's files (sessions/owned.py).
 """
 
 from __future__ import annotations
@@ -131,6 +133,7 @@ class Backend(abc.ABC):
 
     kind: str = ""
     simulated = False
+    owner_driven = False  # the session's owner, not a runner, takes its prompts and ends its turns
     description = ""
 
     def __init__(self, name: str):

@@ -22,6 +22,7 @@ from ..errors import AnvilError, Busy, InvalidRequest, LimitExceeded, NameTaken,
 from ..journal import Journal, has_line_breakers, one_line, timestamp
 from .backend import Backend, SessionInfo
 from .restore import restore_session
+from .owned import Owners
 from .runner import finish_turn, run_session
 from .session import Definition, Prompt, Session
 from .states import ACCEPTS_PROMPTS, Event, State
@@ -80,6 +81,7 @@ class Sessions:
         self._counter = 0
         self._nursery: trio.Nursery | None = None
         self.saver = SessionSaver(store, events)
+        self.owners = Owners(self)  # what the owners of external sessions do through their files
 
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
         try:
@@ -129,9 +131,15 @@ class Sessions:
         if notify and ephemeral:
             raise InvalidRequest("leave out notify or ephemeral: an ephemeral session does one turn and is never "
                                  "prompted by mail (notify is invalid with it)")
+        if ephemeral and chosen.owner_driven:
+            raise InvalidRequest(f"leave out ephemeral: backend {backend} is external, its owner decides when its "
+                                 "turns end (ephemeral is invalid with it)")
         if not os.path.isabs(cwd) or not os.path.isdir(cwd):
             raise InvalidRequest(f"give cwd as the absolute path of a directory: {cwd!r} is not one")
-        if role and role not in self.roles():
+        if chosen.owner_driven:
+            if role and not _NAME.match(role):  # a label only: no role prompt goes to an owner
+                raise InvalidRequest(f"name the role with 1-64 letters, digits, '.', '_' or '-': {role!r} is invalid")
+        elif role and role not in self.roles():
             known = ", ".join(sorted(self.roles())) or "none (add ROLE.md files to the roles directory)"
             raise NotFound(f"no such role {role!r}; known roles: {known}")
         name = self._check_name(name) if name else self._next_name()
@@ -306,7 +314,7 @@ class Sessions:
             raise InvalidRequest(f"status: write 'running' or 'await' (an agent's hook does): {word!r} is invalid")
         if not session.agent.hook(word):
             raise InvalidRequest(
-                f"status: only hook-driven (tmux) agents write it; {name} is on {session.backend.kind} backend "
+                f"status: only hook-driven (tmux) agents and external owners write it; {name} is on {session.backend.kind} backend "
                 f"{session.backend.name}, which reports its own turns")
         if session.turn_scope is None:  # else the runner's turn ends when the agent sees await
             if event is Event.TURN_BEGAN:  # a person typed into the agent directly

@@ -1,8 +1,9 @@
 """Bringing saved sessions back when the server starts.
 
 Agents that can outlive the server (tmux) are adopted where they still run
-and carry on in the state they had. The rest come back `exited`, with
-their queued prompts kept: `restart` runs them.
+and carry on in the state they had, and so is every external session (its
+owner is outside; there is no process to lose). The rest come back
+`exited`, with their queued prompts kept: `restart` runs them.
 """
 
 from __future__ import annotations
@@ -69,12 +70,16 @@ async def restore_session(sessions: Sessions, saved: SavedSession) -> None:
         session.turn = Turn(saved.turn_count, saved.turn_prompt, saved.turn_started or timestamp())
         _log_turn_prompt(session)
     agent = None
-    if state in _ALIVE and saved.agent:
+    if state in _ALIVE and (saved.agent or backend.owner_driven):
         agent = await backend.adopt(sessions.info(definition), saved.agent)
     if agent is not None:
         session.agent = agent
-        sessions.events.append(f"{definition.name} adopted: its agent outlived the server ({state.value})")
-        sessions._start_runner(session, adopted=True)
+        if backend.owner_driven:  # its owner is outside: nothing of it ended with the old server
+            sessions.events.append(f"{definition.name} kept {state.value}: an external session has no process to lose")
+        else:
+            sessions.events.append(f"{definition.name} adopted: its agent outlived the server ({state.value})")
+        # an external session saved before its runner made it idle starts again (it is idle at once)
+        sessions._start_runner(session, adopted=not (backend.owner_driven and state is State.STARTING))
         session.changed()
         return
     if definition.ephemeral and saved.turn_count and state in (State.AWAIT, State.ERROR):

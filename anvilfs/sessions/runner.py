@@ -4,7 +4,9 @@ One runner per agent life. It moves the session through the transition
 table and never touches it after its cancel scope was cancelled (stop,
 kill or restart already moved the session on while it was waking up).
 When the agent ends by itself, the runner reports the exit and asks the
-manager for a restart (with backoff).
+manager for a restart (with backoff). An external session's runner only
+starts it: it stays there so that the session counts as driven (a queued
+prompt makes `wait` block until its owner takes it and answers).
 """
 
 from __future__ import annotations
@@ -38,6 +40,8 @@ async def run_session(
             if scope.cancel_called:
                 return
             session.move(Event.STARTED)
+        if session.backend.owner_driven:
+            await trio.sleep_forever()  # its owner takes the prompts and ends the turns (owned.py): none run here
         reason = ""
         if adopted and session.state is State.RUNNING:
             try:

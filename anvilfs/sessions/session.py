@@ -164,12 +164,22 @@ class Session:
         return self.changes.version + self._records[0], max(self.changes.when, self._records[1])
 
     def begin_turn(self, prompt: Prompt) -> Turn:
+        turn = self._begin(prompt, "")
+        self.record(prompt_header(turn))
+        return turn
+
+    def begin_own_turn(self, owner: str, detail: str) -> Turn:
+        """A turn an external session's owner began by itself, with no prompt (its own work)."""
+        turn = self._begin(None, detail)
+        self.record(f"--- begun {turn.number} by {owner} at {turn.started}\n{_ends_line(detail)}")
+        return turn
+
+    def _begin(self, prompt: Prompt | None, detail: str) -> Turn:
         advance(self.state, Event.TURN_BEGAN)  # refused before anything changes
         self.turn_count += 1
         turn = self.turn = Turn(self.turn_count, prompt)
         # the move saves the turn (with its prompt) before the prompt is in the log: one of them has it
-        self.move(Event.TURN_BEGAN)
-        self.record(prompt_header(turn))
+        self.move(Event.TURN_BEGAN, detail)
         return turn
 
     def end_turn(self, event: Event, detail: str = "") -> None:

@@ -34,6 +34,7 @@ class Event(enum.StrEnum):
     STOP = "stop"  # stop or kill
     EXIT = "exit"  # the agent process ended by itself
     RESTART = "restart"
+    REPORT = "report"  # an external session's owner wrote the state it is in again, with new detail
 
 
 class IllegalTransition(InvalidRequest):
@@ -55,6 +56,10 @@ TRANSITIONS: dict[tuple[State, Event], State] = {
     (S.IDLE, E.CLEAR): S.IDLE,
     (S.AWAIT, E.CLEAR): S.IDLE,
     (S.ERROR, E.CLEAR): S.IDLE,
+    # an external session's owner reports progress: the state stays, its detail changes
+    (S.RUNNING, E.REPORT): S.RUNNING,
+    (S.AWAIT, E.REPORT): S.AWAIT,
+    (S.ERROR, E.REPORT): S.ERROR,
     **{(state, E.STOP): S.STOPPED for state in _ALIVE},
     (S.EXITED, E.STOP): S.STOPPED,  # also cancels a restart on its way
     **{(state, E.EXIT): S.EXITED for state in _ALIVE},

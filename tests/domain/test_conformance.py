@@ -12,6 +12,13 @@ sleeps.
 pane's program exits): the session goes `exited` and is restarted with
 backoff. An HTTP endpoint has no process of ours to crash; its hard
 failure (HTTP 500) leaves the session in `error`, still usable.
+
+An `external` session's agent is its owner: here a scripted owner task
+that takes each prompt from the session's `next` cursor and answers it
+through the owner's calls, as a conductor does through the files. It
+gives its answers whole, so an interrupted turn has said nothing, and
+there is no process to crash (the crash check does not apply: an owner
+that dies leaves the session as it was, see test_external.py).
 """
 
 from __future__ import annotations
@@ -29,9 +36,9 @@ import pytest
 import trio
 
 from anvilfs.app import App
-from anvilfs.backends import CommandBackend, OpenAIBackend, SimBackend, TmuxBackend
+from anvilfs.backends import CommandBackend, ExternalBackend, OpenAIBackend, SimBackend, TmuxBackend
 from anvilfs.config import CommandBackendConfig, OpenAIBackendConfig, TmuxBackendConfig
-from anvilfs.fs.cursors import WaitCursor
+from anvilfs.fs.cursors import JournalCursor, NextCursor, WaitCursor
 from anvilfs.server import Server, ServerOptions
 from anvilfs.sessions import Backend, RestartPolicy, Session, State
 from harness.fakes import FAKE_AGENT, fake_openai_server
@@ -52,8 +59,10 @@ class Kind:
     backends: Callable[[Path], contextlib.AbstractContextManager[Backend]]  # given a scratch dir
     mark: str  # text in every answer
     hang: str  # a prompt whose turn never ends by itself
-    crash: str  # a prompt whose turn kills the agent
+    crash: str | None  # a prompt whose turn kills the agent (None: no process to kill)
     crash_state: State  # where a crash leaves the session before any restart
+    partial: bool = True  # an interrupted turn keeps what it had said
+    owner: Callable | None = None  # async (app, task_status): the agent of an owner-driven kind, for the test's life
 
 
 @contextlib.contextmanager
@@ -86,11 +95,48 @@ def tmux_backend(tmp: Path) -> Iterator[Backend]:
         ), tmux_session="anvilfs-conformance", tmux_socket=socket)
 
 
+@contextlib.contextmanager
+def external_backend(tmp: Path) -> Iterator[Backend]:
+    yield ExternalBackend("agent")
+
+
+async def scripted_owner(app: App, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
+    """The owner of every session the test makes: one task per session, started when `events` shows it new."""
+    news = JournalCursor(app.events)
+    task_status.started()
+    async with trio.open_nursery() as nursery:
+        while True:
+            await news.wait_ready(0)
+            for line in news.read(0, 1 << 20).decode().splitlines():
+                _, name, what, *_ = line.split() + ["", ""]
+                if what == "new":
+                    nursery.start_soon(_own, app, app.sessions.get(name))
+
+
+async def _own(app: App, session: Session) -> None:
+    """Take each prompt from `next` and answer it; a prompt with owner:hang is taken and never answered."""
+    owners = app.sessions.owners
+    while True:
+        cursor = NextCursor(owners, session)
+        await cursor.wait_ready(0)
+        prompt = cursor.read(0, 1 << 20).decode()
+        if not prompt:
+            return  # the session ended
+        turn = session.turn
+        if "owner:hang" in prompt:
+            await settle(session, lambda: session.turn is not turn or session.state is not State.RUNNING)
+            continue
+        first = prompt.strip().splitlines()[0]
+        owners.answer(session.name, f"[external owner] {session.name}, turn {turn.number}: you wrote {first}\n")
+
+
 KINDS = [
     Kind("sim", sim_backend, "[simulated]", "sim:hang", "sim:exit", State.EXITED),
     Kind("command", command_backend, "[fake agent]", "fake:hang", "fake:crash", State.EXITED),
     Kind("tmux", tmux_backend, "[fake agent]", "fake:hang", "fake:crash", State.EXITED),
     Kind("openai", openai_backend, "[fake openai]", "fake:hang", "fake:fail", State.ERROR),
+    Kind("external", external_backend, "[external owner]", "owner:hang", None, State.AWAIT, partial=False,
+         owner=scripted_owner),
 ]
 
 
@@ -110,6 +156,8 @@ async def world(request, tmp_path):
                   state_dir=options.state_dir, agent_env=lambda name: {"ANVILFS_SESSION": name, "ANVILFS_ADDRESS": address})
         async with trio.open_nursery() as nursery:
             await nursery.start(Server(app, options).run)  # the hook of tmux agents writes status over 9P
+            if kind.owner is not None:
+                await nursery.start(kind.owner, app)
             yield kind, app
             for session in app.sessions.all():
                 if session.state not in (State.STOPPED, State.EXITED):
@@ -135,6 +183,8 @@ async def hanging(app: App, session: Session, kind: Kind) -> None:
     app.sessions.submit(session.name, kind.hang, "tester")
     await settle(session, lambda: session.state is State.RUNNING)
     turn = session.turn
+    if not kind.partial:
+        return  # its answer comes whole or not at all: running is as far as it gets
     with trio.fail_after(GUARD):
         while kind.mark not in turn.text():
             await turn.changes.wait_changed(turn.changes.version)
@@ -185,12 +235,14 @@ async def test_interrupt_ends_a_hanging_turn(world):
     app.sessions.interrupt("c1")
     await settle(s, lambda: s.state is not State.RUNNING)
     assert s.state is State.AWAIT and s.detail == "interrupted"
-    assert kind.mark in s.out  # what the turn said before it was interrupted
+    assert (kind.mark in s.out) is kind.partial  # what the turn said before it was interrupted, if it says any
     assert kind.mark in await answered(app, s, "still there?"), s.status_line() + s.log_text()
 
 
 async def test_crash_then_recovery(world):
     kind, app = world
+    if kind.crash is None:
+        pytest.skip(f"{kind.name}: anvilfs runs no process for it, so there is nothing to crash")
     s = app.sessions.new("agent", "/tmp", name="c1")
     await answered(app, s, "before")
     app.sessions.submit("c1", kind.crash, "tester")

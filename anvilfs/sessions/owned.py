@@ -1,0 +1,122 @@
+"""What the owner of an external session does through its files (SPEC §5).
+
+An external session (backends/external.py) runs no agent: its owner, a
+conductor or any program outside anvilfs, is the agent. It
+
+    reports   `status`: running | await | error, then free detail
+              (`running workflow=review step=fix round=2`). The word moves
+              the session through the transition table: `running` begins
+              a turn of its own (no prompt), `await` ends the turn with no
+              answer, `error` ends it failed. The word of the state the
+              session is in already changes only the detail (a report).
+    takes     `next`: the oldest queued prompt, which begins its turn; while
+              that turn runs, `next` gives the same prompt again, so an
+              owner that died after reading it finds it (it is also the
+              turn's prompt in the log, like any backend's).
+    answers   `out`: the bytes of one open are the running turn's answer;
+              the turn ends (`await`) with them in `out` and the log.
+
+Everything else (stop, kill, interrupt, restart, clear, remove, wait) is the
+same as for any session; the owner learns of it from `status` or `events`.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..errors import Busy, InvalidRequest, LimitExceeded
+from ..journal import has_line_breakers, one_line
+from .session import Prompt, Session
+from .states import Event, IllegalTransition, State
+
+if TYPE_CHECKING:
+    from .manager import Sessions
+
+MAX_DETAIL = 200  # characters: the detail shows in `status` and `events` lines
+_WORDS = {"running": Event.TURN_BEGAN, "await": Event.TURN_DONE, "error": Event.TURN_FAILED}
+_STATUS_USAGE = "running|await|error [DETAIL...]"
+
+
+def check_detail(detail: str) -> None:
+    if len(detail) > MAX_DETAIL:
+        raise LimitExceeded(f"status: keep the detail to at most {MAX_DETAIL} characters (it shows in status and "
+                            f"events lines): it has {len(detail)}")
+    if has_line_breakers(detail) or any(ch < " " or ch == "\x7f" for ch in detail):
+        raise InvalidRequest(f"status: leave control characters out of the detail (status and events show it on "
+                             f"one line): {one_line(detail)!r} has one")
+    if detail.split(" ", 1)[0] == "simulated":
+        raise InvalidRequest("status: begin the detail with another word than 'simulated': the status line keeps "
+                             "that word for simulated agents")
+
+
+class Owners:
+    """The owner's side of the external sessions of one Sessions."""
+
+    def __init__(self, sessions: Sessions):
+        self.sessions = sessions
+
+    def _owned(self, name: str) -> Session:
+        session = self.sessions.get(name)
+        if not session.backend.owner_driven:
+            raise InvalidRequest(f"{name} is on {session.backend.kind} backend {session.backend.name}, which runs "
+                                 "its own turns: only an external session's owner reports them")
+        return session
+
+    def report(self, name: str, line: str, owner: str) -> None:
+        """The owner wrote a line to `status`: WORD [DETAIL...]."""
+        session = self._owned(name)
+        word, _, detail = line.strip().partition(" ")
+        detail = detail.strip()
+        event = _WORDS.get(word)
+        if event is None:
+            raise InvalidRequest(f"status: write {_STATUS_USAGE}: {one_line(word)!r} is not one of the words")
+        check_detail(detail)
+        try:
+            if session.state.value == word:
+                session.move(Event.REPORT, detail)
+            elif event is Event.TURN_BEGAN:
+                session.begin_own_turn(owner, detail)
+            else:
+                session.end_turn(event, detail)
+        except IllegalTransition as exc:
+            raise IllegalTransition(f"status {word}: {exc}") from None
+        self.sessions._save_answered(session)
+
+    def take(self, name: str) -> Prompt | None:
+        """`next`: the prompt of the running turn if it came from `in`, else the oldest queued one, which
+        begins its turn (saved, with the prompt as the turn's, before the read is answered); None if neither."""
+        session = self._owned(name)
+        if session.state is State.RUNNING:
+            turn = session.turn
+            return turn.prompt if turn is not None and not turn.done else None
+        if not session.queue or session.state not in (State.IDLE, State.AWAIT, State.ERROR):
+            return None
+        prompt = session.queue.popleft()
+        session.begin_turn(prompt)  # saves the turn with its prompt, then logs the prompt
+        return prompt
+
+    def can_take(self, session: Session) -> bool:
+        """A read of `next` would answer now: a prompt to give, or the session has ended (end of file)."""
+        if session.state in (State.STOPPED, State.EXITED):
+            return True
+        if session.state is State.RUNNING:
+            return session.turn is not None and not session.turn.done and session.turn.prompt is not None
+        return bool(session.queue) and session.state is not State.STARTING
+
+    def check_answer(self, name: str, size: int) -> None:
+        """What a write to `out` can be refused for early: too large, or no turn running to answer."""
+        session = self._owned(name)
+        limit = self.sessions.limits.max_prompt_bytes
+        if size > limit:
+            raise LimitExceeded(f"send at most {limit} bytes: the answer for {name} is too long ({size} bytes)")
+        if size and session.state is not State.RUNNING:
+            raise Busy(f"out: begin a turn first (write 'running' to status, or read next): out takes the answer "
+                       f"of the running turn, and {name} is {session.status_line()}")
+
+    def answer(self, name: str, text: str) -> None:
+        """The bytes of one open of `out`: the running turn's answer; the turn ends (await) with it."""
+        self.check_answer(name, len(text.encode()))
+        session = self.sessions.get(name)
+        session.turn.write(text)
+        session.end_turn(Event.TURN_DONE)
+        self.sessions._save_answered(session)  # the log and out first, then the .toml
