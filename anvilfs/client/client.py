@@ -8,6 +8,7 @@ keeps many in flight.
 from __future__ import annotations
 
 import socket
+from collections import deque
 
 from ..ninep import Dialect, Qid, Stat
 from ..ninep import consts as c
@@ -24,6 +25,7 @@ class Client:
         self.sock = sock
         self.dialect = dialect
         self.protocol = ClientProtocol(dialect, msize)
+        self._replies: deque[m.Message] = deque()  # replies that came in one receive with an earlier one
         self._send(self.protocol.version_request())
         check(self._reply())
         self.root = self.new_fid()
@@ -54,17 +56,29 @@ class Client:
             raise lost(exc) from None
 
     def _reply(self) -> m.Message:
-        """The reply to the one request in flight."""
-        while True:
+        """The next reply that came (to the one request in flight, unless send() pipelined more)."""
+        while not self._replies:
             try:
                 data = self.sock.recv(1 << 16)
             except OSError as exc:
                 raise lost(exc) from None
             if not data:
                 raise lost()
-            for event in self.protocol.receive_data(data):  # one request in flight: at most one event
-                if isinstance(event, Reply):
-                    return event.message
+            self._replies.extend(e.message for e in self.protocol.receive_data(data) if isinstance(e, Reply))
+        return self._replies.popleft()
+
+    def send(self, msg: m.Message) -> int:
+        """Send a request without waiting for its reply, to have several in flight; the tag it was given.
+
+        receive() then gives the replies in the order they come.
+        """
+        tag, data = self.protocol.request(msg)
+        self._send(data)
+        return tag
+
+    def receive(self) -> m.Message:
+        """The next reply to what send() sent, as it came (an Rerror too)."""
+        return self._reply()
 
     def exchange(self, msg: m.Message) -> m.Message:
         """Send one request with a fresh tag and return its reply as it came (an Rerror too)."""

@@ -157,7 +157,9 @@ class Sessions:
         marks = " ephemeral" * ephemeral + " notify" * notify + " simulated" * chosen.simulated
         self.events.append(f"{name} new backend={backend} cwd={definition.cwd}{marks}")
         self._changed(session, saved=True)
-        self._start_runner(session)
+        if chosen.owner_driven:  # nothing to start: idle before `new` is answered, so its owner can begin at once
+            session.move(Event.STARTED)  # (a restart finds it idle even if this change was not saved yet)
+        self._start_runner(session, adopted=chosen.owner_driven)
         return session
 
     def _make(self, definition: Definition, backend: Backend, saved: dict | None) -> Session:

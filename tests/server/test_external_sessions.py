@@ -25,7 +25,6 @@ from anvilfs.ninep import messages as m
 from harness.server import AnvilServer, start_server
 
 TIMEOUT = 20  # seconds: every socket read fails after it instead of hanging the test
-TAG = 40000  # tags of the requests a test sends by hand (the client's own count from 1)
 
 
 def connect(srv: AnvilServer, uname: str) -> Client:
@@ -43,18 +42,19 @@ def write(client: Client, path: str, text: str) -> None:
     client.write_file(path, text.encode())
 
 
-def start_blocked_read(client: Client, path: str) -> None:
-    """Send a Tread of `path` and show that it blocks; its reply is left for `blocked_reply`."""
+def start_blocked_read(client: Client, path: str) -> int:
+    """Send a Tread of `path` and show that it blocks; its tag, for `blocked_reply`."""
     fid = client.open(path, c.OREAD)
-    client.send(m.Tread(tag=TAG, fid=fid, offset=0, count=8192))
-    client.send(m.Twalk(tag=TAG + 1, fid=client.root, newfid=client.new_fid(), wnames=()))
+    tag = client.send(m.Tread(tag=0, fid=fid, offset=0, count=8192))
+    probe = client.send(m.Twalk(tag=0, fid=client.root, newfid=client.new_fid(), wnames=()))
     first = client.receive()
-    assert (type(first), first.tag) == (m.Rwalk, TAG + 1), f"the read of {path} did not block: {first}"
+    assert (type(first), first.tag) == (m.Rwalk, probe), f"the read of {path} did not block: {first}"
+    return tag
 
 
-def blocked_reply(client: Client) -> bytes:
+def blocked_reply(client: Client, tag: int) -> bytes:
     reply = client.receive()
-    assert (type(reply), reply.tag) == (m.Rread, TAG), reply
+    assert (type(reply), reply.tag) == (m.Rread, tag), reply
     return reply.data
 
 
@@ -128,25 +128,25 @@ def test_wait_blocks_while_the_owner_works_and_then_answers_await(anvil_server):
     with connect(srv, "cond") as owner, connect(srv, "outer") as other:
         new_conductor(owner)
         write(owner, "review1/status", "running round=1\n")
-        start_blocked_read(other, "review1/wait")  # another conductor waits on this one
+        parked = start_blocked_read(other, "review1/wait")  # another conductor waits on this one
         write(owner, "review1/status", "running round=2\n")  # progress is not the end of the turn
         write(owner, "review1/out", "done\n")
-        assert blocked_reply(other) == b"await\n"
+        assert blocked_reply(other, parked) == b"await\n"
 
 
 def test_a_prompt_is_taken_by_the_owner_from_next_and_answered(anvil_server):
     srv = anvil_server
     with connect(srv, "cond") as owner, connect(srv, "glenda") as other:
         new_conductor(owner)
-        start_blocked_read(owner, "review1/next")  # nothing queued yet
+        parked = start_blocked_read(owner, "review1/next")  # nothing queued yet
         write(other, "review1/in", "review parser.py\n")
-        assert blocked_reply(owner) == b"review parser.py\n"
+        assert blocked_reply(owner, parked) == b"review parser.py\n"
         assert (read(other, "review1/status"), read(other, "review1/queue")) == ("running\n", "")
         assert "--- prompt 1 from glenda at " in read(other, "review1/log")
         assert read(owner, "review1/next") == "review parser.py\n"  # the same, until the turn ends
-        start_blocked_read(other, "review1/wait")
+        parked = start_blocked_read(other, "review1/wait")
         write(owner, "review1/out", "parser.py: 2 issues\n")
-        assert blocked_reply(other) == b"await\n"
+        assert blocked_reply(other, parked) == b"await\n"
         assert read(other, "review1/out") == "parser.py: 2 issues\n"
 
 
@@ -156,9 +156,9 @@ def test_a_stop_from_another_connection_is_seen_by_the_owner(anvil_server):
     with connect(srv, "cond") as owner, connect(srv, "glenda") as other:
         new_conductor(owner)
         write(owner, "review1/status", "running round=1\n")
-        start_blocked_read(owner, "review1/next")  # its own turn runs: no prompt to give
+        parked = start_blocked_read(owner, "review1/next")  # its own turn runs: no prompt to give
         write(other, "review1/ctl", "stop")
-        assert blocked_reply(owner) == b""  # end of file: the session ended
+        assert blocked_reply(owner, parked) == b""  # end of file: the session ended
         assert read(owner, "review1/status") == "stopped\n"
         events.until(" review1 stopped\n")
         with pytest.raises(ServerError, match="status running: a session that is stopped cannot take turn-began"):

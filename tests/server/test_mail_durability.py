@@ -20,6 +20,8 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
+
 from anvilfs.client import Client, ServerError
 from anvilfs.ninep import consts as c
 from anvilfs.ninep import messages as m
@@ -69,6 +71,7 @@ def ack_all(srv: AnvilServer, found: dict[str, list[dict]]) -> None:
                 client.rpc(m.Tremove(tag=0, fid=client.walk(f"{who}/inbox/{msg['id']}.json")))
 
 
+@pytest.mark.timeout(900)  # 20 server starts and 20,000 messages; under load more than the default backstop
 def test_no_answered_message_is_lost_or_doubled_over_twenty_sigkills():
     base = Path(tempfile.mkdtemp(prefix="anvm.", dir="/tmp"))
     rng = random.Random(4321)
