@@ -27,6 +27,21 @@ class StepFailed(Exception):
     """The workflow cannot go on; the text says why (it ends the run as failed)."""
 
 
+async def each(items, fn) -> None:
+    """fn(item) for each item at once; a StepFailed among them is raised as itself, not in a group."""
+    try:
+        async with trio.open_nursery() as nursery:
+            for item in items:
+                nursery.start_soon(fn, item)
+    except BaseExceptionGroup as group:
+        failed, rest = group.split(StepFailed)
+        if failed is None or rest is not None:
+            raise
+        while isinstance(failed, BaseExceptionGroup):
+            failed = failed.exceptions[0]
+        raise failed from None
+
+
 class Access:
     def __init__(self, tree: Tree, *, poll: float | None = None, retry_for: float = 300, say=None):
         self.tree, self.poll, self.retry_for = tree, poll, retry_for
@@ -51,6 +66,10 @@ class Access:
 
     async def ctl(self, path: str, line: str) -> str:
         return await self.retry(f"{path}: {line.strip()}", lambda: self.tree.ctl(path, line))
+
+    async def command(self, path: str, line: str) -> None:
+        """A line to a write-only ctl (a session's): no read-back."""
+        await self.retry(f"{path}: {line}", lambda: self.tree.write(path, f"{line}\n".encode()))
 
     async def deliver(self, target: str, text: str, line: str, *, uncertain: bool) -> bool:
         """Send the prompt unless it is already in `target`'s queue or log; True if this call sent it."""

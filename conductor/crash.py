@@ -4,8 +4,9 @@
 
 Crash points are each durable record (right after it is on disk) and the
 two moments of a prompt's send that matter (its bytes written, its Tclunk
-sent but not answered). Before dying the conductor says which point on
-stderr, so a failing test can tell. Unset, a point costs one comparison.
+sent but not answered). With the variable set, each point passed is a line
+on stderr (`crash point N (what)`), and the one it dies at says SIGKILL, so
+a test can count how far a process got. Unset, a point costs one comparison.
 """
 
 from __future__ import annotations
@@ -23,7 +24,8 @@ def point(label: str) -> None:
     if not _target:
         return
     _count += 1
-    if _count == _target:
-        sys.stderr.write(f"conductor: crash point {_count} ({label}): SIGKILL\n")
-        sys.stderr.flush()
+    dying = _count == _target
+    sys.stderr.write(f"conductor: crash point {_count} ({label}){': SIGKILL' if dying else ''}\n")
+    sys.stderr.flush()
+    if dying:
         os.kill(os.getpid(), signal.SIGKILL)

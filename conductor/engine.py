@@ -22,7 +22,7 @@ from pathlib import Path
 import trio
 
 from . import beadsteps
-from .access import Access, StepFailed
+from .access import Access, StepFailed, each
 from .journal import Journal
 from .markers import marker
 from .model import CheckStep, GateStep, PromptStep, RepeatStep, Step, WaitStep, Workflow
@@ -125,9 +125,7 @@ class Engine:
             uncertain = False
         else:
             uncertain = True  # a conductor before this one may have sent some of them
-        async with trio.open_nursery() as nursery:
-            for target in intent["targets"]:
-                nursery.start_soon(self._deliver, target, intent["text"], line, uncertain)
+        await each(intent["targets"], lambda target: self._deliver(target, intent["text"], line, uncertain))
         self.journal.finish(key, {"targets": intent["targets"]})
 
     async def _deliver(self, target: str, text: str, line: str, uncertain: bool) -> None:
@@ -135,16 +133,14 @@ class Engine:
             self.access.say(f"{line} was already in {target}'s queue or log: not sent again")
 
     async def wait(self, step: WaitStep) -> None:
-        async with trio.open_nursery() as nursery:
-            for name in expand(self.workflow, step.sessions):
-                nursery.start_soon(self._wait_one, name, tuple(step.status))
+        await each(expand(self.workflow, step.sessions), lambda name: self._wait_one(name, tuple(step.status)))
 
     async def _wait_one(self, name: str, accept: tuple[str, ...]) -> None:
         while (word := await self.access.state(name)) not in accept:
             if word == "exited" and self.workflow.sessions[name].backend is not None:
                 # a restarted server brings sessions back exited, their queue kept: run it
                 self.access.say(f"{name} is exited: restarting it")
-                await self.access.ctl(f"{name}/ctl", "restart")
+                await self.access.command(f"{name}/ctl", "restart")
                 continue
             status = (await self.access.text(f"{name}/status")).strip()
             raise StepFailed(f"session {name} is {status!r}, not {' or '.join(accept)}")
