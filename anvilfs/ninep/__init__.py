@@ -4,7 +4,7 @@ Sans-IO: bytes in, messages out; messages in, bytes out. No trio here.
 """
 
 from . import consts, messages
-from .codec import decode, decode_stat, encode, encode_stat
+from .codec import Codec, codec_for, decode, decode_stat, encode, encode_stat
 from .consts import Dialect
 from .dialect import negotiate, negotiate_msize
 from .errors import (
@@ -34,6 +34,7 @@ def __getattr__(name: str):
 
 __all__ = [
     "BadMessage",
+    "Codec",
     "Dialect",
     "FidTable",
     "FrameBuffer",
@@ -45,6 +46,7 @@ __all__ = [
     "RequestError",
     "Stat",
     "TagTable",
+    "codec_for",
     "consts",
     "decode",
     "decode_stat",

@@ -10,11 +10,13 @@ from __future__ import annotations
 import functools
 import struct
 import typing
+from collections.abc import Callable
 
 from .consts import HEADER_SIZE, Dialect
 from .errors import BadMessage, LocalProtocolError
 from .fields import Kind, Only, Qid, Stat
 from . import messages
+from .compiled import compile_decoder, compile_encoder
 from .messages.base import DOTL_LIMIT, MESSAGE_TYPES, Message
 
 _HEADER = struct.Struct("<IBH")
@@ -52,49 +54,6 @@ def layout(cls: type, dialect: Dialect) -> Layout:
         if _present(only, dialect):
             steps.append((name, kind))
     return tuple(steps)
-
-
-@functools.cache
-def _plan(cls: type, dialect: Dialect) -> tuple[struct.Struct | None, Layout, Layout]:
-    """The leading fixed-size fields (ints and qids) as one Struct, then the other steps.
-
-    Most requests and replies are only fixed-size fields, or start with them:
-    one pack/unpack for those is the hot path of a busy server.
-    """
-    steps = layout(cls, dialect)
-    fmt, fixed = "<", []
-    for name, kind in steps:
-        if kind in _INTS:
-            fmt += _INTS[kind].format[-1]
-        elif kind is Kind.QID:
-            fmt += "BIQ"
-        else:
-            break
-        fixed.append((name, kind))
-    return (struct.Struct(fmt) if fixed else None), tuple(fixed), steps[len(fixed):]
-
-
-def _flat(record, fixed: Layout) -> list:
-    values = []
-    for name, kind in fixed:
-        value = getattr(record, name)
-        if kind is Kind.QID:
-            values += (value.type, value.version, value.path)
-        else:
-            values.append(value)
-    return values
-
-
-def _unflat(raw: tuple, fixed: Layout) -> dict:
-    values, i = {}, 0
-    for name, kind in fixed:
-        if kind is Kind.QID:
-            values[name] = Qid(raw[i], raw[i + 1], raw[i + 2])
-            i += 3
-        else:
-            values[name] = raw[i]
-            i += 1
-    return values
 
 
 # ---------------------------------------------------------------- encoding
@@ -157,18 +116,10 @@ def encode_stat(stat: Stat, dialect: Dialect) -> bytes:
     return _U16.pack(len(body)) + bytes(body)
 
 
-def encode(msg: Message, dialect: Dialect) -> bytes:
-    """The whole frame of a message, size prefix included."""
+def _encode_fields(msg: Message, dialect: Dialect) -> bytes:
+    """The generic encoder: field by field, so that a value that will not go on the wire is named."""
     body = bytearray(HEADER_SIZE)
-    prefix, fixed, rest = _plan(type(msg), dialect)
-    try:
-        if prefix is not None:
-            body += prefix.pack(*_flat(msg, fixed))
-        for name, kind in rest:
-            _put(body, kind, getattr(msg, name), dialect)
-    except (struct.error, UnicodeEncodeError, TypeError, AttributeError):
-        body = bytearray(HEADER_SIZE)
-        _put_fields(body, msg, dialect)  # again field by field, for an error that names the field
+    _put_fields(body, msg, dialect)
     try:
         _HEADER.pack_into(body, 0, len(body), msg.TYPE, msg.tag)
     except struct.error as exc:
@@ -252,25 +203,89 @@ def _load_dotl_type(type_id: int, dialect: Dialect) -> type[Message] | None:
     return MESSAGE_TYPES.get(type_id)
 
 
-def decode(frame, dialect: Dialect) -> Message:
-    """Decode one whole frame (size prefix included) into a message."""
+def _decode_fields(frame, dialect: Dialect) -> Message:
+    """The generic decoder: field by field, so that a frame that is wrong says where."""
     if len(frame) < HEADER_SIZE:
         raise BadMessage(f"frame of {len(frame)} bytes is shorter than a header")
     size, type_id, tag = _HEADER.unpack_from(frame, 0)
     if size != len(frame):
         raise BadMessage(f"size field {size} does not match frame of {len(frame)} bytes", tag=tag)
-    cls = MESSAGE_TYPES.get(type_id) or _load_dotl_type(type_id, dialect)
-    if cls is None or (type_id < DOTL_LIMIT and not dialect.is_l):
+    cls = _class_of(type_id, dialect)
+    if cls is None:
         raise BadMessage(f"unknown message type {type_id} in {dialect.value}", tag=tag, type_id=type_id)
-    prefix, fixed, steps = _plan(cls, dialect)
-    if prefix is not None and size - HEADER_SIZE >= prefix.size:
-        values = _unflat(prefix.unpack_from(frame, HEADER_SIZE), fixed)
-        r = _Reader(frame, HEADER_SIZE + prefix.size, size, tag)
-    else:  # no fixed part, or a message too short for it: field by field, to say where it ends
-        values, steps = {}, layout(cls, dialect)
-        r = _Reader(frame, HEADER_SIZE, size, tag)
-    for name, kind in steps:
-        values[name] = _get(r, kind, name, dialect)
+    r = _Reader(frame, HEADER_SIZE, size, tag)
+    values = {name: _get(r, kind, name, dialect) for name, kind in layout(cls, dialect)}
     if r.pos != size:
         raise BadMessage(f"{size - r.pos} bytes left over after {cls.__name__}", tag=tag, type_id=type_id)
     return cls(tag=tag, **values)
+
+
+def _class_of(type_id: int, dialect: Dialect) -> type[Message] | None:
+    cls = MESSAGE_TYPES.get(type_id) or _load_dotl_type(type_id, dialect)
+    if cls is None or (type_id < DOTL_LIMIT and not dialect.is_l):
+        return None
+    return cls
+
+
+# ---------------------------------------------------------------- the per-dialect codec
+
+class Codec:
+    """encode and decode for one dialect, with each message class compiled on first use (compiled.py).
+
+    Hold one per connection (``codec_for(dialect)``): it is what the hot path calls.
+    """
+
+    __slots__ = ("dialect", "_decoders", "_encoders")
+
+    def __init__(self, dialect: Dialect):
+        self.dialect = dialect
+        self._decoders: dict[int, Callable] = {}  # wire type -> compiled decoder (or the generic one)
+        self._encoders: dict[type, Callable] = {}
+
+    def decode(self, frame) -> Message:
+        """Decode one whole frame (size prefix included) into a message."""
+        decoder = self._decoders.get(frame[4]) if len(frame) >= HEADER_SIZE else None
+        if decoder is None:
+            decoder = self._decoder(frame)
+        msg = decoder(frame)
+        return msg if msg is not None else _decode_fields(frame, self.dialect)
+
+    def encode(self, msg: Message) -> bytes:
+        """The whole frame of a message, size prefix included."""
+        encoder = self._encoders.get(type(msg)) or self._encoder(type(msg))
+        frame = encoder(msg)
+        return frame if frame is not None else _encode_fields(msg, self.dialect)
+
+    def _decoder(self, frame) -> Callable:
+        cls = _class_of(frame[4], self.dialect) if len(frame) >= HEADER_SIZE else None
+        if cls is None:
+            return _no_fast_path  # the generic decoder names the problem
+        decoder = compile_decoder(cls, layout(cls, self.dialect)) or _no_fast_path
+        self._decoders[frame[4]] = decoder
+        return decoder
+
+    def _encoder(self, cls: type) -> Callable:
+        encoder = compile_encoder(cls, layout(cls, self.dialect)) or _no_fast_path
+        self._encoders[cls] = encoder
+        return encoder
+
+
+def _no_fast_path(_) -> None:
+    return None
+
+
+_CODECS = {dialect: Codec(dialect) for dialect in Dialect}
+
+
+def codec_for(dialect: Dialect) -> Codec:
+    return _CODECS[dialect]
+
+
+def decode(frame, dialect: Dialect) -> Message:
+    """Decode one whole frame (size prefix included) into a message."""
+    return _CODECS[dialect].decode(frame)
+
+
+def encode(msg: Message, dialect: Dialect) -> bytes:
+    """The whole frame of a message, size prefix included."""
+    return _CODECS[dialect].encode(msg)

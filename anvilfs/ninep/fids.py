@@ -57,30 +57,22 @@ class FidTable(Generic[T]):
         return values
 
 
-class TagTable(Generic[T]):
-    """Requests in flight, by tag. A tag may not be reused while in flight."""
+class TagTable(dict[int, T]):
+    """Requests in flight, by tag. A tag may not be reused while in flight.
 
-    __slots__ = ("_tags",)
+    A dict, so that the membership test every request makes is the dict's own.
+    """
 
-    def __init__(self) -> None:
-        self._tags: dict[int, T] = {}
-
-    def __contains__(self, tag: int) -> bool:
-        return tag in self._tags
-
-    def __len__(self) -> int:
-        return len(self._tags)
+    __slots__ = ()
 
     def begin(self, tag: int, value: T) -> None:
-        if tag in self._tags:
+        if tag in self:
             raise RequestError(f"tag {tag} is already in flight", errno.EINVAL)
-        self._tags[tag] = value
-
-    def get(self, tag: int) -> T | None:
-        return self._tags.get(tag)
+        self[tag] = value
 
     def end(self, tag: int) -> T | None:
-        return self._tags.pop(tag, None)
+        return self.pop(tag, None)
 
     def values(self) -> list[T]:
-        return list(self._tags.values())
+        """A copy: cancelling what is in flight may end some of it."""
+        return list(super().values())

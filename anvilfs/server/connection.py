@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 import trio
 
-from ..ninep import BadMessage, Dialect, FrameBuffer, FramingError, LocalProtocolError, TagTable, decode, encode, format_message
+from ..ninep import BadMessage, Dialect, FrameBuffer, FramingError, LocalProtocolError, TagTable, codec_for, format_message
 from ..ninep import messages as m
 from ..ninep.consts import NOTAG
 from ..tree import Directory
@@ -71,21 +71,24 @@ class Connection:
         self._sent = trio.Event()  # set when that task has sent everything
         self._in_batch = False  # replies made while handling a batch go out with it
         self._nursery: trio.Nursery | None = None
+        self._codec = codec_for(Dialect.P2000)  # the negotiated dialect's, from each Tversion on
 
     @property
     def dialect(self) -> Dialect:
         return self.dispatcher.dialect or Dialect.P2000
+
 
     # ------------------------------------------------------------ replies
 
     def send(self, reply: m.Message) -> None:
         if self.trace:
             self.trace(f"{self.name} <- {format_message(reply, data_limit=64)}")
+        codec = self._codec
         try:
-            frame = encode(reply, self.dialect)
+            frame = codec.encode(reply)
         except LocalProtocolError as exc:  # a reply we cannot encode is our bug: say so, keep serving
             log.exception("%s: cannot encode %s", self.name, type(reply).__name__)
-            frame = encode(self.dispatcher.error(reply, f"internal error: {exc}", errno.EIO), self.dialect)
+            frame = codec.encode(self.dispatcher.error(reply, f"internal error: {exc}", errno.EIO))
         self._out += frame
         if not self._in_batch:
             self._out_ready.set()
@@ -164,7 +167,7 @@ class Connection:
 
     def _handle_frame(self, frame: bytes) -> None:
         try:
-            msg = decode(frame, self.dialect)
+            msg = self._codec.decode(frame)
         except BadMessage as exc:
             if exc.tag is None:
                 raise FramingError(exc.reason) from None
@@ -181,9 +184,11 @@ class Connection:
         else:
             if isinstance(msg, m.Tversion):
                 self._cancel_all("reset")
-            elif isinstance(msg, m.Tclunk | m.Tremove):
+            elif isinstance(msg, _ENDS_READS):
                 self._cancel_reads_of(msg.fid)
             reply = self.dispatcher.handle(msg)
+            if isinstance(msg, m.Tversion):
+                self._codec = codec_for(self.dialect)  # its reply is the same in every dialect
             if not isinstance(reply, Blocked):
                 self.send(reply)
             elif len(self.tags) >= self.limits.max_blocked_reads:
@@ -262,6 +267,9 @@ class Connection:
                 flight.outcome = flight.outcome or "clunk"
                 flight.scope.cancel()
 
+
+
+_ENDS_READS = (m.Tclunk, m.Tremove)  # the fid's blocked reads end with it
 
 
 def _too_many_blocked(limit: int) -> str:

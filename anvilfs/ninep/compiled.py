@@ -1,0 +1,180 @@
+"""Encoders and decoders compiled per (message class, dialect): the codec's hot path.
+
+A busy server decodes and encodes a handful of message kinds (walk, open,
+read, write, clunk, getattr) thousands of times a second; the generic codec
+interprets each class's layout field by field. Here a class's layout is
+turned once into one function: a single ``struct`` call for the leading
+fixed-size fields and the header together, then the variable fields, and a
+constructor that fills the slots directly (the frozen dataclass ``__init__``
+sets each field through ``object.__setattr__``, a third of a decode's time).
+
+These functions only ever handle well-formed input. A frame that does not
+fit (a size that disagrees, a string that is not UTF-8, a field that will
+not pack) makes them return None, and the generic codec then does the work
+again field by field, to name what is wrong. Nothing here is a second
+definition of the wire format: every function is generated from ``layout``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import struct
+from collections.abc import Callable
+
+from .fields import Kind, Qid
+from .messages.base import Message
+
+Layout = tuple[tuple[str, Kind], ...]
+
+_FIXED = {Kind.U8: "B", Kind.U16: "H", Kind.U32: "I", Kind.U64: "Q", Kind.QID: "BIQ"}
+_U16 = struct.Struct("<H")
+_U32 = struct.Struct("<I")
+_QID = struct.Struct("<BIQ")
+
+
+def split_fixed(steps: Layout) -> tuple[str, Layout, Layout]:
+    """The struct format of the leading fixed-size fields, those fields, and the rest."""
+    fmt, count = "", 0
+    for _, kind in steps:
+        if kind not in _FIXED:
+            break
+        fmt += _FIXED[kind]
+        count += 1
+    return fmt, steps[:count], steps[count:]
+
+
+def _values_of(fixed: Layout, start: int) -> tuple[list[str], int]:
+    """Expressions building each fixed field from the unpacked tuple `v`, from index `start`."""
+    exprs, i = [], start
+    for _, kind in fixed:
+        if kind is Kind.QID:
+            exprs.append(f"Qid(v[{i}], v[{i + 1}], v[{i + 2}])")
+            i += 3
+        else:
+            exprs.append(f"v[{i}]")
+            i += 1
+    return exprs, i
+
+
+def _maker(cls: type, names: list[str], lead: tuple[str, ...] = ("tag",)) -> Callable | None:
+    """Build an instance from (tag, *the named fields) without the frozen __init__, which sets
+    each slot through object.__setattr__; fields the dialect does not carry get their defaults.
+    None if such a field has no default (the generic decoder then builds it, and says so)."""
+    defaults = {f.name: f.default for f in dataclasses.fields(cls) if f.name not in names and f.name not in lead}
+    if any(value is dataclasses.MISSING for value in defaults.values()):
+        return None
+    order = [*lead, *names]
+    env = {"new": object.__new__, "cls": cls}
+    body = []
+    for i, name in enumerate([*order, *defaults]):
+        env[f"s{i}"] = getattr(cls, name).__set__
+        body.append(f"    s{i}(o, a{i})\n" if i < len(order) else f"    s{i}(o, d{i})\n")
+        if i >= len(order):
+            env[f"d{i}"] = defaults[name]
+    args = ", ".join(f"a{i}" for i in range(len(order)))
+    exec(f"def make({args}):\n    o = new(cls)\n{''.join(body)}    return o\n", env)  # noqa: S102 - built above
+    return env["make"]
+
+
+_QID_MAKE = _maker(Qid, [], lead=("type", "version", "path"))
+
+
+# ---------------------------------------------------------------- decoding
+
+_TAIL_DECODE = {
+    Kind.STR: "    n = U16(f, p)[0]; p += 2\n"
+              "    if p + n > size: return None\n"
+              "    x{i} = f[p:p + n].decode(); p += n\n",
+    Kind.DATA: "    n = U32(f, p)[0]; p += 4\n"
+               "    if p + n > size: return None\n"
+               "    x{i} = f[p:p + n]; p += n\n",
+    Kind.NAMES: "    n = U16(f, p)[0]; p += 2; items = []\n"
+                "    for _ in range(n):\n"
+                "        k = U16(f, p)[0]; p += 2\n"
+                "        if p + k > size: return None\n"
+                "        items.append(f[p:p + k].decode()); p += k\n"
+                "    x{i} = tuple(items)\n",
+    Kind.QIDS: "    n = U16(f, p)[0]; p += 2\n"
+               "    if p + 13 * n > size: return None\n"
+               "    x{i} = tuple(Qid(*QID(f, p + 13 * j)) for j in range(n)); p += 13 * n\n",
+}
+
+
+def compile_decoder(cls: type[Message], steps: Layout) -> Callable[[bytes], Message | None] | None:
+    """frame -> message, or None when the frame is not well formed; None if a field kind is not compiled."""
+    fmt, fixed, rest = split_fixed(steps)
+    if any(kind not in _TAIL_DECODE for _, kind in rest):
+        return None  # a stat: left to the generic codec (Rstat and Twstat are not hot)
+    make = _maker(cls, [name for name, _ in steps])
+    if make is None:
+        return None
+    head = struct.Struct("<IBH" + fmt)
+    exprs, _ = _values_of(fixed, 3)
+    lines = ["def decode(f):\n", "    size = len(f)\n"]
+    if rest:
+        lines.append("    if size < HEAD_SIZE: return None\n")
+    else:
+        lines.append("    if size != HEAD_SIZE: return None\n")
+    lines.append("    v = HEAD(f, 0)\n    if v[0] != size: return None\n")
+    if rest:
+        lines.append("    p = HEAD_SIZE\n    try:\n")
+        for i, (_, kind) in enumerate(rest):
+            lines.append(_indent(_TAIL_DECODE[kind].format(i=i)))
+        lines.append("    except (struct.error, UnicodeDecodeError):\n        return None\n")
+        lines.append("    if p != size: return None\n")
+        exprs += [f"x{i}" for i in range(len(rest))]
+    lines.append(f"    return make(v[2]{''.join(', ' + e for e in exprs)})\n")
+    env = {"HEAD": head.unpack_from, "HEAD_SIZE": head.size, "U16": _U16.unpack_from, "U32": _U32.unpack_from,
+           "QID": _QID.unpack_from, "Qid": _QID_MAKE, "make": make, "struct": struct}
+    exec("".join(lines), env)  # noqa: S102 - text built above from the layout
+    return env["decode"]
+
+
+def _indent(block: str) -> str:
+    return "".join("    " + line + "\n" for line in block.splitlines())
+
+
+# ---------------------------------------------------------------- encoding
+
+_TAIL_ENCODE = {
+    Kind.STR: "    r = m.{name}.encode()\n"
+              "    if len(r) > 0xFFFF: return None\n"
+              "    parts += (U16(len(r)), r)\n",
+    Kind.DATA: "    r = m.{name}\n"
+               "    parts += (U32(len(r)), r)\n",
+    Kind.NAMES: "    parts.append(U16(len(m.{name})))\n"
+                "    for s in m.{name}:\n"
+                "        r = s.encode()\n"
+                "        if len(r) > 0xFFFF: return None\n"
+                "        parts += (U16(len(r)), r)\n",
+    Kind.QIDS: "    parts.append(U16(len(m.{name})))\n"
+               "    parts += [QID(q.type, q.version, q.path) for q in m.{name}]\n",
+}
+
+
+def compile_encoder(cls: type[Message], steps: Layout) -> Callable[[Message], bytes | None] | None:
+    """message -> frame, or None when a value does not fit its field; None if a field kind is not compiled."""
+    fmt, fixed, rest = split_fixed(steps)
+    if any(kind not in _TAIL_ENCODE for _, kind in rest):
+        return None
+    head = struct.Struct("<IBH" + fmt)
+    values = []
+    for name, kind in fixed:
+        values += [f"m.{name}.type", f"m.{name}.version", f"m.{name}.path"] if kind is Kind.QID else [f"m.{name}"]
+    args = "".join(", " + v for v in values)
+    lines = ["def encode(m):\n", "    try:\n"]
+    if not rest:
+        lines.append(f"        return HEAD(HEAD_SIZE, TYPE, m.tag{args})\n")
+    else:
+        lines.append("        parts = [b'']\n")
+        for name, kind in rest:
+            lines.append(_indent(_TAIL_ENCODE[kind].format(name=name)))
+        lines.append("        size = HEAD_SIZE + sum(map(len, parts))\n")
+        lines.append(f"        parts[0] = HEAD(size, TYPE, m.tag{args})\n")
+        lines.append("        return b''.join(parts)\n")
+    lines.append("    except (struct.error, UnicodeEncodeError, TypeError, AttributeError):\n        return None\n")
+    env = {"HEAD": head.pack, "HEAD_SIZE": head.size, "TYPE": cls.TYPE, "U16": _U16.pack, "U32": _U32.pack,
+           "QID": _QID.pack, "struct": struct}
+    exec("".join(lines), env)  # noqa: S102 - text built above from the layout
+    return env["encode"]
+
