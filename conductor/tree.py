@@ -22,6 +22,7 @@ from typing import Protocol, TypeVar
 import trio
 
 from anvilfs.client import AddressError, Client, ConnectionLost, ServerError, attach_aname, attach_uname, dial, resolve
+from anvilfs.client.protocol import Reply, check
 from anvilfs.ninep import consts as c
 from anvilfs.ninep import messages as m
 
@@ -66,10 +67,7 @@ class NinePTree:
             fid = cl.open(path, c.OWRITE)
             cl.write_all(fid, data)
             crash.point(f"{path}: written, not closed")
-            cl.send(m.Tclunk(tag=1, fid=fid))  # the prompt is submitted when the server takes this
-            crash.point(f"{path}: Tclunk sent, not answered")
-            if isinstance(reply := cl.receive(), m.Rerror):
-                raise ServerError(reply.ename)
+            _clunk_in_two(cl, fid, path)
         await self._call(write)
 
     async def ctl(self, path: str, line: str) -> str:
@@ -167,6 +165,20 @@ class MountTree:
                     raise Unavailable(f"{self.root}: {exc.strerror}") from None
                 raise TreeError(f"{exc.filename or path_of(exc)}: {exc.strerror}") from None
         return await trio.to_thread.run_sync(run, abandon_on_cancel=True)
+
+
+def _clunk_in_two(cl: Client, fid: int, path: str) -> None:
+    """Tclunk, then a crash point, then its reply: the window in which the prompt is submitted unseen."""
+    cl.sock.sendall(cl.protocol.request(m.Tclunk(tag=0, fid=fid))[1])  # submitted when the server takes this
+    crash.point(f"{path}: Tclunk sent, not answered")
+    while True:
+        data = cl.sock.recv(1 << 16)
+        if not data:
+            raise ConnectionLost("the server closed the connection")
+        for event in cl.protocol.receive_data(data):
+            if isinstance(event, Reply):
+                check(event.message)
+                return
 
 
 def path_of(exc: OSError) -> str:
