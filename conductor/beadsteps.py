@@ -73,7 +73,7 @@ async def _claim(engine: Engine, step: BeadStep, bead: str) -> dict:
     if not await held():
         lease = f" lease={step.lease}" if step.lease else ""
         try:
-            await engine.access.ctl(f"beads/{bead}/ctl", f"claim {quote(step.session)}{lease}")
+            await engine.access.command(f"beads/{bead}/ctl", f"claim {quote(step.session)}{lease}")
         except StepFailed:
             if not await held():  # "already claimed by <us>" after a crash is success; anything else is not
                 raise
@@ -88,7 +88,7 @@ async def _complete(engine: Engine, step: BeadStep, bead: str, rounds: tuple[int
             text = (await engine.render(step.result, rounds)).encode()
             await access.retry(f"beads/{bead}/result", lambda: access.tree.write(f"beads/{bead}/result", text))
         try:
-            await access.ctl(f"beads/{bead}/ctl", "complete")
+            await access.command(f"beads/{bead}/ctl", "complete")
         except StepFailed:
             if (await access.text(f"beads/{bead}/status")).strip() not in finished:
                 raise
