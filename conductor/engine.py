@@ -81,10 +81,10 @@ class Engine:
             await self.prompt(step, key, rounds)
         elif isinstance(step, WaitStep):
             await self.wait(step)
-            self.journal.finish(key)
+            self.journal.finish(key, lazy=True)
         elif isinstance(step, CheckStep | GateStep):
             outcome = await (self.check(step) if isinstance(step, CheckStep) else self.gate(step, key))
-            self.journal.finish(key, outcome)
+            self.journal.finish(key, outcome, lazy=True)
             return Flow(outcome, f"{key}: {step.kind} chose {outcome}")
         else:
             result = await beadsteps.run(self, step, key, rounds)

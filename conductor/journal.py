@@ -77,10 +77,18 @@ class Journal:
         self.data["pending"][key] = intent
         self._save(f"begin {key}")
 
-    def finish(self, key: str, result: Any = True) -> None:
+    def finish(self, key: str, result: Any = True, *, lazy: bool = False) -> None:
+        """Record a step done; `lazy` leaves it to go to disk with the next record.
+
+        For steps that only look (wait, check, gate): lost to a crash, the
+        step is done again with the same result, since nothing has acted
+        since; the next action's intent carries it to disk first. That saves
+        two fsyncs per round on the path from a session's await to its next prompt.
+        """
         self.data["pending"].pop(key, None)
         self.data["done"][key] = result
-        self._save(f"done {key}")
+        if not lazy:
+            self._save(f"done {key}")
 
     def end(self, outcome: str, why: str) -> None:
         self.data["finished"] = {"outcome": outcome, "why": why}

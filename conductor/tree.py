@@ -29,6 +29,7 @@ from anvilfs.ninep import messages as m
 from . import crash
 
 T = TypeVar("T")
+THREADS = 600  # trio's default 40 would queue the waits of a workflow with more sessions (max 256)
 
 
 class TreeError(Exception):
@@ -52,6 +53,7 @@ class NinePTree:
         self._target = resolve("agent/", address) if address is None else resolve("/", address)
         self._uname = uname or attach_uname()
         self._aname = attach_aname(self._target)
+        self._limiter: trio.CapacityLimiter | None = None  # made in the run: one blocked `wait` per session
 
     async def read(self, path: str) -> bytes:
         return await self._call(lambda cl: cl.read_file(path))
@@ -97,8 +99,10 @@ class NinePTree:
             except (ConnectionLost, OSError) as exc:
                 raise Unavailable(str(exc)) from None
 
+        if self._limiter is None:
+            self._limiter = trio.CapacityLimiter(THREADS)
         try:
-            return await trio.to_thread.run_sync(run, abandon_on_cancel=True)
+            return await trio.to_thread.run_sync(run, abandon_on_cancel=True, limiter=self._limiter)
         except trio.Cancelled:
             for sock in sockets:  # unblock the abandoned thread's read (a `wait` that no one wants now)
                 _shutdown(sock)
