@@ -76,6 +76,36 @@ def test_layer_imports_point_the_right_way(package):
         assert not bad, f"{path.relative_to(PACKAGE)} imports {sorted(bad)}"
 
 
+CONDUCTOR = PACKAGE.parent / "conductor"
+CONDUCTOR_MAY_USE = {"client", "aioclient", "ninep"}  # the files only: it could run on another machine
+
+
+def anvilfs_imports(path: pathlib.Path) -> set[str]:
+    """The anvilfs packages a module outside anvilfs imports (anvilfs.X -> X; bare `import anvilfs` -> '')."""
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        modules = [a.name for a in node.names] if isinstance(node, ast.Import) else (
+            [node.module or ""] if isinstance(node, ast.ImportFrom) and node.level == 0 else [])
+        for module in modules:
+            parts = module.split(".")
+            if parts[0] == "anvilfs":
+                names.add(parts[1] if len(parts) > 1 else "")
+    return names
+
+
+@pytest.mark.parametrize("path", sorted(CONDUCTOR.rglob("*.py")), ids=lambda p: p.name)
+def test_the_conductor_uses_only_the_clients(path):
+    bad = anvilfs_imports(path) - CONDUCTOR_MAY_USE
+    assert not bad, f"conductor/{path.name} imports anvilfs {sorted(bad)}: use the tree's files through a client"
+
+
+def test_the_conductor_checker_sees_imports(tmp_path):
+    assert "client" in anvilfs_imports(CONDUCTOR / "tree.py")
+    bad = tmp_path / "bad.py"
+    bad.write_text("import anvilfs.sessions\nfrom anvilfs.server import serve\n")
+    assert anvilfs_imports(bad) == {"sessions", "server"}
+
+
 def test_the_checker_sees_imports():
     assert "trio" in imported_names(PACKAGE / "server" / "connection.py")
     assert "ninep" in imported_names(PACKAGE / "server" / "connection.py")

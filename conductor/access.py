@@ -1,0 +1,106 @@
+"""The tree operations the steps need, each retried while the server is away, and prompts sent exactly once.
+
+`Access` wraps a Tree: a call that finds the server unavailable is tried
+again (with a growing pause, up to `retry_for` seconds), since a server
+that restarts comes back with everything it answered (README, "State").
+A prompt whose send broke off, or that a killed conductor may have sent,
+is looked for in the target's queue and log first (markers.py): found, it
+is not sent again.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
+
+import trio
+
+from .markers import in_log, in_queue
+from .tree import Tree, TreeError, Unavailable
+
+T = TypeVar("T")
+BUSY = ("starting", "running")
+
+
+class StepFailed(Exception):
+    """The workflow cannot go on; the text says why (it ends the run as failed)."""
+
+
+async def each(items, fn) -> None:
+    """fn(item) for each item at once; a StepFailed among them is raised as itself, not in a group."""
+    try:
+        async with trio.open_nursery() as nursery:
+            for item in items:
+                nursery.start_soon(fn, item)
+    except BaseExceptionGroup as group:
+        failed, rest = group.split(StepFailed)
+        if failed is None or rest is not None:
+            raise
+        while isinstance(failed, BaseExceptionGroup):
+            failed = failed.exceptions[0]
+        raise failed from None
+
+
+class Access:
+    def __init__(self, tree: Tree, *, poll: float | None = None, retry_for: float = 300, say=None):
+        self.tree, self.poll, self.retry_for = tree, poll, retry_for
+        self.say = say or (lambda text: print(f"conductor: {text}", file=sys.stderr, flush=True))
+
+    async def retry(self, what: str, call: Callable[[], Awaitable[T]]) -> T:
+        deadline, pause = trio.current_time() + self.retry_for, 0.05
+        while True:
+            try:
+                return await call()
+            except TreeError as exc:
+                raise StepFailed(f"{what}: {exc}") from None
+            except Unavailable as exc:
+                if trio.current_time() + pause > deadline:
+                    raise StepFailed(f"{what}: the server stayed unavailable for {self.retry_for:g}s ({exc})") from None
+                self.say(f"{what}: {exc}; trying again in {pause:.2f}s")
+                await trio.sleep(pause)  # the server is restarting: nothing to wait on but time
+                pause = min(pause * 2, 2.0)
+
+    async def text(self, path: str) -> str:
+        return (await self.retry(f"read {path}", lambda: self.tree.read(path))).decode(errors="replace")
+
+    async def ctl(self, path: str, line: str) -> str:
+        return await self.retry(f"{path}: {line.strip()}", lambda: self.tree.ctl(path, line))
+
+    async def command(self, path: str, line: str) -> None:
+        """A line to a write-only ctl (a session's): no read-back."""
+        await self.retry(f"{path}: {line}", lambda: self.tree.write(path, f"{line}\n".encode()))
+
+    async def deliver(self, target: str, text: str, line: str, *, uncertain: bool) -> bool:
+        """Send the prompt unless it is already in `target`'s queue or log; True if this call sent it."""
+        sent = False
+
+        async def attempt() -> None:
+            nonlocal uncertain, sent
+            if uncertain and await self.submitted(target, line):
+                return
+            uncertain = True  # from here on, a broken call leaves it unknown: look before sending again
+            await self.tree.write(f"{target}/in", text.encode())
+            sent = True
+
+        await self.retry(f"prompt {line} to {target}", attempt)
+        return sent
+
+    async def submitted(self, target: str, line: str) -> bool:
+        # the queue first: a prompt leaves it for the log in one step, so it cannot slip past both reads
+        if in_queue((await self.tree.read(f"{target}/queue")).decode(errors="replace"), line):
+            return True
+        return in_log((await self.tree.read(f"{target}/log")).decode(errors="replace"), line)
+
+    async def state(self, name: str) -> str:
+        """The session's state word once it is not busy: a blocking `wait` read, or polling."""
+        if self.poll is None:
+            word = await self.retry(f"wait for {name}", lambda: self.tree.read_once(f"{name}/wait"))
+            return word.decode(errors="replace").split()[0] if word.strip() else "?"
+        while True:
+            # the queue before the status: a prompt queued then started is seen in one or the other
+            queue = await self.text(f"{name}/queue")
+            word = ((await self.text(f"{name}/status")).split() or ["?"])[0]
+            if not queue.strip() and word not in BUSY:
+                return word
+            await trio.sleep(self.poll)  # --poll: the user asked for a fixed interval

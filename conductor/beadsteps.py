@@ -1,0 +1,120 @@
+"""The bead and mail steps, each done once even across a crash.
+
+- `bead new`: the ctl line's description is the step's marker line, so a
+  bead a killed conductor may have made is found by its title and the first
+  line of its description; the full description (marker, then the text) is
+  written to the bead's `description` afterwards, which replaces it (so
+  writing it twice is harmless). The result is {"bead": ID}.
+- `bead claim` / `complete`: looked at first (a bead already held by that
+  session, or already completed, is done), and an "already" refusal after a
+  crash is read the same way.
+- `mail`: the body ends with the marker line; a message a killed conductor
+  may have sent is looked for in the recipient's inbox/ and done/.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING
+
+from .access import StepFailed
+from .model import BeadStep, MailStep
+from .sessions import quote
+
+if TYPE_CHECKING:
+    from .engine import Engine
+
+
+async def run(engine: Engine, step: BeadStep | MailStep, key: str, rounds: tuple[int, ...]) -> dict:
+    if isinstance(step, MailStep):
+        return await _mail(engine, step, key, rounds)
+    if step.action == "new":
+        return await _new(engine, step, key, rounds)
+    bead = engine.beads.get(step.bead, step.bead)
+    if step.action == "claim":
+        return await _claim(engine, step, bead)
+    return await _complete(engine, step, bead, rounds)
+
+
+async def _new(engine: Engine, step: BeadStep, key: str, rounds: tuple[int, ...]) -> dict:
+    access, line = engine.access, engine.marker(step.id, rounds)
+    uncertain = engine.journal.pending(key) is not None
+    engine.journal.begin(key, {"title": step.title})
+    bead = await _made(engine, step.title, line) if uncertain else None
+    if bead is None:
+        deps = [engine.beads.get(d, d) for d in step.depends_on]
+        words = ["new", step.title, step.role, line, *deps]
+        bead = await access.ctl("beads/ctl", " ".join(map(quote, words)))
+        if not bead or " " in bead:
+            raise StepFailed(f"bead new {step.title!r}: the server answered {bead!r}, not an id")
+    text = f"{line}\n{await engine.render(step.description, rounds)}"
+    await access.retry(f"beads/{bead}/description", lambda: access.tree.write(f"beads/{bead}/description", text.encode()))
+    access.say(f"{step.id}: bead {bead}")
+    return {"bead": bead}
+
+
+async def _made(engine: Engine, title: str, line: str) -> str | None:
+    """The bead with this title whose description begins with the marker, if a conductor made it."""
+    for row in (await engine.access.text("beads/list")).splitlines():
+        parts = row.split(maxsplit=4)
+        if len(parts) == 5 and parts[4] == title:
+            description = await engine.access.text(f"beads/{parts[0]}/description")
+            if description.splitlines()[:1] == [line]:
+                return parts[0]
+    return None
+
+
+async def _claim(engine: Engine, step: BeadStep, bead: str) -> dict:
+    async def held() -> bool:
+        status = (await engine.access.text(f"beads/{bead}/status")).strip()
+        holder = (await engine.access.text(f"beads/{bead}/assigned_to")).strip()
+        return status == "in_progress" and holder == step.session
+
+    if not await held():
+        lease = f" lease={step.lease}" if step.lease else ""
+        try:
+            await engine.access.command(f"beads/{bead}/ctl", f"claim {quote(step.session)}{lease}")
+        except StepFailed:
+            if not await held():  # "already claimed by <us>" after a crash is success; anything else is not
+                raise
+    return {"claimed": bead}
+
+
+async def _complete(engine: Engine, step: BeadStep, bead: str, rounds: tuple[int, ...]) -> dict:
+    access = engine.access
+    finished = ("completed", "pending_approval")
+    if (await access.text(f"beads/{bead}/status")).strip() not in finished:
+        if step.result:
+            text = (await engine.render(step.result, rounds)).encode()
+            await access.retry(f"beads/{bead}/result", lambda: access.tree.write(f"beads/{bead}/result", text))
+        try:
+            await access.command(f"beads/{bead}/ctl", "complete")
+        except StepFailed:
+            if (await access.text(f"beads/{bead}/status")).strip() not in finished:
+                raise
+    return {"completed": bead}
+
+
+async def _mail(engine: Engine, step: MailStep, key: str, rounds: tuple[int, ...]) -> dict:
+    access, line = engine.access, engine.marker(step.id, rounds)
+    uncertain = engine.journal.pending(key) is not None
+    if not uncertain:
+        engine.journal.begin(key, {"to": step.to})
+    elif (found := await _sent(engine, step, line)) is not None:
+        return {"mail": found}
+    body = await engine.render(step.body, rounds)
+    message = {"to": step.to, "type": step.type, "subject": step.subject,
+               "body": f"{body}\n{line}" if body else line}
+    answer = await access.ctl(f"{step.sender}/mail", json.dumps(message))
+    if not answer.isdigit():
+        raise StepFailed(f"mail {step.id}: {answer}")
+    return {"mail": answer}
+
+
+async def _sent(engine: Engine, step: MailStep, line: str) -> str | None:
+    for folder in ("inbox", "done"):
+        for name in await engine.access.retry(f"ls {step.to}/{folder}", lambda: engine.access.tree.ls(f"{step.to}/{folder}")):
+            message = json.loads(await engine.access.text(f"{step.to}/{folder}/{name}"))
+            if message.get("from") == step.sender and message.get("body", "").splitlines()[-1:] == [line]:
+                return name.removesuffix(".json")
+    return None

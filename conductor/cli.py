@@ -1,0 +1,82 @@
+"""The command line: `anvilfs-conductor run WORKFLOW.toml`, `check WORKFLOW.toml` (or `python -m conductor`)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+import trio
+
+from .access import Access
+from .engine import Engine
+from .journal import Journal, JournalError
+from .loading import WorkflowError, load
+from .tree import MountTree, NinePTree, Unavailable
+
+EPILOG = """examples:
+  anvilfs-conductor check conductor/examples/review.toml
+  anvilfs-conductor run conductor/examples/review.toml              # unix!$NAMESPACE/agent
+  anvilfs-conductor run -a unix!/tmp/ns.me.:0/agent review.toml
+  anvilfs-conductor run --mount /mnt/agent --poll 1 review.toml
+Killed and run again with the same --state and --name, it resumes where it was."""
+
+
+def default_state() -> Path:
+    base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
+    return Path(base) / "anvilfs-conductor"
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="anvilfs-conductor", description="Run workflows over the anvilfs tree.",
+                                epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="command", required=True)
+    check = sub.add_parser("check", help="validate a workflow file and exit")
+    check.add_argument("workflow")
+    run = sub.add_parser("run", help="run (or resume) a workflow")
+    run.add_argument("workflow")
+    where = run.add_mutually_exclusive_group()
+    where.add_argument("-a", "--address", help="the server's 9P address (unix!PATH or tcp!HOST!PORT)")
+    where.add_argument("--mount", help="a mounted agent tree instead of a 9P connection")
+    run.add_argument("--state", type=Path, default=default_state(),
+                     help="where the conductor keeps its record (default: %(default)s)")
+    run.add_argument("--name", help="this conductor's name (default: the workflow's name)")
+    run.add_argument("--run", dest="run_id", help="the run id in the prompts' first lines (default: made up)")
+    run.add_argument("--again", action="store_true", help="start a new run even if one is finished or was begun")
+    run.add_argument("--poll", type=float, metavar="SECONDS", help="poll status every SECONDS instead of blocking")
+    run.add_argument("--retry-for", type=float, default=300, metavar="SECONDS",
+                     help="how long to keep trying an unavailable server (default: %(default)s)")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        loaded = load(args.workflow)
+    except WorkflowError as exc:
+        print(exc, file=sys.stderr)
+        return 2
+    if args.command == "check":
+        print(f"{args.workflow}: workflow {loaded.workflow.name!r} is valid")
+        return 0
+    if args.poll is not None and args.poll <= 0:
+        print("anvilfs-conductor: --poll needs a positive number of seconds", file=sys.stderr)
+        return 2
+    try:
+        tree = MountTree(args.mount) if args.mount else NinePTree(args.address)
+        journal = Journal.open(args.state, args.name or loaded.workflow.name, loaded.digest,
+                               run=args.run_id, again=args.again)
+    except (Unavailable, JournalError) as exc:
+        print(f"anvilfs-conductor: {exc}", file=sys.stderr)
+        return 2
+    try:
+        access = Access(tree, poll=args.poll, retry_for=args.retry_for)
+        engine = Engine(loaded.workflow, loaded.path.parent, access, journal)
+        outcome, why = trio.run(engine.run)
+    except KeyboardInterrupt:
+        return 130
+    finally:
+        journal.close()
+    print(f"{outcome}: {why}")
+    return 0 if outcome == "done" else 1

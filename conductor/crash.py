@@ -1,0 +1,31 @@
+"""Test-only: SIGKILL this process at its Kth crash point, so crash tests are reproducible.
+
+    ANVILFS_CONDUCTOR_CRASH_AT=K anvilfs-conductor run ...
+
+Crash points are each durable record (right after it is on disk) and the
+two moments of a prompt's send that matter (its bytes written, its Tclunk
+sent but not answered). With the variable set, each point passed is a line
+on stderr (`crash point N (what)`), and the one it dies at says SIGKILL, so
+a test can count how far a process got. Unset, a point costs one comparison.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+
+_target = int(os.environ.get("ANVILFS_CONDUCTOR_CRASH_AT", "0") or 0)
+_count = 0
+
+
+def point(label: str) -> None:
+    global _count
+    if not _target:
+        return
+    _count += 1
+    dying = _count == _target
+    sys.stderr.write(f"conductor: crash point {_count} ({label}){': SIGKILL' if dying else ''}\n")
+    sys.stderr.flush()
+    if dying:
+        os.kill(os.getpid(), signal.SIGKILL)

@@ -1,0 +1,187 @@
+"""Running a workflow: steps in order, each recorded before and after, so a restart replays to where it was.
+
+A run is a deterministic walk of the steps. Everything the walk decides on
+that comes from outside (a check's reading of `out`, a gate's exit status,
+a bead's new id) is recorded when it is first learned, and a restarted
+conductor walks the same steps again from the top, taking each recorded
+step's result from the journal instead of doing it again. So it reaches
+the first step not done with the same rounds and the same bead ids, and
+goes on from there; a step that was begun but not recorded done is
+resolved (a prompt is looked for in its target's queue and log) before
+anything is sent.
+
+Step keys are `ID` or `ID@ROUNDS` (`fix@2`, `impl@1.3`): unique, since step
+ids are, and stable across restarts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import trio
+
+from . import beadsteps
+from .access import Access, StepFailed, each
+from .journal import Journal
+from .markers import marker
+from .model import CheckStep, GateStep, PromptStep, RepeatStep, Step, WaitStep, Workflow
+from .report import NullReporter, Reporter
+from .sessions import ensure_sessions, expand
+from .templates import placeholders, render
+
+
+@dataclass(frozen=True, slots=True)
+class Flow:
+    kind: str  # next | break | finish | fail
+    why: str = ""
+
+
+NEXT = Flow("next")
+
+
+class Engine:
+    def __init__(self, workflow: Workflow, base: Path, access: Access, journal: Journal,
+                 reporter: Reporter | None = None):
+        self.workflow, self.base, self.access, self.journal = workflow, base, access, journal
+        self.reporter = reporter or NullReporter()
+        self.beads: dict[str, str] = {}  # `bead new` step id -> the id of the bead it made (the latest)
+
+    async def run(self) -> tuple[str, str]:
+        """('done' | 'failed', why); a finished run answers what it ended with."""
+        if (finished := self.journal.finished) is not None:
+            return finished["outcome"], finished["why"]
+        try:
+            await ensure_sessions(self.workflow, self.base, self.access)
+            flow = await self.steps(self.workflow.steps, ())
+        except StepFailed as exc:
+            flow = Flow("fail", str(exc))
+        outcome = "failed" if flow.kind == "fail" else "done"
+        why = flow.why or f"all steps of {self.workflow.name} done"
+        self.journal.end(outcome, why)
+        await self.reporter.finish(outcome, why)
+        return outcome, why
+
+    async def steps(self, steps: list[Step], rounds: tuple[int, ...]) -> Flow:
+        for step in steps:
+            flow = await self.step(step, rounds)
+            if flow.kind != "next":
+                return flow
+        return NEXT
+
+    async def step(self, step: Step, rounds: tuple[int, ...]) -> Flow:
+        key = step.id + (f"@{'.'.join(map(str, rounds))}" if rounds else "")
+        if isinstance(step, RepeatStep):
+            return await self.repeat(step, rounds)
+        if self.journal.is_done(key):
+            return self._replayed(step, key)
+        await self.reporter.update(self.workflow.name, step.id, rounds)
+        self.access.say(f"{key}: {step.kind}")
+        if isinstance(step, PromptStep):
+            await self.prompt(step, key, rounds)
+        elif isinstance(step, WaitStep):
+            await self.wait(step)
+            self.journal.finish(key, lazy=True)
+        elif isinstance(step, CheckStep | GateStep):
+            outcome = await (self.check(step) if isinstance(step, CheckStep) else self.gate(step, key))
+            self.journal.finish(key, outcome, lazy=True)
+            return Flow(outcome, f"{key}: {step.kind} chose {outcome}")
+        else:
+            result = await beadsteps.run(self, step, key, rounds)
+            self.journal.finish(key, result)
+            self._learn(step, result)
+        return NEXT
+
+    def _replayed(self, step: Step, key: str) -> Flow:
+        result = self.journal.done(key)
+        if isinstance(step, CheckStep | GateStep):
+            return Flow(result, f"{key}: {step.kind} chose {result}")
+        self._learn(step, result)
+        return NEXT
+
+    def _learn(self, step: Step, result) -> None:
+        if isinstance(result, dict) and "bead" in result:
+            self.beads[step.id] = result["bead"]
+
+    async def repeat(self, step: RepeatStep, rounds: tuple[int, ...]) -> Flow:
+        for number in range(1, step.max_rounds + 1):
+            flow = await self.steps(step.steps, rounds + (number,))
+            if flow.kind == "break":
+                return NEXT
+            if flow.kind != "next":
+                return flow
+        if step.exhausted == "next":
+            return NEXT
+        return Flow("fail", f"repeat {step.id}: still going after max_rounds = {step.max_rounds}")
+
+    # ------------------------------------------------------------ the steps
+
+    async def prompt(self, step: PromptStep, key: str, rounds: tuple[int, ...]) -> None:
+        line = self.marker(step.id, rounds)
+        if (intent := self.journal.pending(key)) is None:
+            intent = {"text": f"{line}\n{await self.render(step.text, rounds)}",
+                      "targets": expand(self.workflow, step.to)}
+            self.journal.begin(key, intent)
+            uncertain = False
+        else:
+            uncertain = True  # a conductor before this one may have sent some of them
+        await each(intent["targets"], lambda target: self._deliver(target, intent["text"], line, uncertain))
+        self.journal.finish(key, {"targets": intent["targets"]})
+
+    async def _deliver(self, target: str, text: str, line: str, uncertain: bool) -> None:
+        if not await self.access.deliver(target, text, line, uncertain=uncertain):
+            self.access.say(f"{line} was already in {target}'s queue or log: not sent again")
+
+    async def wait(self, step: WaitStep) -> None:
+        await each(expand(self.workflow, step.sessions), lambda name: self._wait_one(name, tuple(step.status)))
+
+    async def _wait_one(self, name: str, accept: tuple[str, ...]) -> None:
+        while (word := await self.access.state(name)) not in accept:
+            if word == "exited" and self.workflow.sessions[name].backend is not None:
+                # a restarted server brings sessions back exited, their queue kept: run it
+                self.access.say(f"{name} is exited: restarting it")
+                await self.access.command(f"{name}/ctl", "restart")
+                continue
+            status = (await self.access.text(f"{name}/status")).strip()
+            raise StepFailed(f"session {name} is {status!r}, not {' or '.join(accept)}")
+
+    async def check(self, step: CheckStep) -> str:
+        which = "every" if step.every is not None else "any" if step.any is not None else "none"
+        names = expand(self.workflow, getattr(step, which))
+        hits = [step.contains in await self.access.text(f"{name}/out") for name in names]
+        holds = {"every": all(hits), "any": any(hits), "none": not any(hits)}[which]
+        self.access.say(f"{step.id}: {which} of {names} contains {step.contains!r}: {holds}")
+        return step.then if holds else step.else_
+
+    async def gate(self, step: GateStep, key: str) -> str:
+        self.journal.begin(key, {"run": step.run})  # a gate begun and not recorded is run again
+        cwd = self.base / (step.cwd or ".")
+        try:
+            with trio.fail_after(step.timeout):
+                done = await trio.run_process(step.run, cwd=cwd, check=False)
+            status = done.returncode
+        except trio.TooSlowError:
+            status = f"killed after its timeout of {step.timeout:g}s"
+        except OSError as exc:
+            raise StepFailed(f"gate {step.id}: cannot run {step.run[0]}: {exc.strerror or exc}") from None
+        self.access.say(f"gate {step.id}: {step.run} exited {status}")
+        return step.then if status == 0 else step.else_
+
+    # ------------------------------------------------------------ helpers
+
+    def marker(self, step_id: str, rounds: tuple[int, ...]) -> str:
+        return marker(self.workflow.name, self.journal.run, rounds, step_id)
+
+    async def render(self, text: str, rounds: tuple[int, ...]) -> str:
+        values = {}
+        for p in placeholders(text):
+            if p.kind == "round":
+                values[p] = str(rounds[-1])
+            elif p.kind == "rounds":
+                values[p] = ".".join(map(str, rounds))
+            elif p.kind == "out":
+                values[p] = (await self.access.text(f"{p.args[0]}/out")).rstrip("\n")
+            else:
+                bead = self.beads.get(p.args[0], p.args[0])
+                values[p] = (await self.access.text(f"beads/{bead}/{p.args[1]}")).rstrip("\n")
+        return render(text, values)

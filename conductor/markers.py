@@ -1,0 +1,43 @@
+"""Making each action recognisable, and finding it again after a crash.
+
+Every prompt the conductor sends starts with one line that names it:
+
+    [conductor review run 3fa2c1 round 2 step fix]
+
+(workflow, run, the rounds of the repeats around the step, the step's id;
+no round outside a repeat). Beads it makes have that line first in their
+description, and mail last in its body. A prompt that may or may not have
+been submitted is found, or not, in the target's `queue` (the first line of
+each queued prompt) and then in its `log` (the line after each
+`--- prompt N from ...` header): in that order, because the server moves a
+prompt from the queue to the log in one step, so one of them has it at
+every instant, and a prompt seen in neither when the queue was read
+later is in the log.
+"""
+
+from __future__ import annotations
+
+import re
+
+_PROMPT_HEADER = re.compile(r"^--- prompt \d+ from \S+ at \S+$")
+
+
+def marker(workflow: str, run: str, rounds: tuple[int, ...], step: str) -> str:
+    where = f" round {'.'.join(map(str, rounds))}" if rounds else ""
+    return f"[conductor {workflow} run {run}{where} step {step}]"
+
+
+def in_queue(queue: str, line: str) -> bool:
+    """`queue` lines are `position sender bytes first-line`."""
+    return any(q.split(" ", 3)[3:] == [line] for q in queue.splitlines())
+
+
+def in_log(log: str, line: str) -> bool:
+    lines = log.splitlines()
+    return any(_PROMPT_HEADER.match(head) and nxt == line for head, nxt in zip(lines, lines[1:]))
+
+
+def prompts_in_log(log: str) -> list[str]:
+    """The first line of each prompt in a transcript, in order (what the tests count)."""
+    lines = log.splitlines()
+    return [nxt for head, nxt in zip(lines, lines[1:]) if _PROMPT_HEADER.match(head)]

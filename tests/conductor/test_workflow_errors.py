@@ -1,0 +1,88 @@
+"""Bad workflow files each give an error that names the line and the field, and says how to fix it.
+
+Each case is a small workflow with one mistake; the error must give the line
+the mistake is on (counted in the text below) and the words that explain it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from conductor.loading import WorkflowError, load, parse
+
+HEAD = '''name = "t"
+[sessions.a]
+[sessions.b]
+[groups]
+both = ["a", "b"]
+'''  # 5 lines: the steps below start at line 6
+
+CASES = {
+    "unknown session": ('[[steps]]\nid = "p"\nkind = "prompt"\nto = ["a", "zed"]\ntext = "hi"\n',
+                        9, "steps[0].to: unknown session or group 'zed'"),
+    "step with no target": ('[[steps]]\nid = "p"\nkind = "prompt"\ntext = "hi"\n',
+                            6, "steps[0].to: to is required"),
+    "empty target list": ('[[steps]]\nid = "p"\nkind = "prompt"\nto = []\ntext = "hi"\n',
+                          9, "steps[0].to: List should have at least 1 item"),
+    "loop with no bound": ('[[steps]]\nid = "loop"\nkind = "repeat"\n'
+                           '  [[steps.steps]]\n  id = "c"\n  kind = "check"\n  any = ["a"]\n  contains = "x"\n',
+                           6, "steps[0].max_rounds: max_rounds is required"),
+    "loop with no exit": ('[[steps]]\nid = "loop"\nkind = "repeat"\nmax_rounds = 3\n'
+                          '  [[steps.steps]]\n  id = "p"\n  kind = "prompt"\n  to = ["both"]\n  text = "go {round}"\n',
+                          6, "repeat 'loop' has no exit"),
+    "unknown step kind": ('[[steps]]\nid = "p"\nkind = "promt"\nto = ["a"]\n',
+                          6, "unknown step kind 'promt'"),
+    "bad placeholder": ('[[steps]]\nid = "p"\nkind = "prompt"\nto = ["a"]\ntext = "see {outt.a}"\n',
+                        10, "steps[0].text: unknown placeholder {outt.a}"),
+    "out of an unknown session": ('[[steps]]\nid = "p"\nkind = "prompt"\nto = ["a"]\ntext = """\nsee\n{out.c}\n"""\n',
+                                  10, "{out.c}: unknown session 'c'"),
+    "round outside a loop": ('[[steps]]\nid = "p"\nkind = "prompt"\nto = ["a"]\ntext = "round {round}"\n',
+                             10, "{round} outside a repeat"),
+    "unknown key": ('[[steps]]\nid = "w"\nkind = "wait"\nsessions = ["a"]\nuntill = ["await"]\n',
+                    10, "steps[0].untill: unknown key 'untill'"),
+    "second step, nested": ('[[steps]]\nid = "w"\nkind = "wait"\nsessions = ["a"]\n'
+                            '[[steps]]\nid = "loop"\nkind = "repeat"\nmax_rounds = 2\n'
+                            '  [[steps.steps]]\n  id = "c"\n  kind = "check"\n  every = ["a"]\n  contains = "x"\n'
+                            '  [[steps.steps]]\n  id = "g"\n  kind = "gate"\n  run = ["true"]\n  then = "nowhere"\n',
+                            23, "steps[1].steps[1].then: Input should be 'next', 'break', 'finish' or 'fail'"),
+    "break outside a loop": ('[[steps]]\nid = "g"\nkind = "gate"\nrun = ["true"]\nthen = "break"\n',
+                             10, "'break' outside a repeat"),
+    "two ids the same": ('[[steps]]\nid = "w"\nkind = "wait"\nsessions = ["a"]\n'
+                         '[[steps]]\nid = "w"\nkind = "wait"\nsessions = ["b"]\n',
+                         11, "step id 'w' is used twice"),
+    "check without a set": ('[[steps]]\nid = "g"\nkind = "gate"\nrun = ["true"]\n'
+                            '[[steps]]\nid = "c"\nkind = "check"\ncontains = "x"\n',
+                            13, "needs exactly one of every, any or none"),
+    "not TOML": ('[[steps]]\nid = "p"\nkind = = "prompt"\n', 8, "not valid TOML"),
+    "bead claim with no session": ('[[steps]]\nid = "c"\nkind = "bead"\naction = "claim"\nbead = "x-001"\n',
+                                   6, "bead claim needs session"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_a_bad_workflow_names_its_line_and_field(case: str, tmp_path: Path) -> None:
+    steps, line, words = CASES[case]
+    path = tmp_path / "bad.toml"
+    path.write_text(HEAD + steps)
+    with pytest.raises(WorkflowError) as caught:
+        load(path)
+    text = str(caught.value)
+    assert f"{path}:{line}: " in text and words in text, f"{case}: wanted line {line} and {words!r} in:\n{text}"
+    problem_line = (HEAD + steps).splitlines()[line - 1]
+    assert problem_line.strip(), f"{case}: line {line} of the case is blank: the expectation is wrong"
+
+
+def test_every_problem_is_reported_not_only_the_first() -> None:
+    text = HEAD + '[[steps]]\nid = "p"\nkind = "prompt"\nto = ["x"]\ntext = "{round}"\n'
+    with pytest.raises(WorkflowError) as caught:
+        parse(text, "two.toml")
+    lines = str(caught.value).splitlines()
+    assert len(lines) == 2 and lines[0].startswith("two.toml:9: ") and lines[1].startswith("two.toml:10: "), lines
+
+
+@pytest.mark.parametrize("example", sorted(p.name for p in (Path(__file__).parents[2] / "conductor" / "examples").glob("*.toml")))
+def test_the_examples_load(example: str) -> None:
+    loaded = load(Path(__file__).parents[2] / "conductor" / "examples" / example)
+    assert loaded.workflow.steps and len(loaded.digest) == 64
