@@ -227,6 +227,7 @@ class Connection:
                 for tag in flight.flushes:
                     self._flushing.pop(tag, None)
                     self.send(m.Rflush(tag=tag))
+        await self._flush_out()  # at once, rather than one scheduler pass later in the writer task
 
     async def _wait_answerable(self, blocked: Blocked) -> None:
         """Until the read has data and its reply fits in the unsent limit, both true on return."""

@@ -157,9 +157,7 @@ class Sessions:
         marks = " ephemeral" * ephemeral + " notify" * notify + " simulated" * chosen.simulated
         self.events.append(f"{name} new backend={backend} cwd={definition.cwd}{marks}")
         self._changed(session, saved=True)
-        if chosen.owner_driven:  # nothing to start: idle before `new` is answered, so its owner can begin at once
-            session.move(Event.STARTED)  # (a restart finds it idle even if this change was not saved yet)
-        self._start_runner(session, adopted=chosen.owner_driven)
+        self._start(session)
         return session
 
     def _make(self, definition: Definition, backend: Backend, saved: dict | None) -> Session:
@@ -295,7 +293,15 @@ class Sessions:
         self._cancel_runner(name)
         session.move(Event.RESTART)
         session.agent = session.backend.agent(self.info(session.definition), session.agent.saved())
-        self._start_runner(session)
+        self._start(session)
+
+    def _start(self, session: Session) -> None:
+        """Run the session's agent. An owner-driven one has nothing to start: it is idle before the write
+        that made or restarted it is answered, so its owner can go on at once (a server restart finds it
+        idle too, even if this change was not saved yet)."""
+        if session.backend.owner_driven:
+            session.move(Event.STARTED)
+        self._start_runner(session, adopted=session.backend.owner_driven)
 
     def clear(self, name: str) -> None:
         session = self.get(name)
