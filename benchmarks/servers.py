@@ -122,9 +122,10 @@ def admin_client(sock: str) -> Client:
     return Client(s)
 
 
-def make_sims(sock: str, names: Sequence[str]) -> float:
+def make_sims(sock: str, names: Sequence[str]) -> tuple[float, float]:
     """Make one sim session per name, all Twrites on one open ctl sent before
-    any reply is read; then wait until none is `starting`. Returns the seconds taken."""
+    any reply is read; then wait until none is `starting`. Returns the seconds
+    until the last Rwrite, and until none was starting."""
     t0 = time.monotonic()
     with admin_client(sock) as admin:
         fid = admin.open("ctl", 1)
@@ -135,18 +136,19 @@ def make_sims(sock: str, names: Sequence[str]) -> float:
             if not isinstance(reply, m.Rwrite):
                 raise ServerError(f"new sim: {reply}")
         admin.clunk(fid)
+        written = time.monotonic() - t0
         deadline = time.monotonic() + SETTLE_TIMEOUT
         while b" starting " in admin.read_file("list"):
             if time.monotonic() > deadline:
                 raise TimeoutError(f"sim sessions still starting after {SETTLE_TIMEOUT} s")
             time.sleep(0.05)  # poll interval, bounded by the deadline
-    return time.monotonic() - t0
+    return written, time.monotonic() - t0
 
 
 @contextlib.contextmanager
 def anvilfs_server(tmp: Path, names: Sequence[str], cmd: Sequence[str] | None = None,
-                   pin: Sequence[str] = ()) -> Iterator[tuple[Server, bytes, float]]:
-    """`anvilfs serve` with one sim session per name: yields (server, first status bytes, seconds to make them)."""
+                   pin: Sequence[str] = ()) -> Iterator[tuple[Server, bytes, tuple[float, float]]]:
+    """`anvilfs serve` with one sim session per name: yields (server, first status bytes, make_sims's seconds)."""
     server = spawn_anvilfs(tmp, cmd, pin, max_sessions=max(len(names) * 2, 256))
     try:
         wait_ready(server)
