@@ -32,6 +32,7 @@ import tempfile
 from pathlib import Path
 
 import cbench
+import speed_cli
 import speed_rows
 from report import header, say
 from servers import anvilfs_server, diod_missing, diod_server
@@ -96,6 +97,8 @@ def main(argv: list[str] | None = None) -> int:
             servers.append(stack.enter_context(diod_server(tmp / "diod", SESSIONS, status, pin)))
         for key in table:
             speed_rows.run_row(key, binary, servers, args.reps, args.seconds, pin)
+        if "cli" in args.sections:
+            speed_cli.run_cli(anvilfs, status, args.anvilfs_cmd, pinned=bool(pin))
     return 0
 
 
