@@ -125,3 +125,23 @@ def _wait_lines(clients: list[subprocess.Popen], word: str, timeout: float) -> l
                     raise RuntimeError(f"ninep_bench {p.args[1]} failed: {line.strip() or p.stderr.read().strip()}")
                 lines[clients.index(p)] = line
     return [lines[i] for i in range(len(clients))]
+
+
+def start_load(binary: Path, server: Server, *, procs: int = 8, mode: str = "read",
+               pin: Sequence[str] = ()) -> list[subprocess.Popen]:
+    """`procs` clients doing `mode` until stop_load (each runs for at most a day)."""
+    return [subprocess.Popen([*pin, str(binary), mode, server.sock, server.aname, "-s", "86400", "-w", "0",
+                              "-o", str(k * 1000 // procs)],
+                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+            for k in range(procs)]
+
+
+def stop_load(clients: list[subprocess.Popen]) -> None:
+    """Kill the load clients; one that ended by itself failed, and its error is raised."""
+    failed = [p for p in clients if p.poll() is not None]
+    for p in clients:
+        if p.poll() is None:
+            p.kill()
+        p.wait()
+    if failed:
+        raise RuntimeError(f"{len(failed)} load client(s) died: {failed[0].stderr.read().strip()}")

@@ -34,6 +34,7 @@ from pathlib import Path
 import cbench
 import speed_cli
 import speed_rows
+import speed_wake
 from report import header, say
 from servers import anvilfs_server, diod_missing, diod_server
 
@@ -60,6 +61,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                     help=f"comma-separated subset of {','.join(SECTIONS)} (default all)")
     ap.add_argument("--reps", type=int, default=5, help="repetitions of each row (default 5)")
     ap.add_argument("--seconds", type=float, default=2.0, help="measured seconds per repetition (default 2)")
+    ap.add_argument("--samples", type=int, default=200, help="wake-up samples, idle and under load each (default 200)")
     ap.add_argument("--pin", choices=["same", "none"], default="same",
                     help="same: servers and clients all on CPU 0 (default); none: the OS decides")
     ap.add_argument("--anvilfs-cmd", metavar="CMD",
@@ -99,6 +101,8 @@ def main(argv: list[str] | None = None) -> int:
             speed_rows.run_row(key, binary, servers, args.reps, args.seconds, pin)
         if "cli" in args.sections:
             speed_cli.run_cli(anvilfs, status, args.anvilfs_cmd, pinned=bool(pin))
+        if "wake" in args.sections:
+            speed_wake.run_wake(anvilfs, binary, args.samples, pin)
     return 0
 
 
