@@ -34,6 +34,7 @@ from pathlib import Path
 import cbench
 import speed_cli
 import speed_rows
+import speed_scale
 import speed_wake
 from report import header, say
 from servers import anvilfs_server, diod_missing, diod_server
@@ -103,6 +104,8 @@ def main(argv: list[str] | None = None) -> int:
             speed_cli.run_cli(anvilfs, status, args.anvilfs_cmd, pinned=bool(pin))
         if "wake" in args.sections:
             speed_wake.run_wake(anvilfs, binary, args.samples, pin)
+        if "scale" in args.sections:  # last: it restarts the server
+            speed_scale.run_scale(anvilfs, tmp / "anvilfs", binary, args.anvilfs_cmd, pin)
     return 0
 
 
