@@ -66,8 +66,8 @@ def summarise(row: Row, got: dict[str, list[Result]]) -> None:
         if row.time_target:
             figure(f"{name}: ms per operation", statistics.median(us) / 1e3, "ms", target, f"reps {spread([u / 1e3 for u in us])}")
         else:
-            figure(f"{name}: us per operation", statistics.median(us), "us", None,
-                   f"{statistics.median(us) / row.rpcs:.1f} us per RPC")
+            per_rpc = f"{statistics.median(us) / row.rpcs:.1f} us per RPC" if row.procs == 1 else "on each connection"
+            figure(f"{name}: us per operation", statistics.median(us), "us", None, per_rpc)
         if row.procs == 1:
             cpu = [r.server_us_per_op for r in results]
             figure(f"{name}: server CPU per operation", statistics.median(cpu), "us", None,
