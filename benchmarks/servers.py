@@ -4,8 +4,8 @@
     with diod_server(tmp, names, status, pin) as server: ...
 
 Both listen on a unix socket in `tmp`, are ready when a 9P2000.L handshake
-on it succeeds before a deadline, and are stopped (SIGTERM, then SIGKILL) on
-the way out. anvilfs gets one sim session per name, made through its `ctl`;
+on it succeeds before a deadline, and are stopped on the way out (anvilfs by
+SIGTERM, then SIGKILL; diod by SIGKILL, as SIGTERM sometimes crashes it). anvilfs gets one sim session per name, made through its `ctl`;
 diod exports one real file NAME/status per name holding anvilfs's status
 bytes. `pin` is a command prefix such as ("taskset", "-c", "0"): taskset
 execs the server, so the pid stays the server's and its threads inherit
@@ -175,13 +175,15 @@ def diod_server(tmp: Path, names: Sequence[str], status: bytes, pin: Sequence[st
     argv = [*pin, DIOD, "-f", "-n", "-S", "-U", "root", "-c", "/dev/null", "-L", "stderr",
             "-l", str(tmp / "sock"), "-e", str(export)]
     with open(log, "wb") as out:
-        proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        # cwd: if diod dumps core, the ~180 MB file goes away with tmp
+        proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=tmp)
     server = Server("diod", str(tmp / "sock"), str(export), proc, log)
     try:
         wait_ready(server)
         yield server
     finally:
-        stop(proc)
+        proc.kill()  # diod 1.0.24 sometimes dies of SIGSEGV on SIGTERM (and dumps core); it has nothing to save
+        proc.wait()
 
 
 def diod_missing() -> str | None:
