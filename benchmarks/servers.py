@@ -1,13 +1,13 @@
 """Start and stop the servers the benchmarks compare: `anvilfs serve` and diod.
 
-    with anvilfs_server(tmp, names, cmd, pin) as (server, status): ...
+    with anvilfs_server(tmp, names, cmd, pin) as (server, status, made): ...
     with diod_server(tmp, names, status, pin) as server: ...
 
 Both listen on a unix socket in `tmp`, are ready when a 9P2000.L handshake
 on it succeeds before a deadline, and are stopped on the way out (anvilfs by
-SIGTERM, then SIGKILL; diod by SIGKILL, as SIGTERM sometimes crashes it). anvilfs gets one sim session per name, made through its `ctl`;
-diod exports one real file NAME/status per name holding anvilfs's status
-bytes. `pin` is a command prefix such as ("taskset", "-c", "0"): taskset
+SIGTERM, then SIGKILL; diod by SIGKILL, as SIGTERM sometimes crashes it).
+anvilfs gets one sim session per name, made through its `ctl`; diod
+exports one real file NAME/status per name holding anvilfs's status bytes. `pin` is a command prefix such as ("taskset", "-c", "0"): taskset
 execs the server, so the pid stays the server's and its threads inherit
 the mask.
 """
