@@ -29,7 +29,7 @@ giving server CPU microseconds per poll.
 the scheduler happens to put the server and a lone client changes the
 1-connection numbers by 2-3x from run to run (see README.md).
 
-Each server is started by this script in a temporary directory, is waited
+Each server is started by benchmarks/servers.py in a temporary directory, is waited
 for by connecting to its socket with a deadline, and is killed in a finally.
 """
 
@@ -42,74 +42,18 @@ import multiprocessing as mp
 import os
 import platform
 import shlex
-import shutil
-import signal
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
-from anvilfs.client import Client, ServerError
-from anvilfs.ninep import FrameBuffer
+from ninep_l import LClient, connect
+from servers import anvilfs_server, cpu_seconds, diod_missing, diod_server
+
+from anvilfs.client import ServerError
 from anvilfs.ninep import consts as c
 from anvilfs.ninep import messages as m
-
-MSIZE = 65536 + c.IOHDRSZ
-DIOD = shutil.which("diod") or "/usr/sbin/diod"
-
-
-# ---------------------------------------------------------------- client
-
-
-class LClient(Client):
-    """The project's Client, with a 9P2000.L handshake that names an aname.
-
-    Client.__init__ attaches with aname "" (diod refuses that), so this does
-    Tversion + Tattach itself and then uses the inherited rpc()/send()/receive().
-    """
-
-    def __init__(self, sock: socket.socket, *, aname: str, uname: str = "root", msize: int = MSIZE):
-        self.sock = sock
-        self.dialect = c.Dialect.P2000L
-        self._frames = FrameBuffer(msize)
-        self._tag = 0
-        self._fids = iter(range(1, 1 << 31))
-        reply = self.rpc(m.Tversion(tag=c.NOTAG, msize=msize, version=self.dialect.value))
-        if reply.version != self.dialect.value:
-            raise ServerError(f"server does not speak {self.dialect.value} (answered {reply.version})")
-        self.msize = reply.msize
-        self._frames.max_size = self.msize
-        self.root = self.new_fid()
-        self.rpc(m.Tattach(tag=0, fid=self.root, afid=c.NOFID, uname=uname, aname=aname, n_uname=0))
-
-
-def connect(path: str, aname: str, deadline: float | None = None) -> LClient:
-    """Connect to a unix socket and do the 9P2000.L handshake.
-
-    With a deadline, keep retrying connect() until it succeeds or the
-    deadline passes (diod leaves a stale socket file behind, so the file's
-    existence does not mean the server is up).
-    """
-    while True:
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        try:
-            sock.connect(path)
-            break
-        except OSError:
-            sock.close()
-            if deadline is None or time.monotonic() > deadline:
-                raise
-            time.sleep(0.02)
-    try:
-        return LClient(sock, aname=aname)
-    except BaseException:
-        sock.close()
-        raise
-
 
 def poll(client: LClient, fid: int, names: tuple[str, str]) -> int:
     """One poll: walk + lopen + read to EOF + clunk. Returns the bytes read."""
@@ -128,13 +72,6 @@ def poll(client: LClient, fid: int, names: tuple[str, str]) -> int:
 
 
 # ---------------------------------------------------------------- workers
-
-
-def cpu_seconds(pid: int) -> float:
-    """utime + stime of a process, all its threads included (/proc/PID/stat)."""
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _record_cpu(pid: int, cell) -> None:
@@ -210,85 +147,6 @@ def measure(sock_path: str, aname: str, sessions: int, connections: int,
     return sum(n / t for n, t, _ in got), (cpu1.value - cpu0.value) * 1e6 / max(polls, 1)
 
 
-# ---------------------------------------------------------------- servers
-
-
-@dataclass
-class Server:
-    name: str
-    sock: str
-    aname: str
-    proc: subprocess.Popen
-
-
-def _stop(proc: subprocess.Popen) -> None:
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-
-
-def _wait_ready(proc: subprocess.Popen, sock: str, aname: str, name: str, log: Path, timeout: float = 15.0) -> None:
-    deadline = time.monotonic() + timeout
-    try:
-        connect(sock, aname, deadline).close()
-    except Exception as exc:
-        code = proc.poll()
-        tail = log.read_text(errors="replace")[-2000:] if log.exists() else ""
-        raise RuntimeError(f"{name} did not come up on {sock} (exit code {code}): {exc}\n{tail}") from None
-
-
-@contextlib.contextmanager
-def anvilfs_server(tmp: Path, sessions: int, server_cmd: list[str] | None = None, pin: tuple[str, ...] = ()):
-    """Start `anvilfs serve` with N sim sessions b0..b{N-1}; yields (Server, status bytes)."""
-    ns, state = tmp / "ns", tmp / "state"
-    ns.mkdir()
-    state.mkdir()
-    log = tmp / "anvilfs.log"
-    cmd = [*pin] + (server_cmd or [sys.executable, "-m", "anvilfs"]) + ["serve", "--namespace", str(ns), "--state", str(state)]
-    with open(log, "wb") as out:
-        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-    try:
-        sock = str(ns / "agent")
-        _wait_ready(proc, sock, "", "anvilfs", log)
-        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        s.connect(sock)
-        with Client(s) as admin:
-            for i in range(sessions):
-                admin.write_file("ctl", f"new sim /tmp name=b{i}\n".encode())
-            # a new sim session says "starting ..." briefly, then "idle ..."
-            deadline = time.monotonic() + 5
-            while (status := admin.read_file("b0/status")).startswith(b"starting") and time.monotonic() < deadline:
-                time.sleep(0.05)
-        yield Server("anvilfs", sock, "", proc), status
-    finally:
-        _stop(proc)
-
-
-@contextlib.contextmanager
-def diod_server(tmp: Path, sessions: int, status: bytes, pin: tuple[str, ...] = ()):
-    """Start diod exporting N real files bN/status holding `status`."""
-    export = tmp / "export"
-    for i in range(sessions):
-        d = export / f"b{i}"
-        d.mkdir(parents=True)
-        (d / "status").write_bytes(status)
-    sock = str(tmp / "sock")
-    log = tmp / "diod.log"
-    cmd = [*pin] + [DIOD, "-f", "-n", "-S", "-U", "root", "-c", "/dev/null", "-L", "stderr",
-           "-l", sock, "-e", str(export)]
-    with open(log, "wb") as out:
-        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-    try:
-        _wait_ready(proc, sock, str(export), "diod", log)
-        yield Server("diod", sock, str(export), proc)
-    finally:
-        _stop(proc)
-
-
 # ---------------------------------------------------------------- main
 
 
@@ -316,13 +174,14 @@ def run(args) -> dict[tuple[str, int], list[tuple[float, float]]]:
             for which in args.servers:
                 rt = tmp / f"{which}-{r}"
                 rt.mkdir()
+                names = [f"b{i}" for i in range(args.sessions)]
                 if which == "anvilfs":
-                    cm = anvilfs_server(rt, args.sessions, anvilfs_cmd, pin)
+                    cm = anvilfs_server(rt, names, anvilfs_cmd, pin)
                 else:
-                    cm = diod_server(rt, args.sessions, status, pin)
+                    cm = diod_server(rt, names, status, pin)
                 with cm as got:
                     if which == "anvilfs":
-                        server, status = got
+                        server, status, _ = got
                     else:
                         server = got
                     for n in args.connections:
@@ -357,8 +216,8 @@ def main(argv: list[str] | None = None) -> int:
     unknown = set(args.servers) - {"anvilfs", "diod"}
     if unknown:
         ap.error(f"unknown server(s): {', '.join(sorted(unknown))}")
-    if "diod" in args.servers and not os.access(DIOD, os.X_OK):
-        print(f"polls.py: diod not found ({DIOD}); apt-get install diod", file=sys.stderr)
+    if "diod" in args.servers and (why := diod_missing()):
+        print(f"polls.py: {why}", file=sys.stderr)
         return 2
     if args.profile:
         args.profile = args.profile.resolve()

@@ -1,0 +1,62 @@
+"""Printing benchmark figures next to their targets, and the machine's state at the start."""
+
+from __future__ import annotations
+
+import os
+import platform
+import statistics
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+BUSY_LOAD = 0.5  # 1-minute load average above which the numbers are not to be trusted
+
+
+@dataclass(frozen=True)
+class Target:
+    """`value OP limit` is what the issue asks for; OP is ">=" or "<="."""
+
+    op: str
+    limit: float
+    unit: str = ""
+
+    def met(self, value: float) -> bool:
+        return value >= self.limit if self.op == ">=" else value <= self.limit
+
+    def text(self) -> str:
+        return f"{self.op} {self.limit:g}{self.unit}"
+
+
+def say(line: str = "") -> None:
+    print(line, flush=True)
+
+
+def figure(name: str, value: float, unit: str, target: Target | None, note: str = "") -> None:
+    """One figure with its target and OK/MISS (or no verdict if it has no target)."""
+    verdict = f"target {target.text():>10}  {'OK' if target.met(value) else 'MISS'}" if target else ""
+    say(f"  {name:44} {value:10.{_digits(value)}f} {unit:8} {verdict}{'  ' + note if note else ''}")
+
+
+def _digits(value: float) -> int:
+    return 0 if abs(value) >= 100 else 2 if abs(value) < 10 else 1
+
+
+def spread(values: Sequence[float]) -> str:
+    """median (min-max) of a few repetitions, for the notes."""
+    return f"{statistics.median(values):.{_digits(statistics.median(values))}f} ({min(values):.{_digits(min(values))}f}-{max(values):.{_digits(max(values))}f})"
+
+
+def percentile(values: Sequence[float], p: float) -> float:
+    """The p-th fraction (0..1) of values by nearest rank."""
+    s = sorted(values)
+    return s[min(len(s) - 1, max(0, round(p * (len(s) - 1))))]
+
+
+def header(description: str) -> None:
+    load = os.getloadavg()
+    say(f"# {time.strftime('%Y-%m-%d %H:%M')}  {platform.node()}  {platform.machine()}  {os.cpu_count()} cpus  "
+        f"Python {platform.python_version()}  load {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
+    if load[0] > BUSY_LOAD:
+        say(f"# warning: the machine is busy (1-minute load {load[0]:.2f} > {BUSY_LOAD}): "
+            "figures will be low and noisy")
+    say(f"# {description}")
