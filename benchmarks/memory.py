@@ -33,7 +33,7 @@ from pathlib import Path
 from sessions import memory  # benchmarks/sessions.py: VmRSS and VmHWM in MiB
 
 from anvilfs.client import Client
-from anvilfs.ninep import Dialect, encode
+from anvilfs.ninep import Dialect
 from anvilfs.ninep import messages as m
 
 MSIZE = 1 << 20
@@ -48,8 +48,8 @@ def connect(path: Path) -> Client:
 
 
 def send_at_once(client: Client, msgs) -> None:
-    """Many requests in one send: one batch for the server."""
-    client.sock.sendall(b"".join(encode(msg, P2000) for msg in msgs))
+    """Many requests in one send: one batch for the server (their tags are the client core's, so receive() knows them)."""
+    client.sock.sendall(b"".join(client.protocol.request(msg)[1] for msg in msgs))
 
 
 class Server:

@@ -1,8 +1,7 @@
 """The project's blocking client in 9P2000.L with a chosen aname, for servers such as diod.
 
-anvilfs.client.Client attaches with aname "" in 9P2000; diod speaks only
-9P2000.L and wants its export path as aname. LClient does that handshake
-itself and then uses the inherited rpc()/send()/receive().
+diod speaks only 9P2000.L and wants its export path as aname; anvilfs
+takes "" (or "agent").
 """
 
 from __future__ import annotations
@@ -10,32 +9,18 @@ from __future__ import annotations
 import socket
 import time
 
-from anvilfs.client import Client, ServerError
-from anvilfs.ninep import FrameBuffer
+from anvilfs.client import Client
 from anvilfs.ninep import consts as c
-from anvilfs.ninep import messages as m
 
 MSIZE = 65536 + c.IOHDRSZ
 RETRY_INTERVAL = 0.005  # s between connect attempts while a server starts
 
 
-class LClient(Client):
-    def __init__(self, sock: socket.socket, *, aname: str, uname: str = "root", msize: int = MSIZE):
-        self.sock = sock
-        self.dialect = c.Dialect.P2000L
-        self._frames = FrameBuffer(msize)
-        self._tag = 0
-        self._fids = iter(range(1, 1 << 31))
-        reply = self.rpc(m.Tversion(tag=c.NOTAG, msize=msize, version=self.dialect.value))
-        if reply.version != self.dialect.value:
-            raise ServerError(f"server does not speak {self.dialect.value} (answered {reply.version})")
-        self.msize = reply.msize
-        self._frames.max_size = self.msize
-        self.root = self.new_fid()
-        self.rpc(m.Tattach(tag=0, fid=self.root, afid=c.NOFID, uname=uname, aname=aname, n_uname=0))
+def LClient(sock: socket.socket, *, aname: str, uname: str = "root", msize: int = MSIZE) -> Client:  # noqa: N802
+    return Client(sock, msize=msize, dialect=c.Dialect.P2000L, uname=uname, aname=aname)
 
 
-def connect(path: str, aname: str, deadline: float | None = None) -> LClient:
+def connect(path: str, aname: str, deadline: float | None = None) -> Client:
     """Connect to a unix socket and do the 9P2000.L handshake.
 
     With a deadline, keep retrying connect() until it succeeds or the

@@ -111,7 +111,9 @@ def spawn_anvilfs(tmp: Path, cmd: Sequence[str] | None = None, pin: Sequence[str
     argv = [*pin, *(cmd or [sys.executable, "-m", "anvilfs"]), "serve", "--config", str(config),
             "--namespace", str(ns), "--state", str(state)]
     with open(log, "ab") as out:
-        proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        # cwd: `python -m anvilfs` puts the working directory first on sys.path, so a checkout there
+        # would win over the one --anvilfs-cmd names
+        proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=tmp)
     return Server("anvilfs", str(ns / "agent"), "", proc, log)
 
 
