@@ -17,8 +17,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
-import subprocess
 import sys
 
 from ..ninep import consts as c
@@ -92,6 +90,8 @@ def send(client: Client, root: str, sender: str, message: dict) -> str:
 
 
 def notify(client: Client, root: str, args) -> int:
+    import shutil  # noqa: PLC0415 - here: it loads zlib, bz2 and lzma, which every other client command would pay for
+
     argv = args.argv or (["notify-send", "--"] if shutil.which("notify-send") else [])
     fid = client.open(_join(root, "events"), c.OREAD)
     told = "all messages" if args.all else "approval and review requests"
@@ -117,6 +117,8 @@ def _tell(line: str, argv: list[str], everything: bool) -> None:
     if not argv:
         print(f"anvilfs: mail {found['id']} {kind} from {sender}: {subject}", file=sys.stderr, flush=True)
         return
+    import subprocess  # noqa: PLC0415 - only `notify` runs commands: the other client commands need not load it
+
     try:
         subprocess.run([*argv, sender, kind, subject], check=False, timeout=60)
     except (OSError, subprocess.TimeoutExpired) as exc:
