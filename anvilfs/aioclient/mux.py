@@ -14,6 +14,7 @@ dropped; if that reply made a fid (a whole Twalk), the fid is clunked.
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 
 import trio
 
@@ -30,12 +31,21 @@ HANDSHAKE_DEADLINE = 10.0  # seconds for Tversion and Tattach to be answered
 RECEIVE_SIZE = 1 << 16
 
 
+@dataclass(frozen=True, slots=True)
+class Statistics:
+    """What a connection has in flight at one moment."""
+
+    in_flight: int  # tags taken: requests waiting for their reply, flushes and flushed requests waiting for an Rflush
+    waiting: tuple[str, ...]  # the requests whose callers wait for a reply, by type, sorted: ("Tread", "Tread")
+
+
 class _Waiter:
     """One request's caller: the reply, or the error that ended the connection."""
 
-    __slots__ = ("done", "reply", "error")
+    __slots__ = ("request", "done", "reply", "error")
 
-    def __init__(self) -> None:
+    def __init__(self, request: str) -> None:
+        self.request = request  # its type's name, for statistics()
         self.done = trio.Event()
         self.reply: m.Message | None = None
         self.error: ConnectionLost | None = None
@@ -56,10 +66,10 @@ class Multiplexer:
         self._flushes: dict[int, trio.Event] = {}  # a flushed tag -> set when its Flushed event comes
         self._lost: ConnectionLost | None = None
 
-    @property
-    def in_flight(self) -> int:
-        """Requests sent and not yet answered, or flushed and not yet Rflushed."""
-        return len(self.protocol.busy_tags())
+    def statistics(self) -> Statistics:
+        busy = self.protocol.busy_tags()
+        waiting = sorted(w.request for tag, w in self._waiters.items() if tag in busy and not w.done.is_set())
+        return Statistics(len(busy), tuple(waiting))
 
     # ------------------------------------------------------------ calls
 
@@ -104,7 +114,7 @@ class Multiplexer:
             raise self._lost
         async with self._send_lock:  # a cancel while waiting here has sent nothing: nothing to undo
             tag, data = self.protocol.request(msg)
-            waiter = self._waiters[tag] = _Waiter()
+            waiter = self._waiters[tag] = _Waiter(type(msg).__name__)
             await self._send(data)
         return tag, waiter
 
