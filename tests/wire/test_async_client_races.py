@@ -85,14 +85,20 @@ async def cancelled_call(nursery, call, *args) -> trio.CancelScope:
     return await nursery.start(run)
 
 
-async def test_a_read_reply_that_races_the_flush_is_dropped_and_the_fid_clunked(autojump_clock, pair, nursery):
-    fs, server = pair
+async def cancel_a_held_read(fs, server, nursery) -> tuple[int, m.Tread, m.Tflush]:
+    """A read_once whose Tread the server holds, cancelled: its fid, the Tread, and the Tflush it sent."""
     scope = await cancelled_call(nursery, fs.read_once, "bot1/wait")
     fid = await server.answer_open()
     read = await server.expect(m.Tread)
     scope.cancel()
     flush = await server.expect(m.Tflush)
     assert flush.oldtag == read.tag
+    return fid, read, flush
+
+
+async def test_a_read_reply_that_races_the_flush_is_dropped_and_the_fid_clunked(autojump_clock, pair, nursery):
+    fs, server = pair
+    fid, read, flush = await cancel_a_held_read(fs, server, nursery)
     await server.send(m.Rread(tag=read.tag, data=b"await\n"), m.Rflush(tag=flush.tag))  # flush(5): reply first
     await server.answer_clunk(fid)
     await until(lambda: fs.in_flight == 0, "the client to settle")
@@ -134,11 +140,7 @@ async def test_a_call_cancelled_before_its_first_send_sends_nothing(autojump_clo
 
 async def test_with_no_rflush_the_caller_goes_after_the_deadline_and_the_tag_stays_taken(autojump_clock, pair, nursery):
     fs, server = pair
-    scope = await cancelled_call(nursery, fs.read_once, "bot1/wait")
-    fid = await server.answer_open()
-    read = await server.expect(m.Tread)
-    scope.cancel()
-    flush = await server.expect(m.Tflush)
+    fid, read, flush = await cancel_a_held_read(fs, server, nursery)
     await server.answer_clunk(fid)  # the client gives up waiting (FLUSH_DEADLINE) and clunks
     await until(lambda: fs.in_flight == 2, "the Rclunk taken in")
     assert fs._mux.protocol.busy_tags() == {read.tag, flush.tag}  # never reused while the flush is pending
