@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import re
+import socket
 
 import pytest
 import trio
 
+from anvilfs import aioclient, client
 from anvilfs.aioclient import AddressError, AsyncClient, ServerError
 from harness.apps import until
 from harness.deadlines import within
-from harness.server import AnvilServer
+from harness.server import AnvilServer, anvil_server
 
 WAIT = 20  # seconds: a real server answers each of these in well under one
 NAMES = [f"r{i}" for i in range(1, 6)]
@@ -114,3 +116,26 @@ async def test_no_server_at_the_address_says_what_to_start(tmp_path):
             await AsyncClient.connect(f"unix!{tmp_path}/agent")
         with pytest.raises(AddressError, match="bad address 'tcp!host'"):
             await AsyncClient.connect("tcp!host")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+async def test_over_tcp_the_token_is_the_aname(monkeypatch):
+    port = free_port()
+    with anvil_server(extra_args=["--listen", f"tcp!127.0.0.1!{port}"]) as srv:
+        token = (srv.state / "token").read_text().strip()
+        monkeypatch.setenv("ANVILFS_TOKEN", token)
+        with within(WAIT, "the TCP connects"):
+            async with await AsyncClient.connect(f"tcp!127.0.0.1!{port}") as fs:
+                assert await fs.read("list") == b""
+            with pytest.raises(ServerError, match="token"):
+                await AsyncClient.connect(f"tcp!127.0.0.1!{port}", aname="not-the-token")
+
+
+def test_the_errors_are_the_blocking_clients_own():
+    assert (aioclient.ServerError, aioclient.ConnectionLost, aioclient.AddressError) == (
+        client.ServerError, client.ConnectionLost, client.AddressError)
