@@ -13,7 +13,7 @@ import pytest
 import trio
 import trio.testing
 
-from anvilfs.aioclient import AsyncClient, ConnectionLost, ServerError
+from anvilfs.aioclient import AsyncClient, ConnectionLost, Lines, ServerError
 from anvilfs.app import App
 from anvilfs.ninep import LocalProtocolError
 from anvilfs.server import Connection
@@ -234,3 +234,26 @@ async def test_the_client_outside_its_async_with_says_how_to_use_it(autojump_clo
         with pytest.raises(ConnectionLost, match="the client was closed"):
             await fs.read("list")
         nursery.cancel_scope.cancel()
+
+
+async def test_a_follow_of_stream_ends_with_the_turn(autojump_clock):
+    async with served() as s:
+        s.app.sessions.new("sim", "/tmp", name="bot1")
+        with within(WAIT, "the turn's stream to end"):
+            async with s.fs.follow("bot1/stream") as lines:  # follows the next turn to start
+                await s.fs.write("bot1/in", b"hello\n")
+                got = [line async for line in lines]
+        assert got[0].startswith("[simulated] bot1, turn 1") and len(got) >= 2
+        assert s.quiet()
+
+
+async def test_lines_come_whole_across_reads_and_a_last_one_without_newline_too():
+    pieces = [b"one\ntw", b"o\nthr", b"ee", b""]
+    offsets = []
+
+    async def read(fid: int, offset: int) -> bytes:
+        offsets.append(offset)
+        return pieces.pop(0)
+
+    assert [line async for line in Lines(read, 7)] == ["one", "two", "three"]
+    assert offsets == [0, 6, 11, 13]
