@@ -257,3 +257,16 @@ async def test_lines_come_whole_across_reads_and_a_last_one_without_newline_too(
 
     assert [line async for line in Lines(read, 7)] == ["one", "two", "three"]
     assert offsets == [0, 6, 11, 13]
+
+
+async def test_an_error_in_the_block_comes_out_as_itself_not_in_an_exception_group(autojump_clock):
+    app = App()
+    async with trio.open_nursery() as nursery:
+        await nursery.start(app.run)
+        client_end, server_end = trio.testing.memory_stream_pair()
+        nursery.start_soon(Connection(server_end, app.root).serve)
+        with within(WAIT, "the handshake and the read"):
+            with pytest.raises(ServerError, match="'nope' does not exist"):
+                async with await AsyncClient.over(client_end, uname="glenda") as fs:
+                    await fs.read("nope")
+        nursery.cancel_scope.cancel()
