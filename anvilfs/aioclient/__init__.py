@@ -11,5 +11,6 @@ from ..client.address import AddressError
 from ..client.errors import ConnectionLost, ServerError
 from .client import AsyncClient
 from .follow import Lines
+from .mux import Statistics
 
-__all__ = ["AddressError", "AsyncClient", "ConnectionLost", "Lines", "ServerError"]
+__all__ = ["AddressError", "AsyncClient", "ConnectionLost", "Lines", "ServerError", "Statistics"]

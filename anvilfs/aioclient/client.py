@@ -26,7 +26,7 @@ from ..ninep import consts as c
 from ..ninep import messages as m
 from .dial import open_stream, target_of
 from .follow import Lines
-from .mux import FLUSH_DEADLINE, Multiplexer
+from .mux import FLUSH_DEADLINE, Multiplexer, Statistics
 
 
 class AsyncClient:
@@ -86,8 +86,12 @@ class AsyncClient:
 
     @property
     def in_flight(self) -> int:
-        """Requests of this connection waiting for a reply or a Rflush (0 when all is quiet)."""
-        return self._mux.in_flight
+        """Tags of this connection waiting for a reply or an Rflush (0 when all is quiet)."""
+        return self._mux.statistics().in_flight
+
+    def statistics(self) -> Statistics:
+        """What is in flight now: the count of tags taken, and the requests waiting by type."""
+        return self._mux.statistics()
 
     # ------------------------------------------------------------ whole files
 

@@ -14,6 +14,7 @@ dropped; if that reply made a fid (a whole Twalk), the fid is clunked.
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 
 import trio
 
@@ -28,20 +29,31 @@ FLUSH_DEADLINE = 5.0  # seconds a cancelled request waits for its Rflush (and a 
 SEND_DEADLINE = 30.0  # seconds a frame may take to go out before the connection is given up
 HANDSHAKE_DEADLINE = 10.0  # seconds for Tversion and Tattach to be answered
 RECEIVE_SIZE = 1 << 16
+CLOSED = "the client was closed"
+
+
+@dataclass(frozen=True, slots=True)
+class Statistics:
+    """What a connection has in flight at one moment."""
+
+    in_flight: int  # tags taken: requests waiting for their reply, flushes and flushed requests waiting for an Rflush
+    waiting: tuple[str, ...]  # the requests whose callers wait for a reply, by type, sorted: ("Tread", "Tread")
 
 
 class _Waiter:
-    """One request's caller: the reply, or the error that ended the connection."""
+    """One request's caller: the reply, or why the connection ended."""
 
-    __slots__ = ("done", "reply", "error")
+    __slots__ = ("request", "done", "reply", "lost", "flushed")
 
-    def __init__(self) -> None:
+    def __init__(self, request: str) -> None:
+        self.request = request  # its type's name, for statistics()
         self.done = trio.Event()
         self.reply: m.Message | None = None
-        self.error: ConnectionLost | None = None
+        self.lost: str | None = None
+        self.flushed = False  # its caller gave it up: it waits for the Rflush, not for a reply
 
-    def set(self, reply: m.Message | None = None, error: ConnectionLost | None = None) -> None:
-        self.reply, self.error = reply, error
+    def set(self, reply: m.Message | None = None, lost: str | None = None) -> None:
+        self.reply, self.lost = reply, lost
         self.done.set()
 
 
@@ -54,12 +66,12 @@ class Multiplexer:
         self._send_lock = trio.Lock()
         self._waiters: dict[int, _Waiter] = {}
         self._flushes: dict[int, trio.Event] = {}  # a flushed tag -> set when its Flushed event comes
-        self._lost: ConnectionLost | None = None
+        self._lost: str | None = None  # why the connection is over; each caller gets a ConnectionLost of its own
 
-    @property
-    def in_flight(self) -> int:
-        """Requests sent and not yet answered, or flushed and not yet Rflushed."""
-        return len(self.protocol.busy_tags())
+    def statistics(self) -> Statistics:
+        busy = self.protocol.busy_tags()
+        waiting = sorted(w.request for w in self._waiters.values() if not (w.done.is_set() or w.flushed))
+        return Statistics(len(busy), tuple(waiting))
 
     # ------------------------------------------------------------ calls
 
@@ -95,16 +107,15 @@ class Multiplexer:
             with trio.CancelScope(shield=True):
                 await self._abandon(msg, tag, waiter)
             raise
-        if waiter.error is not None:
-            raise waiter.error
+        if waiter.lost is not None:
+            raise ConnectionLost(waiter.lost)
         return check(waiter.reply)
 
     async def _start(self, msg: m.Message) -> tuple[int, _Waiter]:
-        if self._lost is not None:
-            raise self._lost
+        self._check_open()
         async with self._send_lock:  # a cancel while waiting here has sent nothing: nothing to undo
             tag, data = self.protocol.request(msg)
-            waiter = self._waiters[tag] = _Waiter()
+            waiter = self._waiters[tag] = _Waiter(type(msg).__name__)
             await self._send(data)
         return tag, waiter
 
@@ -115,12 +126,15 @@ class Multiplexer:
                 try:
                     await self.stream.send_all(data)
                 except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
-                    self._break(self._lost or lost(_os_error(exc)))
+                    self._break(str(lost(_os_error(exc))))
         if late.cancelled_caught:
-            self._break(ConnectionLost(f"the server took no data for {SEND_DEADLINE:g} s: giving the connection up"))
+            self._break(f"the server took no data for {SEND_DEADLINE:g} s: connection given up")
             await trio.aclose_forcefully(self.stream)
+        self._check_open()
+
+    def _check_open(self) -> None:
         if self._lost is not None:
-            raise self._lost
+            raise ConnectionLost(self._lost)
 
     async def _abandon(self, msg: m.Message, tag: int, waiter: _Waiter) -> None:
         """The caller is gone (cancelled): flush its request, and undo what a raced reply made."""
@@ -141,6 +155,7 @@ class Multiplexer:
             if waiter.done.is_set():  # answered (or the connection lost) before the caller's cancel
                 return
             flushed = self._flushes[tag] = trio.Event()
+            waiter.flushed = True
             await self._send(self.protocol.flush(tag))
         await flushed.wait()
 
@@ -152,17 +167,16 @@ class Multiplexer:
             while data := await self.stream.receive_some(RECEIVE_SIZE):
                 for event in self.protocol.receive_data(data):
                     self._route(event)
-            self._break(lost())
+            self._break(str(lost()))
         except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
-            self._break(lost(_os_error(exc)))
+            self._break(str(lost(_os_error(exc))))
         except RemoteProtocolError as exc:
-            self._break(ConnectionLost(f"the server broke the 9P protocol ({exc}): connection closed"))
+            self._break(f"the server broke the 9P protocol ({exc}): connection closed")
         except Exception as exc:  # a bug here must not leave callers waiting for ever
             log.exception("the 9P client's reader failed")
-            self._break(ConnectionLost(f"the client's reader failed: {exc!r}"))
+            self._break(f"the client's reader failed: {exc!r}")
         finally:
-            if self._lost is None:  # cancelled: the client is closing
-                self._break(ConnectionLost("the client was closed"))
+            self._break(CLOSED)  # when cancelled: the client is closing
             with trio.CancelScope(shield=True):
                 await trio.aclose_forcefully(self.stream)
 
@@ -177,19 +191,19 @@ class Multiplexer:
         if flushed is not None:
             flushed.set()
 
-    def _break(self, error: ConnectionLost) -> None:
-        """The connection is over: every caller, waiting now or later, gets `error`."""
+    def _break(self, why: str) -> None:
+        """The connection is over: every caller, waiting now or later, gets ConnectionLost (the first why)."""
         if self._lost is None:
-            self._lost = error
+            self._lost = why
         for waiter in self._waiters.values():
-            waiter.set(error=self._lost)
+            waiter.set(lost=self._lost)
         self._waiters.clear()
         for flushed in self._flushes.values():
             flushed.set()
         self._flushes.clear()
 
     async def aclose(self) -> None:
-        self._break(ConnectionLost("the client was closed"))
+        self._break(CLOSED)
         with trio.CancelScope(shield=True):
             await trio.aclose_forcefully(self.stream)
 

@@ -1,5 +1,8 @@
 """A blocking 9P2000 client, plan9port-style name resolution, and the client commands.
 
+The client runs on a sans-IO core, protocol.py, which anvilfs.aioclient
+drives too.
+
 Nothing here imports the server, the backends or trio: a client process
 starts in the time Python and the protocol package take to load.
 """
