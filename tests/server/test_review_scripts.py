@@ -9,12 +9,16 @@ from pathlib import Path
 
 import pytest
 
-from harness.review import (DEVELOPER, REVIEWERS, SCRIPT_SH, prompts, review_server, reviewer_prompt,
+from harness.prerequisites import require
+from harness.review import (DEVELOPER, REVIEWERS, SCRIPT_RC, SCRIPT_SH, prompts, review_server, reviewer_prompt,
                             run_script)
 
 
-@pytest.fixture(params=["bash"])
+@pytest.fixture(params=["bash", "rc"])
 def script(request) -> list[str]:
+    """The command that runs one script: bash's, or Plan 9's rc (9base; under CI=true it must be there)."""
+    if request.param == "rc":
+        return [require("rc"), str(SCRIPT_RC)]
     return [shutil.which("bash") or "/bin/bash", str(SCRIPT_SH)]
 
 
@@ -90,5 +94,5 @@ def test_a_session_that_cannot_be_made_ends_the_cycle_with_status_2(review, scri
 
 
 def test_the_scripts_are_short():
-    for path in (SCRIPT_SH,):
+    for path in (SCRIPT_SH, SCRIPT_RC):
         assert len(Path(path).read_text().splitlines()) <= 75, path
