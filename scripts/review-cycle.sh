@@ -33,9 +33,11 @@ fi
 say() { echo "review-cycle: $*" >&2; }
 die() { say "$*"; exit 2; }
 
+list=$(rd list) || die "cannot read agent/list: is anvilfs serve running, and NAMESPACE its own?"
+roles=$(rd roles)
 session() {  # session NAME ROLE BACKEND: make it unless it is there
-  rd list | grep "^$1 " >/dev/null && return
-  role=; rd roles | grep -x "$2" >/dev/null && role="role=$2"
+  printf '%s\n' "$list" | grep "^$1 " >/dev/null && return
+  role=; printf '%s\n' "$roles" | grep -x "$2" >/dev/null && role="role=$2"
   echo "new $3 ${CWD:-$PWD} name=$1 $role" | wr ctl || die "cannot make session $1 (see agent/errors)"
 }
 
@@ -55,14 +57,15 @@ while [ "$n" -le "$max" ]; do
       echo "Write one line ISSUE: WHAT per problem, or NO ISSUES."; } | wr "$r/in" || die "cannot prompt $r"
   done
   wait_answers $reviewers
-  issues=
-  for r in $reviewers; do
-    if rd "$r/out" | grep 'ISSUE:' >/dev/null; then issues="$issues $r"; fi
+  issues= fixes="round $n: fix what the reviewers found:"
+  for r in $reviewers; do  # each answer read once: what is judged is what the developer gets
+    out=$(rd "$r/out") || die "cannot read $r/out"
+    case $out in *ISSUE:*) issues="$issues $r" ;; esac
+    fixes=$(printf '%s\n%s/out:\n%s' "$fixes" "$r" "$out")
   done
   [ -n "$issues" ] || { say "round $n: no issues"; exit 0; }
   say "round $n: issues from$issues"
-  { echo "round $n: fix what the reviewers found:"; for r in $reviewers; do echo "$r/out:"; rd "$r/out"; done; } |
-    wr "$developer/in" || die "cannot prompt $developer"
+  printf '%s\n' "$fixes" | wr "$developer/in" || die "cannot prompt $developer"
   wait_answers "$developer"
   n=$((n + 1))
 done

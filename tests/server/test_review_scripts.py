@@ -93,6 +93,14 @@ def test_a_session_that_cannot_be_made_ends_the_cycle_with_status_2(review, scri
     assert "no-such-backend" in r.stderr and r.stderr.splitlines()[-1] == "review-cycle: cannot make session dev (see agent/errors)", r.stderr
 
 
+def test_no_server_ends_the_cycle_with_status_2_and_says_so(review, script):
+    srv, work = review
+    r = run_script([*script, "3"], srv, work, env={"NAMESPACE": str(work)})  # no socket there
+    assert r.returncode == 2, (r.stdout, r.stderr)
+    assert "cannot connect to unix!" in r.stderr and r.stderr.splitlines()[-1] == (
+        "review-cycle: cannot read agent/list: is anvilfs serve running, and NAMESPACE its own?"), r.stderr
+
+
 def test_the_scripts_are_short():
     for path in (SCRIPT_SH, SCRIPT_RC):
         assert len(Path(path).read_text().splitlines()) <= 75, path
