@@ -3,6 +3,7 @@
     anvilfs serve [--namespace DIR] [--state DIR] [--listen tcp!HOST!PORT] [--allow-remote] [--trace]
     anvilfs [-a ADDRESS] [-A ANAME] [--token-file FILE] read|write|ls|stat|rdwr ... NAME
     anvilfs [-a ADDRESS] notify|inbox|approve|reject|mail ...   (anvilfs/client/mailcmds.py)
+    anvilfs [-a ADDRESS] top [--once]                         (anvilfs/client/top.py)
 
 Without -a, NAME is service/path: `agent/list` is /list on the server at
 unix!$NAMESPACE/agent. With -a (unix!/path or tcp!host!port), NAME is the
@@ -32,9 +33,13 @@ from .client import (
     dial,
     resolve,
 )
-from .client import mailcmds
+from .client import mailcmds, top
 from .ninep import RemoteProtocolError
 from .places import default_state_dir
+
+# commands that name no file: they work from the tree's root, agent/ (or / of the server at -a)
+ROOT_PARSERS = {**mailcmds.PARSERS, **top.PARSERS}
+ROOT_COMMANDS = {**mailcmds.COMMANDS, **top.COMMANDS}
 
 EXIT_INTERRUPTED = 128 + 2  # SIGINT, as a shell reports a process that Ctrl-C ended
 EXIT_PIPE_CLOSED = 128 + 13  # SIGPIPE: the reader of our output went away (`| head -1`)
@@ -162,7 +167,7 @@ def _parser() -> argparse.ArgumentParser:
     service.add_argument("--print", dest="print_only", action="store_true", help="print the unit instead of writing it")
     service.add_argument("serve_args", nargs="*", metavar="SERVE-OPTION", help="options for `anvilfs serve`, after --")
     commands = {name: _add_client_command(sub, name) for name in CLIENT_COMMANDS}
-    for name, (summary, detail, examples, add_arguments) in mailcmds.PARSERS.items():
+    for name, (summary, detail, examples, add_arguments) in ROOT_PARSERS.items():
         add_arguments(_add_command(sub, name, summary, detail, examples))
     for name in ("read", "stat", "rdwr"):
         commands[name].add_argument("name", metavar="NAME", help="the file, e.g. agent/list")
@@ -198,13 +203,18 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _run_client_command(args) -> int:
-    if args.command in mailcmds.COMMANDS:  # they name no file: the tree's root, agent/ (or / of the server at -a)
+    if args.command in ROOT_COMMANDS:
         args.name = "/" if args.address else "agent/"
     try:
         target = resolve(args.name, args.address)
         aname = attach_aname(target, aname=args.aname, token_file=args.token_file)
-        with Client(dial(target), uname=attach_uname(), aname=aname) as client:
-            return {**COMMANDS, **mailcmds.COMMANDS}[args.command](client, target.path, args)
+
+        def connect() -> Client:  # top follows events on a second connection
+            return Client(dial(target), uname=attach_uname(), aname=aname)
+
+        args.connect = connect
+        with connect() as client:
+            return {**COMMANDS, **ROOT_COMMANDS}[args.command](client, target.path, args)
     except ServerError as exc:
         return _fail(f"{args.name}: {exc}")
     except (AddressError, CommandError) as exc:

@@ -18,7 +18,10 @@ PACKAGES = {  # program -> the Debian package that has it
     "diod": "diod",
     "qemu-system-x86_64": "qemu-system-x86",
     "busybox": "busybox-static",
+    "rc": "9base",
 }
+# programs looked up in one place only: /usr/bin/rc may be another rc (Byron Rakitzis's), not Plan 9's
+PLACES = {"rc": "/usr/lib/plan9/bin"}
 VM_PROGRAMS = ("qemu-system-x86_64", "busybox")
 SBIN = "/usr/local/sbin:/usr/sbin:/sbin"  # diod lives in sbin, which a user's PATH may lack
 
@@ -36,9 +39,12 @@ def missing(reason: str) -> None:
 
 def require(program: str) -> str:
     """The path of ``program``; if it is not installed, skip (or under CI fail) saying what to install."""
-    found = shutil.which(program) or shutil.which(program, path=SBIN)
+    if program in PLACES:
+        found, where = shutil.which(program, path=PLACES[program]), f" in {PLACES[program]}"
+    else:
+        found, where = shutil.which(program) or shutil.which(program, path=SBIN), ""
     if found is None:
-        missing(f"{program} not found: apt-get install {PACKAGES.get(program, program)}")
+        missing(f"{program} not found{where}: apt-get install {PACKAGES.get(program, program)}")
     return found
 
 

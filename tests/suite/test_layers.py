@@ -163,6 +163,7 @@ def test_client_commands_load_nothing_of_the_server(anvil_server: AnvilServer) -
         (("ls", "-l", "agent"), ""),
         (("stat", "agent/bot1/status"), ""),
         (("rdwr", "agent/ctl"), "new sim /tmp name=bot2\n"),
+        (("top", "--once"), ""),
         (("--help",), ""),
     ]
     for args, input in commands:

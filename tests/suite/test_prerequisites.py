@@ -28,6 +28,14 @@ def test_a_present_program_gives_its_path():
     assert require("sh").endswith("/sh")
 
 
+def test_a_program_of_one_place_is_looked_for_there_alone(monkeypatch):
+    monkeypatch.delenv("CI", raising=False)
+    monkeypatch.setitem(prerequisites.PLACES, "sh", "/nonexistent/plan9/bin")  # sh is on PATH, not there
+    with pytest.raises(pytest.skip.Exception, match="^sh not found in /nonexistent/plan9/bin: apt-get install sh$"):
+        require("sh")
+    assert prerequisites.PLACES["rc"] == "/usr/lib/plan9/bin" and prerequisites.PACKAGES["rc"] == "9base"
+
+
 class _Item:
     """What check() reads of a pytest item: its markers."""
 

@@ -1,0 +1,148 @@
+"""`anvilfs top`: the sessions in a table (name, status, role, queue, last event), redrawn from `events`.
+
+    anvilfs top            follow agent/events; after each burst of events, read `list` and each
+                           session's `queue` again and redraw; Ctrl-C ends it (status 130)
+    anvilfs top --once     print the table once and exit
+
+On a terminal the screen is cleared and the table drawn again; otherwise (a pipe, a file) each table
+that differs from the one before is printed after a blank line, as plain text with no escape codes.
+The last event of a session is the last `events` line naming it since top started ("-" before).
+Only files, and only the light client: `events` is followed on a second connection, by a thread,
+so that the table can be read on the first while the events wait.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import time
+
+from ..ninep import consts as c
+from .client import Client, ServerError
+
+QUIET = 0.1  # seconds without an event that end a burst: one redraw for a turn's several lines
+MOST = 1.0  # a burst that goes on is still redrawn this often
+COLUMNS = ("NAME", "STATUS", "ROLE", "QUEUE", "LAST EVENT")
+CLEAR = "\x1b[H\x1b[2J"  # cursor home, erase the screen
+
+
+def _top_args(p) -> None:
+    p.add_argument("--once", action="store_true", help="print the table once and exit")
+
+
+PARSERS = {
+    "top": ("show the sessions in a table that follows agent/events",
+            "Name, status, role, queue length and last event of each session; redrawn after each burst of "
+            "events (plain text, each new table after a blank line, when output is not a terminal).",
+            ["anvilfs top", "anvilfs top --once", "anvilfs -a 'tcp!127.0.0.1!5640' top"], _top_args),
+}
+
+
+def _join(root: str, path: str) -> str:
+    return f"{root.strip('/')}/{path}".lstrip("/")
+
+
+def rows(client: Client, root: str, last: dict[str, str]) -> list[tuple[str, ...]]:
+    """One row per session in `list`, with its queue's length (a session gone meanwhile is left out)."""
+    out = []
+    for line in client.read_file(_join(root, "list")).decode(errors="replace").splitlines():
+        name, _backend, status, role = (line.split() + ["-"] * 4)[:4]
+        try:
+            queue = client.read_file(_join(root, f"{name}/queue")).decode(errors="replace")
+        except ServerError:
+            continue  # removed between the two reads: the next event redraws without it
+        out.append((name, status, role, str(len(queue.splitlines())), last.get(name, "-")))
+    return out
+
+
+def table(entries: list[tuple[str, ...]], width: int | None = None) -> str:
+    """The entries under COLUMNS, aligned; lines cut at ``width`` when given (a terminal's)."""
+    widths = [max(len(row[i]) for row in [COLUMNS, *entries]) for i in range(len(COLUMNS) - 1)]
+    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)) + "  " + row[-1] for row in [COLUMNS, *entries]]
+    return "\n".join(line.rstrip()[:width] for line in lines) + "\n"
+
+
+def remember(last: dict[str, str], line: str) -> None:
+    """An `events` line TIME NAME WHAT...: NAME's last event is "HH:MM:SS WHAT"."""
+    when, _, rest = line.partition(" ")
+    name, _, what = rest.partition(" ")
+    if name and what and name != "-" and ":" not in name:  # not server-wide, bead:, convoy:, mail:
+        last[name] = f"{when[11:19] or when} {what}"
+
+
+def top(client: Client, root: str, args) -> int:
+    if args.once:
+        sys.stdout.write(table(rows(client, root, {})))
+        return 0
+    with args.connect() as events:  # the second connection, for events alone
+        fid = events.open(_join(root, "events"), c.OREAD)  # open before the first table: no event is missed
+        screen, last, bursts = Screen(sys.stdout), {}, _follow(events, fid)
+        while True:
+            screen.show(rows(client, root, last))
+            for line in next(bursts):
+                remember(last, line)
+
+
+def _follow(events: Client, fid: int):
+    """Yields the lines of each burst of events: a thread reads them, this waits for quiet."""
+    import queue  # noqa: PLC0415 - only the following mode needs it
+
+    arrived: queue.Queue = queue.Queue()
+
+    def pump() -> None:
+        try:
+            for data in events.read_chunks(fid):
+                arrived.put(data)
+            arrived.put(ServerError("agent/events ended"))
+        except Exception as exc:  # noqa: BLE001 - handed to the main thread, which raises it
+            arrived.put(exc)
+
+    threading.Thread(target=pump, name="anvilfs-top-events", daemon=True).start()
+    pending = b""
+    while True:
+        burst = [arrived.get()]  # blocks until an event; Ctrl-C interrupts it
+        end = time.monotonic() + MOST
+        while (left := end - time.monotonic()) > 0:
+            try:
+                burst.append(arrived.get(timeout=min(QUIET, left)))
+            except queue.Empty:
+                break
+        for item in burst:
+            if isinstance(item, Exception):
+                raise item
+        *done, pending = (pending + b"".join(burst)).split(b"\n")
+        yield [line.decode(errors="replace") for line in done]
+
+
+class Screen:
+    """Where tables go: redrawn in place on a terminal, else printed when they change."""
+
+    def __init__(self, out):
+        self.out = out
+        self.terminal = out.isatty()
+        self.shown: str | None = None
+
+    def show(self, entries: list[tuple[str, ...]]) -> None:
+        if self.terminal:
+            width = _columns(self.out)
+            head = f"anvilfs top  {len(entries)} sessions  {time.strftime('%H:%M:%S')}  (Ctrl-C ends)"
+            self.out.write(f"{CLEAR}{head[:width]}\n\n{table(entries, width)}")
+        else:
+            text = table(entries)
+            if text == self.shown:
+                return
+            self.out.write(("\n" if self.shown is not None else "") + text)
+            self.shown = text
+        self.out.flush()
+
+
+def _columns(out) -> int:
+    """The terminal's width; 80 when it does not say (a new pseudo-terminal is 0 wide)."""
+    try:
+        return os.get_terminal_size(out.fileno()).columns or 80
+    except (AttributeError, ValueError, OSError):
+        return 80
+
+
+COMMANDS = {"top": top}
