@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import os
+import select
 import shlex
 import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -35,6 +37,20 @@ def test_the_unit_runs_this_anvilfs_and_never_kills_the_tmux_agents(tmp_path):
         assert check.returncode == 0, check.stderr
 
 
+def said_by(proc: subprocess.Popen, text: bytes, timeout: float) -> bytes:
+    """What the process wrote to stderr up to the line with `text`; fails after `timeout` seconds."""
+    got, deadline = b"", time.monotonic() + timeout
+    while text not in got:
+        left = deadline - time.monotonic()
+        if left <= 0 or not select.select([proc.stderr], [], [], left)[0]:
+            raise AssertionError(f"the server did not say {text!r} within {timeout} s; it said: {got!r}")
+        piece = os.read(proc.stderr.fileno(), 4096)
+        if not piece:
+            raise AssertionError(f"the server ended before it said {text!r}; it said: {got!r}")
+        got += piece
+    return got
+
+
 def test_the_units_command_serves(tmp_path):
     result = install(tmp_path, "--print")
     exec_start = next(line for line in result.stdout.splitlines() if line.startswith("ExecStart="))
@@ -44,10 +60,12 @@ def test_the_units_command_serves(tmp_path):
                             env=os.environ | {"XDG_CONFIG_HOME": str(tmp_path)}, cwd="/")
     try:
         wait_for_unix_socket(base / "ns" / "agent", timeout=30, proc=proc)
+        said = said_by(proc, b"mount: sudo mount -t 9p", timeout=30)  # the socket comes before the lines
     finally:
         proc.terminate()
         _, err = proc.communicate(timeout=30)
         shutil.rmtree(base, ignore_errors=True)
+    err = said + err
     assert proc.returncode == 0, err  # SIGTERM, as systemd stops it: a clean stop
     assert b"serving unix!" in err and b"mount: sudo mount -t 9p" in err
     assert not (tmp_path / "systemd").exists()  # --print wrote nothing
