@@ -20,7 +20,6 @@ import argparse
 import os
 import resource
 import shutil
-import signal
 import socket
 import statistics
 import subprocess
@@ -28,6 +27,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from servers import stop  # beside this file
 
 REPO = Path(__file__).resolve().parents[1]
 SCRIPT = Path(sys.executable).with_name("anvilfs")  # the pip console-script wrapper
@@ -111,12 +112,7 @@ def main() -> None:
             cpu = statistics.median(c for r in rounds for _, c in r[name]) * 1000
             print(f"{name:40} {medians:>27} {best:6.1f} {cpu:16.1f}")
     finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop(proc)
         shutil.rmtree(base, ignore_errors=True)
 
 

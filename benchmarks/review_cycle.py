@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import signal
 import statistics
 import subprocess
 import sys
@@ -28,6 +27,7 @@ import time
 from pathlib import Path
 
 import client_start  # beside this file: its server start and children's CPU time
+from servers import stop
 
 REPO = Path(__file__).resolve().parents[1]
 SCRIPTS = {"bash": ["bash", str(REPO / "scripts" / "review-cycle.sh")],
@@ -81,12 +81,7 @@ def main() -> None:
             cpu = statistics.median(c / args.rounds for _, c in times)
             print(f"{shell:8} {statistics.median(walls):21.2f} {min(walls):8.2f} {cpu:16.2f}")
     finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop(proc)
         shutil.rmtree(base, ignore_errors=True)
 
 
