@@ -8,6 +8,8 @@ from .address import AddressError, Target, dial, resolve
 from .client import Client, ConnectionLost, ServerError
 from .commands import COMMANDS, CommandError
 from .credentials import attach_aname, attach_uname
+from .protocol import ClientProtocol, Flushed, Reply
 
-__all__ = ["AddressError", "COMMANDS", "Client", "CommandError", "ConnectionLost", "ServerError", "Target",
+__all__ = ["AddressError", "COMMANDS", "Client", "ClientProtocol", "CommandError", "ConnectionLost", "Flushed", "Reply",
+           "ServerError", "Target",
            "attach_aname", "attach_uname", "dial", "resolve"]

@@ -71,7 +71,12 @@ def dial(target: Target, timeout: float = CONNECT_TIMEOUT) -> socket.socket:
             raise
         return sock
     except OSError as exc:
-        raise AddressError(f"cannot connect to {target.dial_string}: {describe_os_error(exc)}; {_hint(target)}") from None
+        raise cannot_connect(target, exc) from None
+
+
+def cannot_connect(target: Target, exc: OSError) -> AddressError:
+    """The error for a failed dial: the address, why, and what to start."""
+    return AddressError(f"cannot connect to {target.dial_string}: {describe_os_error(exc)}; {_hint(target)}")
 
 
 def describe_os_error(exc: OSError) -> str:

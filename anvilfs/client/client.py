@@ -1,52 +1,37 @@
-"""A small blocking 9P2000 client over one socket, built on the sans-IO codec.
+"""A small blocking 9P2000 client over one socket, on the sans-IO client core (protocol.py).
 
 It is what `anvilfs read|write|ls|stat|rdwr` use, and what the benchmark
-drives; requests are sent one at a time.
+drives; requests are sent one at a time. anvilfs/aioclient is the one that
+keeps many in flight.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import socket
-import struct
 
-from ..ninep import Dialect, FrameBuffer, Qid, Stat, decode, decode_stat, encode
+from ..ninep import Dialect, Qid, Stat
 from ..ninep import consts as c
 from ..ninep import messages as m
+from .errors import ConnectionLost, ServerError, lost
+from .protocol import DEFAULT_MSIZE, ClientProtocol, Reply, check, directory_entries
 
-
-class ServerError(Exception):
-    """The server answered Rerror (or Rlerror); the text is the server's."""
-
-
-class ConnectionLost(ConnectionError):
-    """The connection to the server broke or was closed by it.
-
-    Its own type, so that a caller can tell it from a BrokenPipeError of its
-    own standard output (`anvilfs read agent/events | head -1`).
-    """
-
-
-def _lost(exc: OSError | None = None) -> ConnectionLost:
-    why = f" ({exc.strerror or exc})" if exc is not None else ""
-    return ConnectionLost(f"the server closed the connection{why}")
+__all__ = ["Client", "ConnectionLost", "ServerError"]
 
 
 class Client:
-    def __init__(self, sock: socket.socket, *, msize: int = 65536 + c.IOHDRSZ, dialect: Dialect = Dialect.P2000,
+    def __init__(self, sock: socket.socket, *, msize: int = DEFAULT_MSIZE, dialect: Dialect = Dialect.P2000,
                  uname: str = "none", aname: str = ""):
         self.sock = sock
         self.dialect = dialect
-        self._frames = FrameBuffer(msize)
-        self._tag = 0
-        self._fids = iter(range(1, 1 << 31))
-        reply = self.rpc(m.Tversion(tag=c.NOTAG, msize=msize, version=dialect.value))
-        if reply.version != dialect.value:
-            raise ServerError(f"server does not speak {dialect.value} (answered {reply.version})")
-        self.msize = reply.msize
-        self._frames.max_size = self.msize
+        self.protocol = ClientProtocol(dialect, msize)
+        self._send(self.protocol.version_request())
+        check(self._reply())
         self.root = self.new_fid()
         self.rpc(m.Tattach(tag=0, fid=self.root, uname=uname, aname=aname))
+
+    @property
+    def msize(self) -> int:
+        return self.protocol.msize
 
     def close(self) -> None:
         self.sock.close()
@@ -58,39 +43,37 @@ class Client:
         self.close()
 
     def new_fid(self) -> int:
-        return next(self._fids)
+        return self.protocol.new_fid()
 
     # ------------------------------------------------------------ messages
 
-    def send(self, msg: m.Message) -> None:
+    def _send(self, data: bytes) -> None:
         try:
-            self.sock.sendall(encode(msg, self.dialect))
+            self.sock.sendall(data)
         except OSError as exc:
-            raise _lost(exc) from None
+            raise lost(exc) from None
 
-    def receive(self) -> m.Message:
-        while (frame := self._frames.next_frame()) is None:
+    def _reply(self) -> m.Message:
+        """The reply to the one request in flight."""
+        while True:
             try:
                 data = self.sock.recv(1 << 16)
             except OSError as exc:
-                raise _lost(exc) from None
+                raise lost(exc) from None
             if not data:
-                raise _lost()
-            self._frames.feed(data)
-        return decode(frame, self.dialect)
+                raise lost()
+            for event in self.protocol.receive_data(data):  # one request in flight: at most one event
+                if isinstance(event, Reply):
+                    return event.message
+
+    def exchange(self, msg: m.Message) -> m.Message:
+        """Send one request with a fresh tag and return its reply as it came (an Rerror too)."""
+        self._send(self.protocol.request(msg)[1])
+        return self._reply()
 
     def rpc(self, msg: m.Message) -> m.Message:
-        """Send one request with a fresh tag and return its reply."""
-        if not isinstance(msg, m.Tversion):
-            self._tag = (self._tag + 1) % c.NOTAG
-            msg = dataclasses.replace(msg, tag=self._tag)
-        self.send(msg)
-        reply = self.receive()
-        if isinstance(reply, m.Rerror):
-            raise ServerError(reply.ename)
-        if self.dialect.is_l and isinstance(reply, m.Rlerror):  # asking for Rlerror makes every .L class
-            raise ServerError(f"errno {reply.ecode}")
-        return reply
+        """Send one request with a fresh tag and return its reply; Rerror raises ServerError."""
+        return check(self.exchange(msg))
 
     # ------------------------------------------------------------ files
 
@@ -168,15 +151,7 @@ class Client:
 
     def list_dir(self, path: str) -> list[Stat]:
         fid = self.open(path, c.OREAD)
-        entries = []
         try:
-            for data in self.read_chunks(fid):
-                pos = 0
-                while pos < len(data):
-                    size = struct.unpack_from("<H", data, pos)[0] + 2
-                    entries.append(decode_stat(data[pos:pos + size], self.dialect))
-                    pos += size
+            return [entry for data in self.read_chunks(fid) for entry in directory_entries(data, self.dialect)]
         finally:
             self.clunk(fid)
-        return entries
-

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import errno
 import json
 import select
@@ -34,9 +33,7 @@ def connect(srv: AnvilServer, uname: str = "tester", dialect: Dialect = Dialect.
 
 def refusal(client: Client, msg: m.Message) -> tuple[int, str]:
     """The errno and text of the Rerror that `msg` must get."""
-    client._tag += 1
-    client.send(dataclasses.replace(msg, tag=client._tag))
-    reply = client.receive()
+    reply = client.exchange(msg)
     assert isinstance(reply, m.Rerror), f"{msg} was answered {reply}, not refused"
     return reply.errno, reply.ename
 

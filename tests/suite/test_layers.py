@@ -2,6 +2,7 @@
 
     ninep (no I/O, no trio)  <-  server  ->  tree  <-  fs  ->  sessions
     ninep  <-  client (blocking sockets; nothing of the server, no trio)
+    ninep, client  <-  aioclient (trio; nothing of the server)
 
 and, in a real client process, what the client commands load: a shell loop
 or an agent's hook pays for every module, once per call.
@@ -32,6 +33,7 @@ FORBIDDEN = {
     "config": {"ninep", "server", "tree", "fs", "client", "app", "sessions", "backends", "trio"},
     "fs": {"ninep", "server", "client"},
     "client": {"server", "tree", "fs", "sessions", "backends", "config", "app", "trio", "httpx", "pydantic", "tomlkit"},
+    "aioclient": {"server", "tree", "fs", "sessions", "backends", "config", "app", "httpx", "pydantic", "tomlkit"},
     "places.py": {"ninep", "server", "tree", "fs", "sessions", "backends", "config", "client", "app", "trio"},
     "mail": {"ninep", "server", "tree", "fs", "client", "app", "sessions", "beads", "backends"},
     "beads": {"ninep", "server", "tree", "fs", "client", "app", "sessions", "mail", "backends"},
@@ -80,7 +82,8 @@ def test_the_checker_sees_imports():
     assert "errors" in imported_names(PACKAGE / "tree" / "ctl.py")
 
 
-@pytest.mark.parametrize("module", ["anvilfs.ninep", "anvilfs.tree", "anvilfs.sessions", "anvilfs.server", "anvilfs.client"])
+@pytest.mark.parametrize("module", ["anvilfs.ninep", "anvilfs.tree", "anvilfs.sessions", "anvilfs.server", "anvilfs.client",
+                                    "anvilfs.aioclient"])
 def test_public_api_is_sorted_and_importable(module):
     mod = importlib.import_module(module)
     assert mod.__all__ == sorted(mod.__all__)
@@ -91,7 +94,7 @@ def test_public_api_is_sorted_and_importable(module):
 # --- what a client process loads --------------------------------------------------------
 
 HEAVY = ("trio", "httpx", "pydantic", "tomlkit", "anvilfs.server", "anvilfs.backends", "anvilfs.sessions",
-         "anvilfs.tree", "anvilfs.fs", "anvilfs.config", "anvilfs.app")
+         "anvilfs.tree", "anvilfs.fs", "anvilfs.config", "anvilfs.app", "anvilfs.aioclient")
 # Only a 9P2000.L peer or a trace needs these (anvilfs/ninep/messages/__init__.py).
 UNUSED_BY_A_9P2000_CLIENT = ("anvilfs.ninep.messages.dotl", "anvilfs.ninep.text")
 
