@@ -2,7 +2,7 @@
 
 from .command import CommandAgent, CommandBackend
 from .external import ExternalAgent, ExternalBackend
-from .openai import OpenAIAgent, OpenAIBackend
+from .openai import OpenAIBackend
 from .registry import build_backends, tmux_session_for
 from .sim import SimAgent, SimBackend
 from .tmux import TmuxAgent, TmuxBackend
@@ -21,3 +21,11 @@ __all__ = [
     "build_backends",
     "tmux_session_for",
 ]
+
+
+def __getattr__(name: str):
+    if name == "OpenAIAgent":  # loads httpx: only when asked for (openai.py)
+        from .openai_agent import OpenAIAgent  # noqa: PLC0415
+
+        return OpenAIAgent
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

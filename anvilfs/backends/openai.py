@@ -17,16 +17,10 @@ carries on where it was.
 
 from __future__ import annotations
 
-import json
 import os
 
-import httpx
-import trio
-
 from ..config.model import OpenAIBackendConfig
-from ..sessions.backend import Agent, AgentFailed, Backend, Output, SessionInfo, TurnFailed
-
-_SNIPPET = 300  # characters of a server's error body quoted in a failure
+from ..sessions.backend import Agent, Backend, SessionInfo
 
 
 class OpenAIBackend(Backend):
@@ -38,157 +32,17 @@ class OpenAIBackend(Backend):
         self.description = config.description or f"OpenAI-compatible endpoint {config.url}"
 
     def availability(self) -> str:
-        return _missing_key(self.config) or "ready"
+        return missing_key(self.config) or "ready"
 
     def agent(self, session: SessionInfo, saved: dict | None = None) -> Agent:
+        # httpx is imported here, not at the server's start (0.15 s), for a kind few configure
+        from .openai_agent import OpenAIAgent  # noqa: PLC0415
+
         return OpenAIAgent(self.name, self.config, session, saved)
 
 
-class OpenAIAgent(Agent):
-    def __init__(self, backend: str, config: OpenAIBackendConfig, session: SessionInfo, saved: dict | None = None):
-        self.backend = backend
-        self.config = config
-        self.session = session
-        self.messages = self._fresh() + _restored(saved)
-        self.url = f"{config.url}/chat/completions"
-        self._client: httpx.AsyncClient | None = None
-
-    def _fresh(self) -> list[dict]:
-        return [{"role": "system", "content": self.config.system}] if self.config.system else []
-
-    async def start(self) -> None:
-        missing = _missing_key(self.config)
-        if missing:
-            raise AgentFailed(f"backend {self.backend}: {missing}")
-
-    async def turn(self, prompt: str, output: Output) -> None:
-        model = self.session.model or self.config.model
-        if not model:
-            raise TurnFailed(f"no model: make the session with model=NAME, or set model in [backends.{self.backend}]")
-        messages = [*self.messages, {"role": "user", "content": prompt}]
-        body = {"model": model, "messages": messages, "stream": True}
-        answer = await self._post(body, output)
-        self.messages = [*messages, {"role": "assistant", "content": answer}]
-
-    async def _post(self, body: dict, output: Output) -> str:
-        try:
-            async with self._http().stream("POST", self.url, json=body, headers=self._headers()) as response:
-                if response.status_code != 200:
-                    raise TurnFailed(await _status_failure(self.url, response))
-                return await self._read_answer(response, output)
-        except httpx.TimeoutException as exc:
-            raise TurnFailed(f"{self.url}: no answer within {self.config.timeout:g}s ({type(exc).__name__})") from exc
-        except httpx.ConnectError as exc:
-            raise TurnFailed(f"cannot connect to {self.url}: {exc}") from exc
-        except httpx.HTTPError as exc:
-            raise TurnFailed(f"request to {self.url} failed: {type(exc).__name__}: {exc}") from exc
-
-    async def _read_answer(self, response: httpx.Response, output: Output) -> str:
-        """The answer's text, written to output piece by piece; TurnFailed unless [DONE] came."""
-        pieces: list[str] = []
-        try:
-            async for line in response.aiter_lines():
-                data = _data(line)
-                if data == "[DONE]":
-                    return "".join(pieces)
-                piece = _piece(self.url, data) if data is not None else ""
-                if piece:
-                    pieces.append(piece)
-                    output.write(piece)
-        except httpx.TimeoutException as exc:
-            raise TurnFailed(_dropped(self.url, pieces, f"nothing came for {self.config.timeout:g}s")) from exc
-        except httpx.TransportError as exc:
-            raise TurnFailed(_dropped(self.url, pieces, f"{type(exc).__name__}: {exc}")) from exc
-        raise TurnFailed(_dropped(self.url, pieces, "the server closed it without data: [DONE]"))
-
-    def _http(self) -> httpx.AsyncClient:
-        if self._client is None:
-            self._client = httpx.AsyncClient(timeout=self.config.timeout)
-        return self._client
-
-    def _headers(self) -> dict[str, str]:
-        missing = _missing_key(self.config)
-        if missing:
-            raise TurnFailed(f"backend {self.backend}: {missing}")
-        if not self.config.api_key_env:
-            return {}
-        return {"Authorization": f"Bearer {os.environ[self.config.api_key_env]}"}
-
-    def clear(self) -> None:
-        self.messages = self._fresh()
-
-    def saved(self) -> dict:
-        return {"messages": [dict(m) for m in self.messages if m["role"] != "system"]}
-
-    async def kill(self) -> None:
-        client, self._client = self._client, None
-        if client is not None:
-            with trio.CancelScope(shield=True):
-                await client.aclose()
-
-
-def _missing_key(config: OpenAIBackendConfig) -> str:
+def missing_key(config: OpenAIBackendConfig) -> str:
     """"" when the API key is there (or none is needed), else what to do."""
     if config.api_key_env and not os.environ.get(config.api_key_env):
         return f"missing: set ${config.api_key_env}"
     return ""
-
-
-def _restored(saved: dict | None) -> list[dict]:
-    """The user/assistant turns of a saved conversation (the system message comes from the config)."""
-    kept = []
-    for message in (saved or {}).get("messages", []):
-        if isinstance(message, dict) and message.get("role") in ("user", "assistant"):
-            if isinstance(message.get("content"), str):
-                kept.append({"role": message["role"], "content": message["content"]})
-    return kept
-
-
-async def _status_failure(url: str, response: httpx.Response) -> str:
-    await response.aread()
-    return f"{url} answered HTTP {response.status_code}: {_error_text(response)}"
-
-
-def _error_text(response: httpx.Response) -> str:
-    """The server's own error message if its body has one, else the start of the body."""
-    try:
-        body = response.json()
-    except ValueError:
-        body = None
-    text = _message(body.get("error")) if isinstance(body, dict) else ""
-    return (text or response.text).strip()[:_SNIPPET] or "(empty body)"
-
-
-def _message(error: object) -> str:
-    """An error's text: OpenAI's {"message": ...} or Ollama's plain string."""
-    if isinstance(error, dict):
-        error = error.get("message")
-    return error if isinstance(error, str) else ""
-
-
-def _dropped(url: str, pieces: list[str], why: str) -> str:
-    return f"stream dropped after {sum(map(len, pieces))} characters from {url} ({why})"
-
-
-def _data(line: str) -> str | None:
-    """The payload of an SSE `data:` line; None for comments, blank lines and other fields."""
-    if not line.startswith("data:"):
-        return None
-    return line[5:].strip()
-
-
-def _piece(url: str, data: str) -> str:
-    """The text a chat.completion.chunk adds (choices[0].delta.content); TurnFailed for an error event."""
-    try:
-        event = json.loads(data)
-    except ValueError:
-        raise TurnFailed(f"{url} sent an event that is not JSON: {data[:_SNIPPET]!r}") from None
-    if not isinstance(event, dict):
-        raise TurnFailed(f"{url} sent an event that is not a JSON object: {data[:_SNIPPET]!r}")
-    if "error" in event:
-        raise TurnFailed(f"{url} reported an error mid-answer: {_message(event['error']) or event['error']}")
-    choices = event.get("choices")
-    choice = choices[0] if isinstance(choices, list) and choices else None
-    delta = choice.get("delta") if isinstance(choice, dict) else None
-    content = delta.get("content") if isinstance(delta, dict) else None
-    return content if isinstance(content, str) else ""

@@ -16,11 +16,10 @@ or the turn record of the .toml, or in the log.
 
 from __future__ import annotations
 
-import tomllib
 from dataclasses import asdict, dataclass
 
 from ..journal import timestamp
-from ..storage import PrivateDir, tomlwrite
+from ..storage import PrivateDir, tomlread, tomlwrite
 from .session import Definition, Prompt, Session
 
 
@@ -93,7 +92,7 @@ class SessionStore:
         return sessions, problems
 
     def _load(self, name: str) -> SavedSession:
-        data = tomllib.loads(self._text(f"{name}.toml"))
+        data = tomlread.loads(self._text(f"{name}.toml"))
         status = data.get("status", {})
         turn = data.get("turn")
         return SavedSession(

@@ -1,6 +1,7 @@
 """A directory of objects, one TOML file each, that people may read and annotate by hand.
 
-Files are read with tomllib (fast: thousands at start). A change is written
+Files are read with tomlread (what the server wrote through json, anything else
+through tomllib: thousands at start). A change is written
 atomically and fsynced before it returns. What the fast writer wrote is
 remembered by its bytes: while the file is still exactly that, the next
 change is written the fast way too; once a person has edited it (a comment,
@@ -16,7 +17,7 @@ import tomllib
 
 import tomlkit
 
-from . import tomlwrite
+from . import tomlread, tomlwrite
 from .private import PrivateDir, StorageError
 
 
@@ -42,7 +43,7 @@ class TomlObjects:
             object_id = name.removesuffix(".toml")
             try:
                 raw = self.dir.read(name) or b""  # a link or another user's file is refused: broken, not fatal
-                found[object_id] = tomllib.loads(raw.decode())[self.table]
+                found[object_id] = tomlread.loads(raw.decode())[self.table]
             except (StorageError, tomllib.TOMLDecodeError, UnicodeDecodeError, KeyError, TypeError) as exc:
                 broken[object_id] = _why(exc, self.table)
                 continue

@@ -4,7 +4,8 @@ tomlkit keeps comments and layout, which matters for files people edit
 (the configuration); it costs ~3 ms per session save, which matters here.
 Session files are written by the server alone, so this plain writer does:
 tables of scalars, lists and inline tables, and arrays of tables. Reading
-them back uses the standard library's tomllib.
+them back is tomlread.py's job (the standard library's tomllib for what a
+person has edited).
 """
 
 from __future__ import annotations

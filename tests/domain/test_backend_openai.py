@@ -11,7 +11,8 @@ import pytest
 import tomlkit
 import trio
 
-from anvilfs.backends.openai import OpenAIAgent, OpenAIBackend
+from anvilfs.backends.openai import OpenAIBackend
+from anvilfs.backends.openai_agent import OpenAIAgent
 from anvilfs.config.model import OpenAIBackendConfig
 from anvilfs.sessions.backend import AgentFailed, SessionInfo, TurnFailed
 from harness.fakes import FakeOpenAI, fake_openai_server

@@ -196,3 +196,11 @@ print("ok")
 def test_a_9p2000L_message_decodes_before_its_class_is_made() -> None:
     r = subprocess.run([sys.executable, "-c", DECODE_A_DOTL_MESSAGE_FIRST], capture_output=True, text=True, timeout=30)
     assert (r.returncode, r.stdout) == (0, "ok\n"), r.stderr
+
+
+def test_a_server_loads_httpx_only_for_an_openai_agent() -> None:
+    """Every restart pays for what `serve` imports; httpx (0.15 s) serves one backend kind, when configured."""
+    code = ("import sys; import anvilfs.server.serve, anvilfs.app; print('httpx' in sys.modules);"
+            "from anvilfs.backends import OpenAIAgent; print('httpx' in sys.modules)")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert r.stdout.split() == ["False", "True"], (r.stdout, r.stderr)

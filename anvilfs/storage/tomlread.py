@@ -1,0 +1,105 @@
+"""Read the TOML files the server writes, quickly; anything else goes to tomllib.
+
+A restart reads every session, bead and convoy file, and tomllib (pure
+Python) takes about a millisecond for each: a second for 1,000 sessions.
+What tomlwrite.py writes is a small subset of TOML in which every value is
+also JSON (its strings are JSON strings, its lists JSON arrays, true/false
+and numbers alike), so those lines are read with the json module, in C.
+
+The fast path only ever accepts a line it understands fully: a comment, a
+`[table]`, an `[[array of tables]]`, or `bare_key = JSON value` where the
+value is one TOML would read the same way. A line it does not (an inline
+table, a date, a comment after a value, a quoted key, a duplicate: what
+people write when they edit a file) sends the whole text to tomllib, which
+decides, and whose errors are the ones callers see.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import tomllib
+
+_KEY_VALUE = re.compile(r"([A-Za-z0-9_-]+) = (.+)\Z")
+_TABLE = re.compile(r"\[([A-Za-z0-9_-]+)\]\Z")
+_ARRAY_TABLE = re.compile(r"\[\[([A-Za-z0-9_-]+)\]\]\Z")
+
+
+class _NotOurs(Exception):
+    """A line outside the subset tomlwrite writes: tomllib reads the text."""
+
+
+def loads(text: str) -> dict:
+    """The document, as tomllib.loads gives it; raises tomllib.TOMLDecodeError for text that is not TOML."""
+    try:
+        return _loads_written(text)
+    except _NotOurs:
+        return tomllib.loads(text)
+
+
+def _loads_written(text: str) -> dict:
+    document: dict = {}
+    table = document
+    for line in text.split("\n"):
+        if not line or line[0] == "#":
+            continue
+        if line[0] == "[":
+            table = _open_table(document, line)
+            continue
+        found = _KEY_VALUE.match(line)
+        if found is None or found[1] in table:
+            raise _NotOurs
+        table[found[1]] = _value(found[2])
+    return document
+
+
+def _open_table(document: dict, line: str) -> dict:
+    if (found := _ARRAY_TABLE.match(line)) is not None:
+        tables = document.setdefault(found[1], [])
+        if not isinstance(tables, list) or (tables and not isinstance(tables[0], dict)):
+            raise _NotOurs
+        tables.append({})
+        return tables[-1]
+    found = _TABLE.match(line)
+    if found is None or found[1] in document:
+        raise _NotOurs
+    document[found[1]] = {}
+    return document[found[1]]
+
+
+def _value(raw: str):
+    if raw[0] == "{" or "\\/" in raw:  # inline tables are not JSON; \/ is a JSON escape TOML lacks
+        raise _NotOurs
+    try:
+        value = json.loads(raw, parse_constant=_refuse)
+    except ValueError:
+        raise _NotOurs from None
+    if not _is_toml(value) or ("\\u" in raw and not _no_surrogates(value)):
+        raise _NotOurs
+    return value
+
+
+def _refuse(_: str):
+    raise _NotOurs  # NaN and Infinity are JSON extensions; TOML spells them otherwise
+
+
+def _is_toml(value) -> bool:
+    """JSON's null and objects have no place in this subset; nor have non-finite floats."""
+    if isinstance(value, list):
+        return all(_is_toml(item) for item in value)
+    if isinstance(value, float):
+        return math.isfinite(value)
+    return isinstance(value, str | int)  # bool is an int
+
+
+def _no_surrogates(value) -> bool:
+    """JSON lets \\ud800 stand alone; TOML wants Unicode scalar values."""
+    if isinstance(value, list):
+        return all(_no_surrogates(item) for item in value)
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return False
+    return True
