@@ -17,6 +17,7 @@ decides, and whose errors are the ones callers see.
 from __future__ import annotations
 
 import json
+import json.scanner
 import math
 import re
 import tomllib
@@ -72,9 +73,11 @@ def _value(raw: str):
     if raw[0] == "{" or "\\/" in raw:  # inline tables are not JSON; \/ is a JSON escape TOML lacks
         raise _NotOurs
     try:
-        value = json.loads(raw, parse_constant=_refuse)
-    except ValueError:
+        value, end = _SCAN(raw, 0)  # the json module's own C scanner, without json.loads' wrapping per call
+    except (StopIteration, ValueError):
         raise _NotOurs from None
+    if end != len(raw):  # more after the value: a comment, a second value
+        raise _NotOurs
     if not _is_toml(value) or ("\\u" in raw and not _no_surrogates(value)):
         raise _NotOurs
     return value
@@ -82,6 +85,9 @@ def _value(raw: str):
 
 def _refuse(_: str):
     raise _NotOurs  # NaN and Infinity are JSON extensions; TOML spells them otherwise
+
+
+_SCAN = json.scanner.make_scanner(json.JSONDecoder(parse_constant=_refuse))
 
 
 def _is_toml(value) -> bool:
