@@ -25,6 +25,10 @@ import tomllib
 _KEY_VALUE = re.compile(r"([A-Za-z0-9_-]+) = (.+)\Z")
 _TABLE = re.compile(r"\[([A-Za-z0-9_-]+)\]\Z")
 _ARRAY_TABLE = re.compile(r"\[\[([A-Za-z0-9_-]+)\]\]\Z")
+# What tomlwrite never writes and where JSON and TOML part ways: a carriage return, a control
+# character (raw, even in a comment; tab aside), a surrogate escape (JSON joins a pair into one
+# character, TOML refuses each). Text with any of them goes to tomllib whole.
+_UNSURE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]|\\u[dD][89a-fA-F]")
 
 
 class _NotOurs(Exception):
@@ -33,20 +37,23 @@ class _NotOurs(Exception):
 
 def loads(text: str) -> dict:
     """The document, as tomllib.loads gives it; raises tomllib.TOMLDecodeError for text that is not TOML."""
-    try:
-        return _loads_written(text)
-    except _NotOurs:
-        return tomllib.loads(text)
+    if _UNSURE.search(text) is None:
+        try:
+            return _loads_written(text)
+        except _NotOurs:
+            pass
+    return tomllib.loads(text)
 
 
 def _loads_written(text: str) -> dict:
     document: dict = {}
+    made: set[int] = set()  # the arrays of tables this reader made (not `a = []` from a value line)
     table = document
     for line in text.split("\n"):
         if not line or line[0] == "#":
             continue
         if line[0] == "[":
-            table = _open_table(document, line)
+            table = _open_table(document, line, made)
             continue
         found = _KEY_VALUE.match(line)
         if found is None or found[1] in table:
@@ -55,10 +62,13 @@ def _loads_written(text: str) -> dict:
     return document
 
 
-def _open_table(document: dict, line: str) -> dict:
+def _open_table(document: dict, line: str, made: set[int]) -> dict:
     if (found := _ARRAY_TABLE.match(line)) is not None:
-        tables = document.setdefault(found[1], [])
-        if not isinstance(tables, list) or (tables and not isinstance(tables[0], dict)):
+        tables = document.get(found[1])
+        if tables is None:
+            tables = document[found[1]] = []
+            made.add(id(tables))
+        elif id(tables) not in made:  # a key's value, which TOML does not let a table header extend
             raise _NotOurs
         tables.append({})
         return tables[-1]
@@ -78,7 +88,7 @@ def _value(raw: str):
         raise _NotOurs from None
     if end != len(raw):  # more after the value: a comment, a second value
         raise _NotOurs
-    if not _is_toml(value) or ("\\u" in raw and not _no_surrogates(value)):
+    if not _is_toml(value):
         raise _NotOurs
     return value
 
@@ -97,15 +107,3 @@ def _is_toml(value) -> bool:
     if isinstance(value, float):
         return math.isfinite(value)
     return isinstance(value, str | int)  # bool is an int
-
-
-def _no_surrogates(value) -> bool:
-    """JSON lets \\ud800 stand alone; TOML wants Unicode scalar values."""
-    if isinstance(value, list):
-        return all(_no_surrogates(item) for item in value)
-    if isinstance(value, str):
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:
-            return False
-    return True

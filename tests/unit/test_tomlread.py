@@ -69,6 +69,12 @@ BROKEN = [
     'a = null\n',
     'a = [{"b": 1}]\n',
     'x\n',
+    # found in review: JSON and TOML part ways
+    'a = "\\ud83d\\ude00"\n',  # a surrogate pair as escapes: JSON joins it, TOML refuses each
+    'a = "\x7f"\n',  # a raw DEL
+    'a = 1\r',  # a bare carriage return
+    '# \x01\n',  # a control character in a comment
+    'a = []\n[[a]]\nb = 1\n',  # a table header may not extend a key's array
 ]
 
 
