@@ -24,7 +24,9 @@ except ImportError:  # pragma: no cover - a trio without it: the public statisti
 
 
 def _others_ready() -> bool:
-    """Another task is ready to run (a blocked read that a request woke, another connection)."""
+    """A task is waiting for the next scheduler pass (a blocked read this connection's request woke, a
+    connection whose data came). Tasks already in the pass being run are not in the queue: the bound
+    of EAGER_READS is what keeps them from waiting long."""
     runq = getattr(getattr(_RUN_CONTEXT, "runner", None), "runq", None)
     if runq is None:  # trio's internals moved: the public way, which builds a record each call
         return trio.lowlevel.current_statistics().tasks_runnable > 0
@@ -55,9 +57,9 @@ class SocketTransport(StreamTransport):
         # Read first: after a reply, a client on the same CPU has usually sent
         # its next request already, and a read that finds it costs one system
         # call where a wait costs an epoll re-arm and a scheduler pass. Only
-        # while no other task waits to run (a blocked read this client's
-        # request woke, another busy connection), and only so many in a row:
-        # others are served first, and a wake-up is not delayed.
+        # while no task waits for the next pass (a blocked read this client's
+        # request woke), and only so many in a row, so that others are not
+        # kept waiting for long.
         if self._eager < EAGER_READS and not _others_ready():
             try:
                 data = os.read(self.fd, RECEIVE_SIZE)

@@ -9,6 +9,7 @@ from anvilfs.server import transport
 
 async def test_it_sees_a_task_ready_to_run_through_trios_run_queue():
     assert transport._RUN_CONTEXT is not None, "trio moved GLOBAL_RUN_CONTEXT: the slow public fallback is in use"
+    await trio.testing.wait_all_tasks_blocked()  # whatever the test runner started has run
     assert not transport._others_ready()
     event = trio.Event()
     async with trio.open_nursery() as nursery:
