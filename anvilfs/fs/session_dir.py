@@ -60,7 +60,8 @@ def _owner_files(sessions: Sessions, session: Session) -> list[Node]:
         CollectFile(
             "out", f"{key}/out", render=lambda: session.out,
             check=lambda size, caller: owners.check_answer(name, size),
-            submit=lambda data, caller: owners.answer(name, decoded_text(data, "answer")),
+            belongs_to=lambda: session.turn,  # the answer is the running turn's at its first write, or no turn's
+            submit=lambda data, caller, turn: owners.answer(name, decoded_text(data, "answer"), turn),
             abandoned=lambda data, caller: sessions.events.append(
                 f"{name} answer of {len(data)} bytes from {caller.uname} abandoned: the connection closed before the file was closed"),
             ignored=lambda caller: sessions.events.append(

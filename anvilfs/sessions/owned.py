@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import Busy, InvalidRequest, LimitExceeded
 from ..journal import has_line_breakers, one_line
-from .session import Prompt, Session
+from .session import Prompt, Session, Turn
 from .states import Event, IllegalTransition, State
 
 if TYPE_CHECKING:
@@ -113,10 +113,14 @@ class Owners:
             raise Busy(f"out: begin a turn first (write 'running' to status, or read next): out takes the answer "
                        f"of the running turn, and {name} is {session.status_line()}")
 
-    def answer(self, name: str, text: str) -> None:
-        """The bytes of one open of `out`: the running turn's answer; the turn ends (await) with it."""
+    def answer(self, name: str, text: str, turn: Turn | None = None) -> None:
+        """The bytes of one open of `out`: the answer of the turn running when they began (`turn`, if
+        given), which ends (await) with it; refused if that turn is over, even if another runs now."""
         self.check_answer(name, len(text.encode()))
         session = self.sessions.get(name)
+        if turn is not None and (session.turn is not turn or turn.done):
+            raise Busy(f"out: this answer was begun in turn {turn.number}, which has ended; write the answer of "
+                       f"turn {session.turn.number if session.turn else '?'} on a new open of out")
         session.turn.write(text)
         session.end_turn(Event.TURN_DONE)
         self.sessions._save_answered(session)  # the log and out first, then the .toml

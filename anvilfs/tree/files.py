@@ -141,7 +141,7 @@ class CollectFile(File):
     writer meant something, where an open and close alone stay silent.
     """
 
-    __slots__ = ("check", "submit", "abandoned", "ignored", "snapshots")
+    __slots__ = ("check", "submit", "abandoned", "ignored", "snapshots", "belongs_to")
 
     def __init__(
         self,
@@ -153,9 +153,13 @@ class CollectFile(File):
         abandoned: Callable[[bytes, Caller], None],
         ignored: Callable[[Caller], None] | None = None,
         render: Callable[[], str] | None = None,
+        belongs_to: Callable[[], object] | None = None,
     ):
         super().__init__(name, key, READ_WRITE if render else WRITE_ONLY)
         self.check, self.submit, self.abandoned, self.ignored = check, submit, abandoned, ignored
+        # what the bytes of an open belong to, taken at its first write and handed to submit as a
+        # third argument (an answer's turn: the turn may end, and another begin, before the clunk)
+        self.belongs_to = belongs_to
         # what a read gives, for a field that writes replace (a bead's result); write-only without it
         self.snapshots = SnapshotSource(render) if render else SnapshotSource(_write_only)
 
@@ -179,6 +183,7 @@ class _CollectHandle(SnapshotReads):
         self._utf8 = Utf8Check(file.name)
         self._base: int | None = None  # the offset of the first write: where this open's bytes begin
         self._wrote = False  # a Twrite was accepted, even one of 0 bytes
+        self._taken_for: object = None  # file.belongs_to() at the first accepted write
 
     def write(self, offset: int, data: bytes) -> int:
         new = self._new_part(offset, data)
@@ -186,6 +191,7 @@ class _CollectHandle(SnapshotReads):
         self._utf8.feed(new, len(self._buf))  # refused at this write, not lost at clunk
         if self._base is None:
             self._base = offset  # only once the first write is taken: a refused one changes nothing
+            self._taken_for = self._file.belongs_to() if self._file.belongs_to is not None else None
         self._buf += new
         self._wrote = True
         return len(data)
@@ -223,7 +229,9 @@ class _CollectHandle(SnapshotReads):
 
     def clunk(self) -> None:
         super().clunk()
-        if self._buf:
+        if self._buf and self._file.belongs_to is not None:
+            self._file.submit(bytes(self._buf), self._caller, self._taken_for)
+        elif self._buf:
             self._file.submit(bytes(self._buf), self._caller)
         elif self._wrote and self._file.ignored is not None:
             self._file.ignored(self._caller)

@@ -225,3 +225,25 @@ def test_an_external_session_survives_a_server_sigkill_as_it_was(place):
             assert "exited" not in read(owner, "list")
     finally:
         again.stop()
+
+
+def test_an_answer_begun_in_one_turn_is_not_taken_for_the_next(anvil_server):
+    """Found in review: the turn ended (interrupted) and another began before the answer's clunk."""
+    srv = anvil_server
+    events = Events(srv)
+    with connect(srv, "cond") as owner, connect(srv, "glenda") as other:
+        new_conductor(owner)
+        write(other, "review1/in", "prompt one\n")
+        write(other, "review1/in", "prompt two\n")
+        assert read(owner, "review1/next") == "prompt one\n"  # turn 1 begins
+        answer = owner.open("review1/out", c.OWRITE)
+        owner.write_chunk(answer, 0, b"the answer to prompt one\n")
+        write(other, "review1/ctl", "interrupt")  # turn 1 ends
+        events.until(" review1 await interrupted\n")
+        assert read(owner, "review1/next") == "prompt two\n"  # turn 2 begins
+        with pytest.raises(ServerError, match="begun in turn 1, which has ended"):
+            owner.clunk(answer)
+        assert "the answer to prompt one" not in read(owner, "review1/log")
+        assert read(owner, "review1/status").startswith("running")  # turn 2 is still the owner's to answer
+        write(owner, "review1/out", "the answer to prompt two\n")
+        assert read(owner, "review1/out") == "the answer to prompt two\n"
