@@ -40,13 +40,19 @@ async def _new(engine: Engine, step: BeadStep, key: str, rounds: tuple[int, ...]
     access, line = engine.access, engine.marker(step.id, rounds)
     uncertain = engine.journal.pending(key) is not None
     engine.journal.begin(key, {"title": step.title})
-    bead = await _made(engine, step.title, line) if uncertain else None
-    if bead is None:
-        deps = [engine.beads.get(d, d) for d in step.depends_on]
-        words = ["new", step.title, step.role, line, *deps]
-        bead = await access.ctl("beads/ctl", " ".join(map(quote, words)))
-        if not bead or " " in bead:
-            raise StepFailed(f"bead new {step.title!r}: the server answered {bead!r}, not an id")
+    deps = [engine.beads.get(d, d) for d in step.depends_on]
+    command = " ".join(map(quote, ["new", step.title, step.role, line, *deps]))
+
+    async def attempt() -> str:
+        nonlocal uncertain
+        if uncertain and (made := await _made(engine, step.title, line)) is not None:
+            return made
+        uncertain = True  # from here on, a broken call (the server saved it, the answer was lost) leaves it unknown
+        return await access.tree.ctl("beads/ctl", command)
+
+    bead = await access.retry(f"beads/ctl: {command}", attempt)
+    if not bead or " " in bead:
+        raise StepFailed(f"bead new {step.title!r}: the server answered {bead!r}, not an id")
     text = f"{line}\n{await engine.render(step.description, rounds)}"
     await access.retry(f"beads/{bead}/description", lambda: access.tree.write(f"beads/{bead}/description", text.encode()))
     access.say(f"{step.id}: bead {bead}")
@@ -100,12 +106,18 @@ async def _mail(engine: Engine, step: MailStep, key: str, rounds: tuple[int, ...
     uncertain = engine.journal.pending(key) is not None
     if not uncertain:
         engine.journal.begin(key, {"to": step.to})
-    elif (found := await _sent(engine, step, line)) is not None:
-        return {"mail": found}
     body = await engine.render(step.body, rounds)
     message = {"to": step.to, "type": step.type, "subject": step.subject,
                "body": f"{body}\n{line}" if body else line}
-    answer = await access.ctl(f"{step.sender}/mail", json.dumps(message))
+
+    async def attempt() -> str:
+        nonlocal uncertain
+        if uncertain and (found := await _sent(engine, step, line)) is not None:
+            return found
+        uncertain = True  # from here on, a broken call (delivered, the answer lost) leaves it unknown
+        return await access.tree.ctl(f"{step.sender}/mail", json.dumps(message))
+
+    answer = await access.retry(f"mail {step.id} to {step.to}", attempt)
     if not answer.isdigit():
         raise StepFailed(f"mail {step.id}: {answer}")
     return {"mail": answer}
