@@ -34,6 +34,7 @@ class JournalError(Exception):
 class Journal:
     def __init__(self, path: Path, data: dict[str, Any], lock_fd: int):
         self.path, self.data, self._lock_fd = path, data, lock_fd
+        self.resumed_from: dict | None = None
 
     @classmethod
     def open(cls, state_dir: Path, name: str, digest: str, *, run: str | None = None, again: bool = False) -> Journal:
@@ -53,6 +54,7 @@ class Journal:
             data = {"version": VERSION, "name": name, "digest": digest, "run": run or secrets.token_hex(3),
                     "done": {}, "pending": {}, "finished": None}
         journal = cls(path, data, lock_fd)
+        journal.resumed_from = data.pop("halted", None)  # a stop or interrupt before: this run goes on
         journal._save("start")
         return journal
 
@@ -89,6 +91,15 @@ class Journal:
         self.data["done"][key] = result
         if not lazy:
             self._save(f"done {key}")
+
+    def halt(self, outcome: str, why: str) -> None:
+        """Stopped or interrupted from outside: the run is not over, and `run` again resumes it."""
+        self.data["halted"] = {"outcome": outcome, "why": why}
+        self._save(f"halt {outcome}")
+
+    @property
+    def halted(self) -> dict | None:
+        return self.data.get("halted")
 
     def end(self, outcome: str, why: str) -> None:
         self.data["finished"] = {"outcome": outcome, "why": why}
