@@ -14,7 +14,8 @@ from .engine import Engine
 from .journal import Journal, JournalError
 from .loading import WorkflowError, load
 from .report import SessionReporter
-from .tree import MountTree, NinePTree, Unavailable
+from .ninetree import NinePTree
+from .tree import MountTree, Unavailable
 
 EPILOG = """examples:
   anvilfs-conductor check conductor/examples/review.toml
@@ -28,6 +29,11 @@ on its ctl halts it.
 exit status: 0 done, 1 failed, 2 a bad workflow, record or session, 3 stopped, 4 interrupted."""
 
 EXIT = {"done": 0, "failed": 1, "refused": 2, "stopped": 3, "interrupted": 4}
+
+
+async def _run(tree, engine: Engine) -> tuple[str, str]:
+    async with tree:
+        return await engine.run()
 
 
 def default_state() -> Path:
@@ -93,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
         reporter = None if session is None else SessionReporter(
             access, session, loaded.path.parent.resolve(), loaded.workflow.name, journal.run)
         engine = Engine(loaded.workflow, loaded.path.parent, access, journal, reporter)
-        outcome, why = trio.run(engine.run)
+        outcome, why = trio.run(_run, tree, engine)
     except KeyboardInterrupt:
         return 130
     finally:
