@@ -9,7 +9,6 @@ step. The test releases the gate by writing a line into the fifo.
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import tempfile
@@ -20,6 +19,7 @@ from pathlib import Path
 from anvilfs.client import ConnectionLost
 from anvilfs.ninep import consts as c
 from anvilfs.ninep import messages as m
+from conductor.journal import read_record
 from harness.server import REPO_ROOT
 from review_cycle import RUN, conductor_argv, connect, prompts, review_server
 
@@ -124,7 +124,7 @@ def unblock(base: Path) -> None:
 
 
 def record(state: Path) -> dict:
-    return json.loads((state / "held.json").read_text())
+    return read_record(state, "held")
 
 
 def test_others_see_the_progress_and_wait_on_the_conductor_until_its_summary() -> None:
