@@ -102,7 +102,10 @@ class Engine:
         if self.journal.is_done(key):
             return self._replayed(step, key)
         self.control.check()
-        self.reporter.update(step.id, rounds)
+        if isinstance(step, WaitStep | GateStep):
+            # what others read is the step it waits in; the steps between two waits take milliseconds, and
+            # a status write among their requests would only delay them
+            self.reporter.update(step.id, rounds)
         self.access.say(f"{key}: {step.kind}")
         if isinstance(step, PromptStep):
             await self.prompt(step, key, rounds)

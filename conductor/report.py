@@ -9,10 +9,12 @@
               file's directory). A session of that name on another backend is
               an error; a stopped one refuses the run (restart it first).
     progress  `status` is `running workflow=W step=S round=R` as each step
-              begins. A task of its own writes it, the latest detail winning,
-              so the writes are off the path from a session's await to the
-              next prompt; writing the same words again changes nothing, so
-              a restarted conductor simply writes them again.
+              that waits (a wait, a gate) begins: what others read is what
+              the conductor waits on. A task of its own writes it, the
+              latest detail winning, while the waits' reads are out; the
+              steps between two waits (checks, prompts) send no status
+              write among their requests. The same words written again
+              change nothing, so a restarted conductor writes them again.
     end       done: the summary to `out` (the turn ends in `await`, which is
               what `read NAME/wait` of another conductor returns); failed:
               `error WHY`. Done again after a restart only if not done yet.
