@@ -27,20 +27,12 @@ class StepFailed(Exception):
     """The workflow cannot go on; the text says why (it ends the run as failed)."""
 
 
-async def each(items, fn, *, at_once: int | None = None) -> None:
-    """fn(item) for each item, all at once or `at_once` at a time; a StepFailed among them is raised as itself."""
-    limiter = trio.CapacityLimiter(at_once) if at_once else None
-
-    async def one(item) -> None:
-        if limiter is None:
-            return await fn(item)
-        async with limiter:
-            await fn(item)
-
+async def each(items, fn) -> None:
+    """fn(item) for each item at once; a StepFailed among them is raised as itself, not in a group."""
     try:
         async with trio.open_nursery() as nursery:
             for item in items:
-                nursery.start_soon(one, item)
+                nursery.start_soon(fn, item)
     except BaseExceptionGroup as group:
         failed, rest = group.split(StepFailed)
         if failed is None or rest is not None:
