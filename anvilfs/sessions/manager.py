@@ -295,7 +295,10 @@ class Sessions:
         self._cancel_runner(name)
         session.move(Event.RESTART)
         session.agent = session.backend.agent(self.info(session.definition), session.agent.saved())
-        self._start_runner(session)
+        owner_driven = session.backend.owner_driven
+        if owner_driven:  # nothing to start: idle before `restart` is answered, as after `new`, so its owner goes on
+            session.move(Event.STARTED)
+        self._start_runner(session, adopted=owner_driven)
 
     def clear(self, name: str) -> None:
         session = self.get(name)
