@@ -123,6 +123,29 @@ def unblock(base: Path) -> None:
         pass  # no gate reads it
 
 
+def halted_at_round_1(srv, other, events: Events, base: Path, path: Path, state: Path, ctl: bytes) -> tuple:
+    """Start the conductor, write `ctl` to its session's ctl while the gate of round 1 holds; how it ended."""
+    proc = start(srv, path, state)
+    try:
+        events.until(shown(1))
+        other.write_file("conductor-held/ctl", ctl)
+        return ended(proc, base)
+    finally:
+        proc.kill()
+
+
+def through_both_rounds(srv, events: Events, base: Path, path: Path, state: Path) -> tuple:
+    """Start the conductor and release the gate of each round; how it ended."""
+    proc = start(srv, path, state)
+    try:
+        for round_ in (1, 2):
+            events.until(shown(round_))
+            release(base)
+        return ended(proc, base)
+    finally:
+        proc.kill()
+
+
 def record(state: Path) -> dict:
     return read_record(state, "held")
 
@@ -159,13 +182,7 @@ def test_a_stop_on_its_ctl_stops_the_run_until_a_restart_and_a_run_again() -> No
     base = Path(tempfile.mkdtemp(prefix="cond."))
     with review_server(base) as srv, connect(srv) as other:
         events, path, state = Events(srv), workflow(base), base / "state"
-        proc = start(srv, path, state)
-        try:
-            events.until(shown(1))
-            other.write_file("conductor-held/ctl", b"stop\n")
-            status, out, err = ended(proc, base)
-        finally:
-            proc.kill()
+        status, out, err = halted_at_round_1(srv, other, events, base, path, state, b"stop\n")
         assert status == 3 and out.startswith("stopped: stop through conductor-held/ctl"), f"{out}{err}"
         assert record(state)["halted"]["outcome"] == "stopped" and record(state)["finished"] is None
         assert prompts(srv, ["a"]) == {"a": [f"{HEAD} 1 step ask]"]}, "a prompt went out after the stop"
@@ -174,15 +191,7 @@ def test_a_stop_on_its_ctl_stops_the_run_until_a_restart_and_a_run_again() -> No
                                  timeout=TIMEOUT)
         assert refused.returncode == 3 and "write restart to conductor-held/ctl" in refused.stdout, refused
         other.write_file("conductor-held/ctl", b"restart\n")
-        proc = start(srv, path, state)  # resumes: the gate of round 1 again, then round 2
-        try:
-            events.until(shown(1))
-            release(base)
-            events.until(shown(2))
-            release(base)
-            status, out, err = ended(proc, base)
-        finally:
-            proc.kill()
+        status, out, err = through_both_rounds(srv, events, base, path, state)  # the gate of round 1 again
         assert status == 0 and out.startswith("done:"), f"{out}{err}"
         assert "resuming a run that was stopped" in err, err
         assert prompts(srv, ["a"]) == {"a": [f"{HEAD} 1 step ask]", f"{HEAD} 2 step ask]"]}
@@ -193,25 +202,11 @@ def test_an_interrupt_abandons_the_step_it_waits_on_and_a_run_again_does_it_agai
     base = Path(tempfile.mkdtemp(prefix="cond."))
     with review_server(base) as srv, connect(srv) as other:
         events, path, state = Events(srv), workflow(base), base / "state"
-        proc = start(srv, path, state)
-        try:
-            events.until(shown(1))
-            other.write_file("conductor-held/ctl", b"interrupt\n")
-            status, out, err = ended(proc, base)
-        finally:
-            proc.kill()
+        status, out, err = halted_at_round_1(srv, other, events, base, path, state, b"interrupt\n")
         assert status == 4 and out.startswith("interrupted: interrupt through conductor-held/ctl"), f"{out}{err}"
         assert record(state)["halted"]["outcome"] == "interrupted" and "hold@1" not in record(state)["done"]
         assert other.read_file("conductor-held/status") == b"await interrupted\n"
-        proc = start(srv, path, state)  # no restart needed: the gate of round 1 is run again
-        try:
-            events.until(shown(1))
-            release(base)
-            events.until(shown(2))
-            release(base)
-            status, out, err = ended(proc, base)
-        finally:
-            proc.kill()
+        status, out, err = through_both_rounds(srv, events, base, path, state)  # no restart needed
         assert status == 0 and out.startswith("done:"), f"{out}{err}"
         assert prompts(srv, ["a"]) == {"a": [f"{HEAD} 1 step ask]", f"{HEAD} 2 step ask]"]}
         log = other.read_file("conductor-held/log").decode()
