@@ -13,14 +13,27 @@ from .access import Access
 from .engine import Engine
 from .journal import Journal, JournalError
 from .loading import WorkflowError, load
-from .tree import MountTree, NinePTree, Unavailable
+from .report import SessionReporter
+from .ninetree import NinePTree
+from .tree import MountTree, Unavailable
 
 EPILOG = """examples:
   anvilfs-conductor check conductor/examples/review.toml
   anvilfs-conductor run conductor/examples/review.toml              # unix!$NAMESPACE/agent
   anvilfs-conductor run -a unix!/tmp/ns.me.:0/agent review.toml
   anvilfs-conductor run --mount /mnt/agent --poll 1 review.toml
-Killed and run again with the same --state and --name, it resumes where it was."""
+Killed and run again with the same --state and --name, it resumes where it was.
+It shows itself as session conductor-NAME (kind external; --session to choose):
+`anvilfs read agent/conductor-review/status` or `.../wait`; `stop` or `interrupt`
+on its ctl halts it.
+exit status: 0 done, 1 failed, 2 a bad workflow, record or session, 3 stopped, 4 interrupted."""
+
+EXIT = {"done": 0, "failed": 1, "refused": 2, "stopped": 3, "interrupted": 4}
+
+
+async def _run(tree, engine: Engine) -> tuple[str, str]:
+    async with tree:
+        return await engine.run()
 
 
 def default_state() -> Path:
@@ -45,6 +58,10 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("--run", dest="run_id", help="the run id in the prompts' first lines (default: made up)")
     run.add_argument("--again", action="store_true", help="start a new run even if one is finished or was begun")
     run.add_argument("--poll", type=float, metavar="SECONDS", help="poll status every SECONDS instead of blocking")
+    shown = run.add_mutually_exclusive_group()
+    shown.add_argument("--session", metavar="NAME",
+                       help="the session (kind external) it shows itself as (default: conductor-NAME, NAME its --name)")
+    shown.add_argument("--no-session", action="store_true", help="show itself in no session")
     run.add_argument("--retry-for", type=float, default=300, metavar="SECONDS",
                      help="how long to keep trying an unavailable server (default: %(default)s)")
     return p
@@ -63,20 +80,29 @@ def main(argv: list[str] | None = None) -> int:
     if args.poll is not None and args.poll <= 0:
         print("anvilfs-conductor: --poll needs a positive number of seconds", file=sys.stderr)
         return 2
+    name = args.name or loaded.workflow.name
+    session = None if args.no_session else (args.session or f"conductor-{name}")
+    if session in loaded.workflow.sessions:
+        print(f"anvilfs-conductor: the conductor's own session would be {session!r}, which the workflow declares "
+              "as one of its sessions: give --session OTHER (or --name OTHER)", file=sys.stderr)
+        return 2
     try:
         tree = MountTree(args.mount) if args.mount else NinePTree(args.address)
-        journal = Journal.open(args.state, args.name or loaded.workflow.name, loaded.digest,
-                               run=args.run_id, again=args.again)
+        journal = Journal.open(args.state, name, loaded.digest, run=args.run_id, again=args.again)
     except (Unavailable, JournalError) as exc:
         print(f"anvilfs-conductor: {exc}", file=sys.stderr)
         return 2
     try:
         access = Access(tree, poll=args.poll, retry_for=args.retry_for)
-        engine = Engine(loaded.workflow, loaded.path.parent, access, journal)
-        outcome, why = trio.run(engine.run)
+        if journal.resumed_from:
+            access.say(f"resuming a run that was {journal.resumed_from['outcome']}: {journal.resumed_from['why']}")
+        reporter = None if session is None else SessionReporter(
+            access, session, loaded.path.parent.resolve(), loaded.workflow.name, journal.run)
+        engine = Engine(loaded.workflow, loaded.path.parent, access, journal, reporter)
+        outcome, why = trio.run(_run, tree, engine)
     except KeyboardInterrupt:
         return 130
     finally:
         journal.close()
     print(f"{outcome}: {why}")
-    return 0 if outcome == "done" else 1
+    return EXIT[outcome]

@@ -23,6 +23,7 @@ import trio
 
 from . import beadsteps
 from .access import Access, StepFailed, each
+from .control import Control, Halted
 from .journal import Journal
 from .markers import marker
 from .model import CheckStep, GateStep, PromptStep, RepeatStep, Step, WaitStep, Workflow
@@ -45,22 +46,44 @@ class Engine:
                  reporter: Reporter | None = None):
         self.workflow, self.base, self.access, self.journal = workflow, base, access, journal
         self.reporter = reporter or NullReporter()
+        self.control = Control()
         self.beads: dict[str, str] = {}  # `bead new` step id -> the id of the bead it made (the latest)
 
     async def run(self) -> tuple[str, str]:
-        """('done' | 'failed', why); a finished run answers what it ended with."""
+        """(outcome, why): 'done' or 'failed' (recorded: the run is over), 'stopped' or 'interrupted' (the
+        record is kept, to resume), or 'refused' (the conductor's session could not be had; nothing done)."""
         if (finished := self.journal.finished) is not None:
+            await self.reporter.finish(finished["outcome"], finished["why"])  # if a crash came before it
             return finished["outcome"], finished["why"]
         try:
-            await ensure_sessions(self.workflow, self.base, self.access)
-            flow = await self.steps(self.workflow.steps, ())
+            await self.reporter.start()
         except StepFailed as exc:
-            flow = Flow("fail", str(exc))
+            return "refused", str(exc)
+        except Halted as halted:
+            return self._halt(halted)
+        async with self.reporter.watching(self.control):
+            flow = await self._walk()  # raises nothing: a nursery would wrap it in a group
+        if flow.kind == "halt":
+            return self._halt(self.control.halted)
         outcome = "failed" if flow.kind == "fail" else "done"
         why = flow.why or f"all steps of {self.workflow.name} done"
         self.journal.end(outcome, why)
         await self.reporter.finish(outcome, why)
         return outcome, why
+
+    async def _walk(self) -> Flow:
+        try:
+            await ensure_sessions(self.workflow, self.base, self.access)
+            return await self.steps(self.workflow.steps, ())
+        except StepFailed as exc:
+            return Flow("fail", str(exc))
+        except Halted:
+            return Flow("halt")
+
+    def _halt(self, halted: Halted) -> tuple[str, str]:
+        self.journal.halt(halted.outcome, halted.why)
+        self.access.say(f"{halted.outcome}: the record is kept; run again to go on")
+        return halted.outcome, halted.why
 
     async def steps(self, steps: list[Step], rounds: tuple[int, ...]) -> Flow:
         for step in steps:
@@ -75,22 +98,32 @@ class Engine:
             return await self.repeat(step, rounds)
         if self.journal.is_done(key):
             return self._replayed(step, key)
-        await self.reporter.update(self.workflow.name, step.id, rounds)
+        self.control.check()
+        if isinstance(step, WaitStep | GateStep):
+            # what others read is the step it waits in; the steps between two waits take milliseconds, and
+            # a status write among their requests would only delay them
+            self.reporter.update(step.id, rounds)
         self.access.say(f"{key}: {step.kind}")
         if isinstance(step, PromptStep):
             await self.prompt(step, key, rounds)
-        elif isinstance(step, WaitStep):
-            await self.wait(step)
-            self.journal.finish(key, lazy=True)
-        elif isinstance(step, CheckStep | GateStep):
-            outcome = await (self.check(step) if isinstance(step, CheckStep) else self.gate(step, key))
-            self.journal.finish(key, outcome, lazy=True)
-            return Flow(outcome, f"{key}: {step.kind} chose {outcome}")
+        elif isinstance(step, WaitStep | CheckStep | GateStep):
+            return await self.look(step, key)
         else:
             result = await beadsteps.run(self, step, key, rounds)
             self.journal.finish(key, result)
             self._learn(step, result)
         return NEXT
+
+    async def look(self, step: WaitStep | CheckStep | GateStep, key: str) -> Flow:
+        """A step that only looks: recorded lazily, and abandoned by a halt (done again on a resume)."""
+        with self.control.abandonable():
+            if isinstance(step, WaitStep):
+                await self.wait(step)
+                self.journal.finish(key, lazy=True)
+                return NEXT
+            outcome = await (self.check(step) if isinstance(step, CheckStep) else self.gate(step, key))
+        self.journal.finish(key, outcome, lazy=True)
+        return Flow(outcome, f"{key}: {step.kind} chose {outcome}")
 
     def _replayed(self, step: Step, key: str) -> Flow:
         result = self.journal.done(key)
@@ -125,6 +158,7 @@ class Engine:
             uncertain = False
         else:
             uncertain = True  # a conductor before this one may have sent some of them
+        # all at once: 8 at a time made the first land sooner but the last twice as late (benchmarks/README.md)
         await each(intent["targets"], lambda target: self._deliver(target, intent["text"], line, uncertain))
         self.journal.finish(key, {"targets": intent["targets"]})
 

@@ -4,17 +4,27 @@
     journal.begin(key, {"text": ...})   # on disk before the action
     journal.finish(key, result)         # on disk after it
     journal.done(key) / journal.pending(key)
+    read_record(state_dir, "review")    # what it holds, for a test or a person (no lock taken)
 
-One JSON file per conductor name, `STATE/NAME.json`, 0600 in a 0700
-directory, replaced atomically at each record (a fresh temporary file,
-fsync, rename, fsync of the directory), so a SIGKILL at any instant leaves
-the previous record or the next, never a torn one. `STATE/NAME.lock` is
-held (flock) while a conductor runs: a second one of the same name is
-refused, and a restarted one knows the killed one is gone.
+Two files per conductor name, 0600 in a 0700 directory: `STATE/NAME.json`,
+the record as it was when the conductor started (replaced atomically: a
+fresh temporary file, fsync, rename, fsync of the directory), and the log
+it names, `STATE/NAME.GEN.log`, one JSON line per record since then, each
+appended and fdatasynced before the action it announces. One append and one fdatasync
+per record, whatever the record's size, where a rewrite of the whole
+record would cost two fsyncs and grow with every round. A SIGKILL at any
+instant leaves whole lines and at most a torn last one, which was never
+synced and whose action never began, so it is ignored. Opening replays the
+log onto the snapshot, makes a new empty log, writes the result as the
+new snapshot naming it, and removes the old log: a crash at any point of
+that leaves a snapshot with the log that goes with it. `STATE/NAME.lock` is held (flock) while a conductor runs: a second
+one of the same name is refused, and a restarted one knows the killed one
+is gone.
 """
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
@@ -34,6 +44,9 @@ class JournalError(Exception):
 class Journal:
     def __init__(self, path: Path, data: dict[str, Any], lock_fd: int):
         self.path, self.data, self._lock_fd = path, data, lock_fd
+        self.resumed_from: dict | None = None
+        self._log_fd = -1
+        self._lazy: list[bytes] = []  # lines of records to go to disk with the next one
 
     @classmethod
     def open(cls, state_dir: Path, name: str, digest: str, *, run: str | None = None, again: bool = False) -> Journal:
@@ -41,10 +54,10 @@ class Journal:
         lock_fd = _lock(state_dir / f"{name}.lock", name)
         path = state_dir / f"{name}.json"
         try:
-            data = json.loads(path.read_text()) if path.exists() else None
-        except (OSError, ValueError) as exc:
+            data = read_record(state_dir, name)
+        except JournalError:
             os.close(lock_fd)
-            raise JournalError(f"{path}: cannot read the conductor's record ({exc}); move it away to start over") from None
+            raise
         if data is not None and data.get("digest") != digest and not again:
             os.close(lock_fd)
             raise JournalError(f"{path}: this run began with another version of the workflow file; "
@@ -53,7 +66,15 @@ class Journal:
             data = {"version": VERSION, "name": name, "digest": digest, "run": run or secrets.token_hex(3),
                     "done": {}, "pending": {}, "finished": None}
         journal = cls(path, data, lock_fd)
-        journal._save("start")
+        journal.resumed_from = data.pop("halted", None)  # a stop or interrupt before: this run goes on
+        old, data["log"] = data.get("log"), f"{name}.{secrets.token_hex(4)}.log"
+        # a new empty log first, then the snapshot that names it: a crash between leaves the old pair whole
+        journal._log_fd = _empty_log(state_dir / data["log"])
+        write_atomically(path, json.dumps(data, sort_keys=True).encode())
+        if old:
+            with contextlib.suppress(FileNotFoundError):
+                (state_dir / old).unlink()
+        crash.point("record: start")
         return journal
 
     @property
@@ -75,31 +96,99 @@ class Journal:
 
     def begin(self, key: str, intent: dict) -> None:
         self.data["pending"][key] = intent
-        self._save(f"begin {key}")
+        self._record({"begin": key, "intent": intent}, f"begin {key}")
 
     def finish(self, key: str, result: Any = True, *, lazy: bool = False) -> None:
         """Record a step done; `lazy` leaves it to go to disk with the next record.
 
         For steps that only look (wait, check, gate): lost to a crash, the
         step is done again with the same result, since nothing has acted
-        since; the next action's intent carries it to disk first. That saves
-        two fsyncs per round on the path from a session's await to its next prompt.
+        since; the next action's record carries it to disk first. That
+        saves the syncs of two records per round on the path from a
+        session's await to its next prompt.
         """
-        self.data["pending"].pop(key, None)
-        self.data["done"][key] = result
-        if not lazy:
-            self._save(f"done {key}")
+        _apply(self.data, entry := {"finish": key, "result": result})
+        if lazy:
+            self._lazy.append(_line(entry))
+        else:
+            self._record(entry, f"done {key}", applied=True)
+
+    def halt(self, outcome: str, why: str) -> None:
+        """Stopped or interrupted from outside: the run is not over, and `run` again resumes it."""
+        self._record({"halt": {"outcome": outcome, "why": why}}, f"halt {outcome}")
+
+    @property
+    def halted(self) -> dict | None:
+        return self.data.get("halted")
 
     def end(self, outcome: str, why: str) -> None:
-        self.data["finished"] = {"outcome": outcome, "why": why}
-        self._save(f"end {outcome}")
+        self._record({"end": {"outcome": outcome, "why": why}}, f"end {outcome}")
 
     def close(self) -> None:
+        if self._log_fd >= 0:
+            os.close(self._log_fd)
         os.close(self._lock_fd)
 
-    def _save(self, what: str) -> None:
-        write_atomically(self.path, json.dumps(self.data, indent=1, sort_keys=True).encode())
+    def _record(self, entry: dict, what: str, *, applied: bool = False) -> None:
+        if not applied:
+            _apply(self.data, entry)
+        data = b"".join(self._lazy) + _line(entry)
+        self._lazy.clear()
+        view = memoryview(data)
+        while view:
+            view = view[os.write(self._log_fd, view):]
+        os.fdatasync(self._log_fd)  # on disk before the action it announces
         crash.point(f"record: {what}")
+
+
+def read_record(state_dir: Path, name: str) -> dict | None:
+    """The record of conductor `name`: its snapshot with its log replayed (None if there is none)."""
+    path = state_dir / f"{name}.json"
+    try:
+        data = json.loads(path.read_text()) if path.exists() else None
+        lines = (state_dir / data["log"]).read_bytes().split(b"\n") if data is not None and data.get("log") else []
+    except FileNotFoundError:
+        lines = []
+    except (OSError, ValueError) as exc:
+        raise JournalError(f"{path}: cannot read the conductor's record ({exc}); move it away to start over") from None
+    for number, line in enumerate(lines, 1):
+        try:
+            entry = json.loads(line) if line else None
+        except ValueError:
+            if number == len(lines):
+                break  # torn by a kill while written: never synced, its action never begun
+            raise JournalError(f"{state_dir / data['log']}:{number}: a broken line; "
+                               "move the conductor's files away to start over") from None
+        if entry is not None:
+            _apply(data, entry)
+    return data
+
+
+def _apply(data: dict, entry: dict) -> None:
+    if "begin" in entry:
+        data["pending"][entry["begin"]] = entry["intent"]
+    elif "finish" in entry:
+        data["pending"].pop(entry["finish"], None)
+        data["done"][entry["finish"]] = entry["result"]
+    elif "halt" in entry:
+        data["halted"] = entry["halt"]
+    elif "end" in entry:
+        data["finished"] = entry["end"]
+
+
+def _line(entry: dict) -> bytes:
+    return json.dumps(entry, sort_keys=True, separators=(",", ":")).encode() + b"\n"
+
+
+def _empty_log(path: Path) -> int:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND | os.O_NOFOLLOW, 0o600)
+    os.fsync(fd)
+    dir_fd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(dir_fd)  # the log's name is on disk before a record in it counts
+    finally:
+        os.close(dir_fd)
+    return fd
 
 
 def write_atomically(path: Path, data: bytes) -> None:

@@ -1,30 +1,23 @@
 """How the conductor reaches the tree: a small interface, over 9P or over a mounted directory.
 
-    tree = NinePTree(address=None)          # unix!$NAMESPACE/agent, or -a ADDRESS
-    tree = MountTree("/mnt/agent")          # plain file I/O on a mount
-    await tree.read("r1/out"); await tree.write("r1/in", b"..."); await tree.ctl("ctl", "new ...")
+    async with NinePTree(address=None) as tree:   # ninetree.py: one multiplexed 9P connection
+    async with MountTree("/mnt/agent") as tree:   # plain file I/O on a mount, in threads
+        await tree.read("r1/out"); await tree.write("r1/in", b"..."); await tree.ctl("ctl", "new ...")
 
-Paths are relative to the tree's root (`r1/in`, `beads/ctl`). The blocking
-work runs in threads, one 9P connection per call, until the multiplexing
-AsyncClient (anvilfs.aioclient) is on main. Errors: TreeError carries the
-server's text (the request was refused); Unavailable means the server could
-not be reached or the connection broke, and what the call did is unknown.
+Paths are relative to the tree's root (`r1/in`, `beads/ctl`). Errors:
+TreeError carries the server's text (the request was refused); Unavailable
+means the server could not be reached or the connection broke, and what the
+call did is unknown.
 """
 
 from __future__ import annotations
 
 import errno
 import os
-import socket
 from collections.abc import Callable
 from typing import Protocol, TypeVar
 
 import trio
-
-from anvilfs.client import AddressError, Client, ConnectionLost, ServerError, attach_aname, attach_uname, dial, resolve
-from anvilfs.client.protocol import Reply, check
-from anvilfs.ninep import consts as c
-from anvilfs.ninep import messages as m
 
 from . import crash
 
@@ -41,72 +34,15 @@ class Unavailable(Exception):
 
 
 class Tree(Protocol):
+    async def __aenter__(self) -> Tree: ...  # the tree is used inside `async with`
+    async def __aexit__(self, *exc_info) -> None: ...
+
     async def read(self, path: str) -> bytes: ...
     async def read_once(self, path: str) -> bytes: ...  # one read: `wait` blocks while the session is busy
-    async def write(self, path: str, data: bytes) -> None: ...  # one open, the data, then close (submits)
+    # one open, the data, then close (submits); `points`: the crash points of a prompt's send (crash.py)
+    async def write(self, path: str, data: bytes, *, points: bool = True) -> None: ...
     async def ctl(self, path: str, line: str) -> str: ...  # write then read back on the same open file
     async def ls(self, path: str) -> list[str]: ...
-
-
-class NinePTree:
-    def __init__(self, address: str | None = None, *, uname: str | None = None):
-        self._target = resolve("agent/", address) if address is None else resolve("/", address)
-        self._uname = uname or attach_uname()
-        self._aname = attach_aname(self._target)
-        self._limiter: trio.CapacityLimiter | None = None  # made in the run: one blocked `wait` per session
-
-    async def read(self, path: str) -> bytes:
-        return await self._call(lambda cl: cl.read_file(path))
-
-    async def read_once(self, path: str) -> bytes:
-        def once(cl: Client) -> bytes:
-            fid = cl.open(path, c.OREAD)
-            return cl.read_chunk(fid, 0)  # the connection closes after: no clunk needed
-        return await self._call(once)
-
-    async def write(self, path: str, data: bytes) -> None:
-        def write(cl: Client) -> None:
-            fid = cl.open(path, c.OWRITE)
-            cl.write_all(fid, data)
-            crash.point(f"{path}: written, not closed")
-            _clunk_in_two(cl, fid, path)
-        await self._call(write)
-
-    async def ctl(self, path: str, line: str) -> str:
-        def ctl(cl: Client) -> str:
-            fid = cl.open(path, c.ORDWR)
-            cl.write_all(fid, line.encode() + (b"" if line.endswith("\n") else b"\n"))
-            return b"".join(cl.read_chunks(fid)).decode(errors="replace").strip()
-        return await self._call(ctl)
-
-    async def ls(self, path: str) -> list[str]:
-        return await self._call(lambda cl: sorted(s.name for s in cl.list_dir(path)))
-
-    async def _call(self, fn: Callable[[Client], T]) -> T:
-        sockets: list[socket.socket] = []
-
-        def run() -> T:
-            try:
-                sock = dial(self._target)
-            except AddressError as exc:
-                raise Unavailable(str(exc)) from None
-            sockets.append(sock)
-            try:
-                with Client(sock, uname=self._uname, aname=self._aname) as client:
-                    return fn(client)
-            except ServerError as exc:
-                raise TreeError(str(exc)) from None
-            except (ConnectionLost, OSError) as exc:
-                raise Unavailable(str(exc)) from None
-
-        if self._limiter is None:
-            self._limiter = trio.CapacityLimiter(THREADS)
-        try:
-            return await trio.to_thread.run_sync(run, abandon_on_cancel=True, limiter=self._limiter)
-        except trio.Cancelled:
-            for sock in sockets:  # unblock the abandoned thread's read (a `wait` that no one wants now)
-                _shutdown(sock)
-            raise
 
 
 class MountTree:
@@ -116,6 +52,14 @@ class MountTree:
         if not os.path.isdir(root):
             raise Unavailable(f"{root} is not a directory: give the mount point of the agent tree")
         self.root = root
+        self._limiter: trio.CapacityLimiter | None = None  # made in the run: one blocked `wait` per session
+
+    async def __aenter__(self) -> MountTree:
+        self._limiter = trio.CapacityLimiter(THREADS)
+        return self
+
+    async def __aexit__(self, *exc_info) -> None:
+        pass
 
     async def read(self, path: str) -> bytes:
         def read() -> bytes:
@@ -132,14 +76,15 @@ class MountTree:
                 os.close(fd)
         return await self._call(once)
 
-    async def write(self, path: str, data: bytes) -> None:
+    async def write(self, path: str, data: bytes, *, points: bool = True) -> None:
         def write() -> None:
             fd = os.open(self._path(path), os.O_WRONLY)
             try:
                 view = memoryview(data)
                 while view:
                     view = view[os.write(fd, view):]
-                crash.point(f"{path}: written, not closed")
+                if points:
+                    crash.point(f"{path}: written, not closed")
             finally:
                 os.close(fd)  # the kernel closes it too if we die: a whole prompt, submitted
         await self._call(write)
@@ -168,29 +113,9 @@ class MountTree:
                 if exc.errno in (errno.ENOTCONN, errno.EIO, errno.ECONNABORTED, errno.ESHUTDOWN):
                     raise Unavailable(f"{self.root}: {exc.strerror}") from None
                 raise TreeError(f"{exc.filename or path_of(exc)}: {exc.strerror}") from None
-        return await trio.to_thread.run_sync(run, abandon_on_cancel=True)
-
-
-def _clunk_in_two(cl: Client, fid: int, path: str) -> None:
-    """Tclunk, then a crash point, then its reply: the window in which the prompt is submitted unseen."""
-    cl.sock.sendall(cl.protocol.request(m.Tclunk(tag=0, fid=fid))[1])  # submitted when the server takes this
-    crash.point(f"{path}: Tclunk sent, not answered")
-    while True:
-        data = cl.sock.recv(1 << 16)
-        if not data:
-            raise ConnectionLost("the server closed the connection")
-        for event in cl.protocol.receive_data(data):
-            if isinstance(event, Reply):
-                check(event.message)
-                return
+        return await trio.to_thread.run_sync(run, abandon_on_cancel=True, limiter=self._limiter)
 
 
 def path_of(exc: OSError) -> str:
     return str(exc.filename) if exc.filename else "?"
 
-
-def _shutdown(sock: socket.socket) -> None:
-    try:
-        sock.shutdown(socket.SHUT_RDWR)
-    except OSError:
-        pass

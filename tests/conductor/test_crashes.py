@@ -101,6 +101,9 @@ def test_ten_sigkills_of_the_conductor_leave_the_transcripts_of_an_uninterrupted
         assert done.returncode == 0 and done.stdout.startswith("done:"), why
         assert prompts(srv, NAMES) == expected_prompts(REVIEWERS), why
         assert transcripts(srv, NAMES) == want, why
+        # its own session, found again by each restart: one turn (the status writes are idempotent), one answer
+        log = transcripts(srv, ["conductor-review"])["conductor-review"]
+        assert log.count("--- begun ") == 1 and log.count("--- answer ") == 1 and "done: " in log, log
 
 
 def test_a_server_killed_and_restarted_mid_cycle_loses_and_repeats_no_prompt() -> None:

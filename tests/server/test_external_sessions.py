@@ -164,6 +164,7 @@ def test_a_stop_from_another_connection_is_seen_by_the_owner(anvil_server):
         with pytest.raises(ServerError, match="status running: a session that is stopped cannot take turn-began"):
             write(owner, "review1/status", "running round=2\n")
         write(other, "review1/ctl", "restart")
+        assert read(owner, "review1/status") == "idle\n"  # not starting: its owner may go on at once
         write(owner, "review1/status", "running round=2\n")
         answer = owner.open("review1/out", c.OWRITE)
         owner.write_chunk(answer, 0, b"round 2: done\n")

@@ -100,7 +100,7 @@ def test_the_conductor_uses_only_the_clients(path):
 
 
 def test_the_conductor_checker_sees_imports(tmp_path):
-    assert "client" in anvilfs_imports(CONDUCTOR / "tree.py")
+    assert "aioclient" in anvilfs_imports(CONDUCTOR / "ninetree.py")
     bad = tmp_path / "bad.py"
     bad.write_text("import anvilfs.sessions\nfrom anvilfs.server import serve\n")
     assert anvilfs_imports(bad) == {"sessions", "server"}

@@ -1,0 +1,227 @@
+"""The conductor as a session of kind external: others see its progress, wait on it, stop and interrupt it.
+
+A real server, a real conductor process, one fake reviewer. The workflow
+holds each round at a gate that reads a fifo (`read x < FIFO`), so the test
+knows where the run is without timing: while the gate holds, the
+conductor's status is that step's, and a stop or interrupt lands in that
+step. The test releases the gate by writing a line into the fifo.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from anvilfs.client import ConnectionLost
+from anvilfs.ninep import consts as c
+from anvilfs.ninep import messages as m
+from conductor.journal import read_record
+from harness.server import REPO_ROOT
+from review_cycle import RUN, conductor_argv, connect, prompts, review_server
+
+TIMEOUT = 20  # seconds for anything the test waits on
+HEAD = f"[conductor held run {RUN} round"
+
+
+def workflow(base: Path) -> Path:
+    (base / "work").mkdir()
+    fifo = base / "gate"
+    os.mkfifo(fifo)
+    path = base / "held.toml"
+    path.write_text(f'''name = "held"
+[sessions.a]
+backend = "reviewer"
+cwd = "{base / 'work'}"
+
+[[steps]]
+id = "loop"
+kind = "repeat"
+max_rounds = 2
+exhausted = "next"
+  [[steps.steps]]
+  id = "ask"
+  kind = "prompt"
+  to = ["a"]
+  text = "Review round {{round}}."
+  [[steps.steps]]
+  id = "answered"
+  kind = "wait"
+  sessions = ["a"]
+  [[steps.steps]]
+  id = "hold"
+  kind = "gate"
+  run = ["sh", "-c", "read x < {fifo}"]
+  else = "break"                       # the loop's exit (never taken here)
+''')
+    return path
+
+
+def release(base: Path) -> None:
+    """Let the held gate go on: the open waits for the gate's reader, so it is done in a thread, with a deadline."""
+    def go() -> None:
+        with open(base / "gate", "w") as fifo:
+            fifo.write("go\n")
+    opener = threading.Thread(target=go, daemon=True)
+    opener.start()
+    opener.join(TIMEOUT)
+    assert not opener.is_alive(), f"no gate read {base / 'gate'} within {TIMEOUT}s"
+
+
+class Events:
+    """An `events` reader opened before the conductor starts; `until` looks at what came since the last mark."""
+
+    def __init__(self, srv):
+        self.client = connect(srv)
+        self.fid = self.client.open("events", c.OREAD)
+        self.seen, self.start = "", 0
+
+    def until(self, text: str) -> None:
+        deadline = time.monotonic() + TIMEOUT
+        while text not in self.seen[self.start:]:  # each read blocks until lines come (20 s socket timeout)
+            try:
+                assert time.monotonic() < deadline, "too late"
+                self.seen += self.client.read_chunk(self.fid, 0).decode()
+            except (AssertionError, ConnectionLost) as exc:
+                raise AssertionError(f"no {text!r} in events within {TIMEOUT}s ({exc}):\n{self.seen}") from None
+        self.start = self.seen.index(text, self.start) + len(text)
+
+
+def holding(round_: int) -> str:
+    """The conductor's status while the gate of round `round_` holds."""
+    return f"running workflow=held step=hold round={round_}\n"
+
+
+def shown(round_: int) -> str:
+    """Its `events` line then."""
+    return f" conductor-held {holding(round_)}"
+
+
+def start(srv, path: Path, state: Path) -> subprocess.Popen:
+    return subprocess.Popen(conductor_argv(srv, path, state), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            cwd=REPO_ROOT, text=True)
+
+
+def ended(proc: subprocess.Popen, base: Path) -> tuple[int, str, str]:
+    try:
+        out, err = proc.communicate(timeout=TIMEOUT)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        unblock(base)  # a gate left behind holds the conductor's stderr open
+        out, err = proc.communicate(timeout=TIMEOUT)
+        raise AssertionError(f"the conductor did not end within {TIMEOUT}s:\n{out}{err}") from None
+    return proc.returncode, out, err
+
+
+def unblock(base: Path) -> None:
+    try:
+        os.close(os.open(base / "gate", os.O_WRONLY | os.O_NONBLOCK))
+    except OSError:
+        pass  # no gate reads it
+
+
+def halted_at_round_1(srv, other, events: Events, base: Path, path: Path, state: Path, ctl: bytes) -> tuple:
+    """Start the conductor, write `ctl` to its session's ctl while the gate of round 1 holds; how it ended."""
+    proc = start(srv, path, state)
+    try:
+        events.until(shown(1))
+        other.write_file("conductor-held/ctl", ctl)
+        return ended(proc, base)
+    finally:
+        proc.kill()
+
+
+def through_both_rounds(srv, events: Events, base: Path, path: Path, state: Path) -> tuple:
+    """Start the conductor and release the gate of each round; how it ended."""
+    proc = start(srv, path, state)
+    try:
+        for round_ in (1, 2):
+            events.until(shown(round_))
+            release(base)
+        return ended(proc, base)
+    finally:
+        proc.kill()
+
+
+def record(state: Path) -> dict:
+    return read_record(state, "held")
+
+
+def test_others_see_the_progress_and_wait_on_the_conductor_until_its_summary() -> None:
+    base = Path(tempfile.mkdtemp(prefix="cond."))
+    with review_server(base) as srv, connect(srv) as other, connect(srv) as outer:
+        events = Events(srv)
+        proc = start(srv, workflow(base), base / "state")
+        try:
+            events.until(shown(1))
+            assert other.read_file("conductor-held/status") == holding(1).encode()
+            assert b"conductor-held external running conductor " in other.read_file("list")
+            # another conductor's read of its wait blocks: the Tread goes out, then a walk's reply comes first
+            fid = outer.open("conductor-held/wait", c.OREAD)
+            parked = outer.send(m.Tread(tag=0, fid=fid, offset=0, count=8192))
+            probe = outer.send(m.Twalk(tag=0, fid=outer.root, newfid=outer.new_fid(), wnames=()))
+            assert (type(first := outer.receive()), first.tag) == (m.Rwalk, probe), first
+            release(base)
+            events.until(shown(2))
+            assert other.read_file("conductor-held/status") == holding(2).encode()
+            release(base)
+            reply = outer.receive()  # the parked read's answer, once the run is over
+            status, out, err = ended(proc, base)
+        finally:
+            proc.kill()
+        assert (type(reply), reply.tag, reply.data) == (m.Rread, parked, b"await\n"), f"{reply}\n{err}"
+        assert status == 0 and out.startswith("done:"), err
+        assert other.read_file("conductor-held/out").decode() == f"{out.strip()}\nworkflow held run {RUN}\n"
+        assert prompts(srv, ["a"]) == {"a": [f"{HEAD} 1 step ask]", f"{HEAD} 2 step ask]"]}
+
+
+def test_a_stop_on_its_ctl_stops_the_run_until_a_restart_and_a_run_again() -> None:
+    base = Path(tempfile.mkdtemp(prefix="cond."))
+    with review_server(base) as srv, connect(srv) as other:
+        events, path, state = Events(srv), workflow(base), base / "state"
+        status, out, err = halted_at_round_1(srv, other, events, base, path, state, b"stop\n")
+        assert status == 3 and out.startswith("stopped: stop through conductor-held/ctl"), f"{out}{err}"
+        assert record(state)["halted"]["outcome"] == "stopped" and record(state)["finished"] is None
+        assert prompts(srv, ["a"]) == {"a": [f"{HEAD} 1 step ask]"]}, "a prompt went out after the stop"
+        assert other.read_file("conductor-held/status") == b"stopped\n"
+        refused = subprocess.run(conductor_argv(srv, path, state), capture_output=True, text=True, cwd=REPO_ROOT,
+                                 timeout=TIMEOUT)
+        assert refused.returncode == 3 and "write restart to conductor-held/ctl" in refused.stdout, refused
+        other.write_file("conductor-held/ctl", b"restart\n")
+        status, out, err = through_both_rounds(srv, events, base, path, state)  # the gate of round 1 again
+        assert status == 0 and out.startswith("done:"), f"{out}{err}"
+        assert "resuming a run that was stopped" in err, err
+        assert prompts(srv, ["a"]) == {"a": [f"{HEAD} 1 step ask]", f"{HEAD} 2 step ask]"]}
+        assert other.read_file("conductor-held/status") == b"await\n"
+
+
+def test_an_interrupt_abandons_the_step_it_waits_on_and_a_run_again_does_it_again() -> None:
+    base = Path(tempfile.mkdtemp(prefix="cond."))
+    with review_server(base) as srv, connect(srv) as other:
+        events, path, state = Events(srv), workflow(base), base / "state"
+        status, out, err = halted_at_round_1(srv, other, events, base, path, state, b"interrupt\n")
+        assert status == 4 and out.startswith("interrupted: interrupt through conductor-held/ctl"), f"{out}{err}"
+        assert record(state)["halted"]["outcome"] == "interrupted" and "hold@1" not in record(state)["done"]
+        assert other.read_file("conductor-held/status") == b"await interrupted\n"
+        status, out, err = through_both_rounds(srv, events, base, path, state)  # no restart needed
+        assert status == 0 and out.startswith("done:"), f"{out}{err}"
+        assert prompts(srv, ["a"]) == {"a": [f"{HEAD} 1 step ask]", f"{HEAD} 2 step ask]"]}
+        log = other.read_file("conductor-held/log").decode()
+        assert log.count("--- begun ") == 2 and log.count("--- answer ") == 1, log  # the second run's turn
+
+
+def test_a_failed_run_ends_its_turn_in_error_and_no_session_makes_none() -> None:
+    base = Path(tempfile.mkdtemp(prefix="cond."))
+    path = base / "failing.toml"
+    path.write_text('name = "failing"\n[[steps]]\nid = "gate"\nkind = "gate"\nrun = ["false"]\n')
+    with review_server(base) as srv, connect(srv) as other:
+        quiet = subprocess.run(conductor_argv(srv, path, base / "s1", "--no-session"), capture_output=True,
+                               text=True, cwd=REPO_ROOT, timeout=TIMEOUT)
+        assert quiet.returncode == 1 and b"conductor-failing" not in other.read_file("list"), quiet
+        done = subprocess.run(conductor_argv(srv, path, base / "s2"), capture_output=True, text=True,
+                              cwd=REPO_ROOT, timeout=TIMEOUT)
+        assert done.returncode == 1 and done.stdout.startswith("failed: gate: gate chose fail"), done
+        assert other.read_file("conductor-failing/status") == b"error failed: gate: gate chose fail\n"
