@@ -130,6 +130,6 @@ async def _write_split(fs: AsyncClient, path: str, data: bytes) -> None:
     _, waiter = await fs._mux._start(m.Tclunk(tag=0, fid=fid))  # submitted when the server takes this
     crash.point(f"{path}: Tclunk sent, not answered")
     await waiter.done.wait()
-    if waiter.error is not None:
-        raise waiter.error
+    if waiter.lost is not None:
+        raise ConnectionLost(waiter.lost)
     check(waiter.reply)
