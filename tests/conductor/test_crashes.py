@@ -114,9 +114,12 @@ def test_a_server_killed_and_restarted_mid_cycle_loses_and_repeats_no_prompt() -
                                 stderr=subprocess.PIPE, cwd=REPO_ROOT, text=True)
         try:
             seen, end = "", time.monotonic() + 30
-            while "fix@1: prompt" not in seen and time.monotonic() < end:
-                seen += proc.stderr.readline()
-            srv.stop(sig=signal.SIGKILL)
+            while "fix@1: prompt" not in seen:
+                ready, _, _ = select.select([proc.stderr], [], [], max(end - time.monotonic(), 0))
+                line = proc.stderr.readline() if ready else ""
+                assert line, f"the conductor did not reach fix@1 within 30 s (or ended); it said:\n{seen}"
+                seen += line
+            srv.stop(sig=signal.SIGKILL)  # mid-cycle: the developer's prompt of round 1 is on its way
             srv.proc = start_server(base, namespace=srv.namespace, state=srv.state, extra_args=[
                 "--config", str(base / "config.toml")], log_name="server2.trace").proc
             out, err = proc.communicate(timeout=50)
