@@ -76,6 +76,7 @@ def test_no_answered_message_is_lost_or_doubled_over_twenty_sigkills():
     base = Path(tempfile.mkdtemp(prefix="anvm.", dir="/tmp"))
     rng = random.Random(4321)
     acked_ids: set[str] = set()
+    srv = None
     try:
         srv = start_server(base, trace=False)
         with connect(srv) as client:
@@ -107,4 +108,6 @@ def test_no_answered_message_is_lost_or_doubled_over_twenty_sigkills():
         srv.stop()
         print(f"{ROUNDS * BURST} answered messages over {ROUNDS} SIGKILLs: none lost, none twice")
     finally:
+        if srv is not None and srv.proc.poll() is None:  # a failed round must not leave its server running
+            srv.stop(sig=signal.SIGKILL)
         shutil.rmtree(base, ignore_errors=True)
