@@ -63,6 +63,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--reps", type=int, default=5, help="repetitions of each row (default 5)")
     ap.add_argument("--seconds", type=float, default=2.0, help="measured seconds per repetition (default 2)")
     ap.add_argument("--samples", type=int, default=200, help="wake-up samples, idle and under load each (default 200)")
+    ap.add_argument("--wake-client-cpu", type=int, default=None, metavar="N",
+                    help="run the wake section's measuring client on CPU N (default: with the server when pinned)")
     ap.add_argument("--pin", choices=["same", "none"], default="same",
                     help="same: servers and clients all on CPU 0 (default); none: the OS decides")
     ap.add_argument("--anvilfs-cmd", metavar="CMD",
@@ -103,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
         if "cli" in args.sections:
             speed_cli.run_cli(anvilfs, status, args.anvilfs_cmd, pinned=bool(pin))
         if "wake" in args.sections:
-            speed_wake.run_wake(anvilfs, binary, args.samples, pin)
+            speed_wake.run_wake(anvilfs, binary, args.samples, pin, args.wake_client_cpu)
         if "scale" in args.sections:  # last: it restarts the server
             speed_scale.run_scale(anvilfs, tmp / "anvilfs", binary, args.anvilfs_cmd, pin)
     return 0

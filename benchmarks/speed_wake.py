@@ -134,10 +134,15 @@ def report(kind: str, events: list[float], wait: list[float]) -> None:
                f"max {max(ms):.2f}")
 
 
-def run_wake(server: Server, binary: Path, samples: int, pin: Sequence[str]) -> None:
-    say(f"\n## wake: a parked events / wait read answered after `interrupt` (running -> await), {samples} samples")
+def run_wake(server: Server, binary: Path, samples: int, pin: Sequence[str], client_cpu: int | None = None) -> None:
+    """`client_cpu`: where the measuring process runs; by default with the server (CPU 0) when pinned,
+    where each reply it is woken by preempts the server (the figure then includes CPU 0's queue)."""
+    where = f", the measuring client on CPU {client_cpu}" if client_cpu is not None else ""
+    say(f"\n## wake: a parked events / wait read answered after `interrupt` (running -> await), {samples} samples{where}")
     mask = os.sched_getaffinity(0)
-    if pin:
+    if client_cpu is not None:
+        os.sched_setaffinity(0, {client_cpu})
+    elif pin:
         os.sched_setaffinity(0, {0})  # the measuring process shares CPU 0 with the server too
     try:
         make_session(server)
