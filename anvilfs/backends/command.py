@@ -121,7 +121,8 @@ class CommandAgent(Agent):
     async def turn(self, prompt: str, output: Output) -> None:
         learning = bool(self.config.conversation_pattern) and not self.turns  # this turn begins a conversation
         # "the latest conversation" is this turn's only if no other turn of the backend ends meanwhile
-        gate = self.gate.alone() if learning and self.config.conversation_argv else self.gate.together()
+        alone = self.config.one_at_a_time or (learning and self.config.conversation_argv)
+        gate = self.gate.alone() if alone else self.gate.together()
         async with gate:
             try:
                 stderr = await self._run(prompt, output)

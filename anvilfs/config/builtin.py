@@ -35,6 +35,7 @@ BUILTIN_BACKENDS: dict[str, dict] = {
         # llm names the conversation itself; its log tells the id (first turns run one at a time for it)
         "conversation_argv": ["llm", "logs", "list", "--json", "-n", "1"],
         "conversation_pattern": r'"conversation_id": "([^"]+)"',
+        "one_at_a_time": True,  # two llm runs at once can fail writing its logs.db ("database is locked")
         "description": "Simon Willison's llm; each turn continues the session's own conversation by its id",
     },
     "ollama": {

@@ -58,6 +58,9 @@ class CommandBackendConfig(_Strict):
     # after the turn that began a conversation in its stderr, or in conversation_argv's stdout.
     conversation_pattern: str = ""
     conversation_argv: list[str] | None = None
+    # turns one at a time across the backend's sessions: for a CLI whose own state breaks when two
+    # runs overlap (llm's logs.db: "database is locked")
+    one_at_a_time: bool = False
     description: str = ""
 
     _argv = field_validator("argv", "resume_argv", "conversation_argv")(_check_argv)

@@ -388,3 +388,24 @@ async def test_a_turn_that_looks_its_id_up_runs_alone():
         looker.set()
         later.set()
     assert order == ["first", "looker", "later"]
+
+
+async def test_one_at_a_time_keeps_a_second_sessions_turn_waiting_until_the_first_ends(tmp_path):
+    """For a CLI whose own state breaks when two runs overlap (llm's logs.db): config one_at_a_time."""
+    gate_file = tmp_path / "gate"
+    config = claude_like(tmp_path, one_at_a_time=True,
+                         env={"FAKE_AGENT_STATE": str(tmp_path / "state"), "FAKE_AGENT_GATE": str(gate_file)})
+    backend = CommandBackend("fake", config)
+    agents = [backend.agent(info(tmp_path, name=n, conversation=f"c-{n}")) for n in ("a", "b")]
+    started = trio.Event()
+    outs = [Collector(agent, when="[fake", then=started.set) for agent in agents]
+    with trio.fail_after(GUARD):
+        async with trio.open_nursery() as nursery:
+            for agent, out in zip(agents, outs):
+                nursery.start_soon(agent.turn, "fake:slow", out)
+            await started.wait()  # one has printed its first piece and waits at the gate file
+            await trio.testing.wait_all_tasks_blocked()
+            running = [agent.pid is not None for agent in agents]
+            assert running.count(True) == 1, f"both turns' processes ran at once: {running}"
+            gate_file.touch()
+    assert all("[fake" in out.text for out in outs), [out.text for out in outs]
