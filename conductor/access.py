@@ -71,20 +71,33 @@ class Access:
         """A line to a write-only ctl (a session's): no read-back."""
         await self.retry(f"{path}: {line}", lambda: self.tree.write(path, f"{line}\n".encode()))
 
+    async def once(self, what: str, act: Callable[[], Awaitable[T]], found: Callable[[], Awaitable[T | None]],
+                   *, uncertain: bool) -> T:
+        """act(), retried while the server is away, but done at most once: whenever it may have been done
+        already (`uncertain` at the start: a killed conductor's record says it began; or an attempt that
+        broke off, since the server may have acted and lost only its answer), found() is asked first, and
+        what it finds (not None) is the result instead."""
+
+        async def attempt() -> T:
+            nonlocal uncertain
+            if uncertain and (result := await found()) is not None:
+                return result
+            uncertain = True  # from here on, a broken call leaves it unknown: look before doing it again
+            return await act()
+
+        return await self.retry(what, attempt)
+
     async def deliver(self, target: str, text: str, line: str, *, uncertain: bool) -> bool:
         """Send the prompt unless it is already in `target`'s queue or log; True if this call sent it."""
-        sent = False
 
-        async def attempt() -> None:
-            nonlocal uncertain, sent
-            if uncertain and await self.submitted(target, line):
-                return
-            uncertain = True  # from here on, a broken call leaves it unknown: look before sending again
+        async def send() -> bool:
             await self.tree.write(f"{target}/in", text.encode())
-            sent = True
+            return True
 
-        await self.retry(f"prompt {line} to {target}", attempt)
-        return sent
+        async def there() -> bool | None:
+            return False if await self.submitted(target, line) else None
+
+        return await self.once(f"prompt {line} to {target}", send, there, uncertain=uncertain)
 
     async def submitted(self, target: str, line: str) -> bool:
         # the queue first: a prompt leaves it for the log in one step, so it cannot slip past both reads

@@ -42,15 +42,8 @@ async def _new(engine: Engine, step: BeadStep, key: str, rounds: tuple[int, ...]
     engine.journal.begin(key, {"title": step.title})
     deps = [engine.beads.get(d, d) for d in step.depends_on]
     command = " ".join(map(quote, ["new", step.title, step.role, line, *deps]))
-
-    async def attempt() -> str:
-        nonlocal uncertain
-        if uncertain and (made := await _made(engine, step.title, line)) is not None:
-            return made
-        uncertain = True  # from here on, a broken call (the server saved it, the answer was lost) leaves it unknown
-        return await access.tree.ctl("beads/ctl", command)
-
-    bead = await access.retry(f"beads/ctl: {command}", attempt)
+    bead = await access.once(f"beads/ctl: {command}", lambda: access.tree.ctl("beads/ctl", command),
+                             lambda: _made(engine, step.title, line), uncertain=uncertain)
     if not bead or " " in bead:
         raise StepFailed(f"bead new {step.title!r}: the server answered {bead!r}, not an id")
     text = f"{line}\n{await engine.render(step.description, rounds)}"
@@ -109,15 +102,9 @@ async def _mail(engine: Engine, step: MailStep, key: str, rounds: tuple[int, ...
     body = await engine.render(step.body, rounds)
     message = {"to": step.to, "type": step.type, "subject": step.subject,
                "body": f"{body}\n{line}" if body else line}
-
-    async def attempt() -> str:
-        nonlocal uncertain
-        if uncertain and (found := await _sent(engine, step, line)) is not None:
-            return found
-        uncertain = True  # from here on, a broken call (delivered, the answer lost) leaves it unknown
-        return await access.tree.ctl(f"{step.sender}/mail", json.dumps(message))
-
-    answer = await access.retry(f"mail {step.id} to {step.to}", attempt)
+    answer = await access.once(f"mail {step.id} to {step.to}",
+                               lambda: access.tree.ctl(f"{step.sender}/mail", json.dumps(message)),
+                               lambda: _sent(engine, step, line), uncertain=uncertain)
     if not answer.isdigit():
         raise StepFailed(f"mail {step.id}: {answer}")
     return {"mail": answer}
