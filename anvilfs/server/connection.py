@@ -77,7 +77,6 @@ class Connection:
     def dialect(self) -> Dialect:
         return self.dispatcher.dialect or Dialect.P2000
 
-
     # ------------------------------------------------------------ replies
 
     def send(self, reply: m.Message) -> None:

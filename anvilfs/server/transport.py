@@ -61,24 +61,25 @@ class SocketTransport(StreamTransport):
         # request woke), and only so many in a row, so that others are not
         # kept waiting for long.
         if self._eager < EAGER_READS and not _others_ready():
-            try:
-                data = os.read(self.fd, RECEIVE_SIZE)
-            except BlockingIOError:
-                pass
-            except OSError:
-                return b""
-            else:
+            data = self._read_now()
+            if data is not None:
                 self._eager += 1
                 return data
         self._eager = 0
         while True:
             await trio.lowlevel.wait_readable(self.fd)
-            try:
-                return os.read(self.fd, RECEIVE_SIZE)
-            except BlockingIOError:
-                continue  # woken without data: wait again
-            except OSError:
-                return b""
+            data = self._read_now()
+            if data is not None:
+                return data  # else woken without data: wait again
+
+    def _read_now(self) -> bytes | None:
+        """What the socket has (b"" at its end or on an error), or None if nothing yet."""
+        try:
+            return os.read(self.fd, RECEIVE_SIZE)
+        except BlockingIOError:
+            return None
+        except OSError:
+            return b""
 
     async def send_all(self, data: bytes) -> None:
         view = memoryview(data)
