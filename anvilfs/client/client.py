@@ -27,7 +27,7 @@ class Client:
         self.protocol = ClientProtocol(dialect, msize)
         self._replies: deque[m.Message] = deque()  # replies that came in one receive with an earlier one
         self._send(self.protocol.version_request())
-        check(self._reply())
+        check(self.receive())
         self.root = self.new_fid()
         self.rpc(m.Tattach(tag=0, fid=self.root, uname=uname, aname=aname))
 
@@ -55,18 +55,6 @@ class Client:
         except OSError as exc:
             raise lost(exc) from None
 
-    def _reply(self) -> m.Message:
-        """The next reply that came (to the one request in flight, unless send() pipelined more)."""
-        while not self._replies:
-            try:
-                data = self.sock.recv(1 << 16)
-            except OSError as exc:
-                raise lost(exc) from None
-            if not data:
-                raise lost()
-            self._replies.extend(e.message for e in self.protocol.receive_data(data) if isinstance(e, Reply))
-        return self._replies.popleft()
-
     def send(self, msg: m.Message) -> int:
         """Send a request without waiting for its reply, to have several in flight; the tag it was given.
 
@@ -77,13 +65,22 @@ class Client:
         return tag
 
     def receive(self) -> m.Message:
-        """The next reply to what send() sent, as it came (an Rerror too)."""
-        return self._reply()
+        """The next reply that came, as it came (an Rerror too): to the one request in flight, or to
+        what send() pipelined."""
+        while not self._replies:
+            try:
+                data = self.sock.recv(1 << 16)
+            except OSError as exc:
+                raise lost(exc) from None
+            if not data:
+                raise lost()
+            self._replies.extend(e.message for e in self.protocol.receive_data(data) if isinstance(e, Reply))
+        return self._replies.popleft()
 
     def exchange(self, msg: m.Message) -> m.Message:
         """Send one request with a fresh tag and return its reply as it came (an Rerror too)."""
-        self._send(self.protocol.request(msg)[1])
-        return self._reply()
+        self.send(msg)
+        return self.receive()
 
     def rpc(self, msg: m.Message) -> m.Message:
         """Send one request with a fresh tag and return its reply; Rerror raises ServerError."""
