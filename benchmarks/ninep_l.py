@@ -16,10 +16,6 @@ MSIZE = 65536 + c.IOHDRSZ
 RETRY_INTERVAL = 0.005  # s between connect attempts while a server starts
 
 
-def LClient(sock: socket.socket, *, aname: str, uname: str = "root", msize: int = MSIZE) -> Client:  # noqa: N802
-    return Client(sock, msize=msize, dialect=c.Dialect.P2000L, uname=uname, aname=aname)
-
-
 def connect(path: str, aname: str, deadline: float | None = None) -> Client:
     """Connect to a unix socket and do the 9P2000.L handshake.
 
@@ -38,7 +34,7 @@ def connect(path: str, aname: str, deadline: float | None = None) -> Client:
                 raise
             time.sleep(RETRY_INTERVAL)  # poll interval, bounded by the deadline
     try:
-        return LClient(sock, aname=aname)
+        return Client(sock, msize=MSIZE, dialect=c.Dialect.P2000L, uname="root", aname=aname)
     except BaseException:
         sock.close()
         raise

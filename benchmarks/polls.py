@@ -9,9 +9,8 @@ Run by hand (not by CI); it prints numbers and never asserts on them:
 One poll = Twalk(root -> bN/status) + Tlopen(flags 0) + Tread until an
 empty reply + Tclunk, over a unix socket, in 9P2000.L (the only dialect diod
 speaks; anvilfs speaks it too). Both servers are driven by the project's own
-blocking client (anvilfs.client.Client, its rpc() and codec); only the
-handshake is the benchmark's own, because Client attaches with aname "" and
-diod wants the export path as aname.
+blocking client (anvilfs.client.Client, its rpc() and codec) in 9P2000.L,
+with the aname each wants (diod its export path): ninep_l.connect.
 
 anvilfs gets N sim sessions b0..b{N-1} (written to agent/ctl as
 `new sim /tmp name=bN`); diod exports a directory with N real files
@@ -48,14 +47,14 @@ import tempfile
 import time
 from pathlib import Path
 
-from ninep_l import LClient, connect
+from ninep_l import connect
 from servers import anvilfs_server, cpu_seconds, diod_missing, diod_server
 
-from anvilfs.client import ServerError
+from anvilfs.client import Client, ServerError
 from anvilfs.ninep import consts as c
 from anvilfs.ninep import messages as m
 
-def poll(client: LClient, fid: int, names: tuple[str, str]) -> int:
+def poll(client: Client, fid: int, names: tuple[str, str]) -> int:
     """One poll: walk + lopen + read to EOF + clunk. Returns the bytes read."""
     reply = client.rpc(m.Twalk(tag=0, fid=client.root, newfid=fid, wnames=names))
     if len(reply.wqids) != len(names):

@@ -1,8 +1,10 @@
 """Encode and decode 9P messages: bytes in, messages out, and back.
 
 Layouts come from the annotated fields of the message classes, compiled once
-per (class, dialect) into a tuple of (name, kind) steps. Everything here is
-pure: no I/O, no state beyond the compiled layouts.
+per (class, dialect) into a tuple of (name, kind) steps. A Codec (one per
+dialect) runs the functions compiled.py makes from those layouts, and falls
+back to the field-by-field code here, which names what is wrong with a frame.
+Everything here is pure: no I/O, no state beyond the compiled layouts.
 """
 
 from __future__ import annotations
