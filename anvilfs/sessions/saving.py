@@ -3,9 +3,12 @@
 What a request changes that must survive it is saved before it is answered
 (new, submit), and a turn's start is saved at once (the prompt leaves the
 queue on disk only as the turn's record). Everything else goes to the save
-queue, written once the tasks that made the changes have run: the log
-first, then `out`, then the .toml, so the .toml never says a turn ended
-before its answer is on disk. Without a store (tests), nothing is written.
+queue, rendered once the tasks that made the changes have run and written
+by its worker thread, off the event loop: the log first, then `out`, then
+the .toml, so the .toml never says a turn ended before its answer is on
+disk. A save at once first writes what the queue holds of the session (and
+what the thread has not written yet), so nothing older lands after it.
+Without a store (tests), nothing is written.
 """
 
 from __future__ import annotations
@@ -56,13 +59,13 @@ class SessionSaver:
                 return
             except AnvilError as exc:  # the old .toml still has the prompt queued; keep trying in the background
                 self.events.append(f"- state: {exc.message}; will try again")
-        self.queue.replace((session, "state"), lambda: self.store.save(session), stage=_STATE)
+        self.queue.replace((session, "state"), lambda: self.store.state_file(session), stage=_STATE)
         if session.turn is not None and session.turn.done:
-            self.queue.replace((session, "out"), lambda: self.store.save_out(session), stage=_OUT)
+            self.queue.replace((session, "out"), lambda: self.store.out_file(session), stage=_OUT)
 
     def logged(self, session: Session, text: str) -> None:
         if self.store is not None:
-            self.queue.append((session, "log"), text, lambda joined: self.store.append_log(session, joined), stage=_LOG)
+            self.queue.append((session, "log"), self.store.files, self.store.log_name(session), text.encode(), stage=_LOG)
 
     def remove(self, session: Session) -> str:
         """Move a session's files to the history; returns where (empty without a store)."""

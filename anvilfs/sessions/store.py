@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 from ..journal import timestamp
-from ..storage import PrivateDir, tomlread, tomlwrite
+from ..storage import PrivateDir, Replace, tomlread, tomlwrite
 from .session import Definition, Prompt, Session
 
 
@@ -47,6 +47,11 @@ class SessionStore:
         self.dir = self.files.path
 
     def save(self, session: Session) -> None:
+        file = self.state_file(session)
+        self.files.write_atomic(file.name, file.data)
+
+    def state_file(self, session: Session) -> Replace:
+        """The .toml as the session is now (rendered in the loop; written now, or later by the save queue)."""
         doc = {
             "session": asdict(session.definition),
             "status": {
@@ -61,13 +66,13 @@ class SessionStore:
             doc["turn"] = {"number": turn.number, "started": turn.started, **_prompt(turn.prompt)}
         doc["queue"] = [_prompt(p) for p in session.queue]
         text = tomlwrite.dumps(doc, comment="anvilfs session; rewritten by the server on every change")
-        self.files.write_atomic(f"{session.name}.toml", text.encode())
+        return Replace(self.files, f"{session.name}.toml", text.encode())
 
-    def save_out(self, session: Session) -> None:
-        self.files.write_atomic(f"{session.name}.out", session.out.encode())
+    def out_file(self, session: Session) -> Replace:
+        return Replace(self.files, f"{session.name}.out", session.out.encode())
 
-    def append_log(self, session: Session, text: str) -> None:
-        self.files.append(f"{session.name}.log", text.encode())
+    def log_name(self, session: Session) -> str:
+        return f"{session.name}.log"
 
     def remove(self, session: Session) -> str:
         """Move the session's files to `removed/NAME.TIME.*` (a history, never read back); returns where."""

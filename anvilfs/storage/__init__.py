@@ -2,7 +2,8 @@
 
     PrivateDir   a directory only this user can use; files in it are 0600,
                  written atomically and fsynced, never through a symbolic link
-    SaveQueue    background writes, coalesced, in stages, retried on failure
+    SaveQueue    background writes, coalesced, in stages, written by a worker
+                 thread in groups, retried on failure
     TomlObjects  one TOML file per object, comments people add kept
     GitHistory   the state directory as a git repository: recorded changes
                  committed soon after, in groups, each with its message
@@ -17,6 +18,6 @@ safely wait.
 from .history import GitHistory
 from .objects import BrokenFile, TomlObjects
 from .private import PrivateDir, StorageError, ensure_private_dir
-from .savequeue import SaveQueue
+from .savequeue import Replace, SaveQueue
 
-__all__ = ["BrokenFile", "GitHistory", "PrivateDir", "SaveQueue", "StorageError", "TomlObjects", "ensure_private_dir"]
+__all__ = ["BrokenFile", "GitHistory", "PrivateDir", "Replace", "SaveQueue", "StorageError", "TomlObjects", "ensure_private_dir"]

@@ -81,6 +81,15 @@ class PrivateDir:
 
     def write_atomic(self, name: str, data: bytes) -> None:
         """Replace `name` whole: readers (and a crash) see the old or the new content, never a mix."""
+        self.put(self.prepare(name, data), name)
+        self.sync()
+
+    def prepare(self, name: str, data: bytes) -> str:
+        """The first half of a replace: `data` in a new temporary file, on disk; returns its name.
+
+        `put` then renames it over `name`, and `sync` makes the rename durable: a group of
+        replaces (the save queue's) shares one `sync` of the directory instead of one each.
+        """
         _check_name(name)
         tmp = f".{name}.{secrets.token_hex(6)}{_TMP_SUFFIX}"
         fd = self._open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
@@ -90,10 +99,21 @@ class PrivateDir:
                 os.fsync(fd)
             finally:
                 os.close(fd)
+        except BaseException:
+            _unlink_quietly(tmp, self._fd)
+            raise
+        return tmp
+
+    def put(self, tmp: str, name: str) -> None:
+        """Rename a prepared temporary file over `name` (removed again if the rename fails)."""
+        try:
             os.rename(tmp, name, src_dir_fd=self._fd, dst_dir_fd=self._fd)
         except BaseException:
             _unlink_quietly(tmp, self._fd)
             raise
+
+    def sync(self) -> None:
+        """Make the renames and new entries made so far in this directory durable."""
         os.fsync(self._fd)
 
     def append(self, name: str, data: bytes) -> None:

@@ -1,4 +1,4 @@
-"""The storage module: private directories, atomic and appended writes that never follow a link, the save queue."""
+"""The storage module: private directories, atomic and appended writes that never follow a link (the save queue: test_savequeue.py)."""
 
 from __future__ import annotations
 
@@ -6,9 +6,8 @@ import os
 import stat
 
 import pytest
-import trio
 
-from anvilfs.storage import PrivateDir, SaveQueue, StorageError, ensure_private_dir
+from anvilfs.storage import PrivateDir, StorageError, ensure_private_dir
 from anvilfs.storage import private
 
 
@@ -105,61 +104,6 @@ def test_bad_names_are_refused(tmp_path):
             d.write_atomic(name, b"")
 
 
-def test_the_save_queue_coalesces_joins_and_orders_by_stage():
-    done = []
-    q = SaveQueue()
-    q.replace("state", lambda: done.append("state v1"), stage=2)
-    q.append("log", "a", lambda text: done.append(f"log {text}"), stage=0)
-    q.replace("state", lambda: done.append("state v2"), stage=2)
-    q.replace("out", lambda: done.append("out"), stage=1)
-    q.append("log", "b", lambda text: done.append(f"log {text}"), stage=0)
-    q.flush()
-    assert done == ["log ab", "out", "state v2"] and len(q) == 0
-
-
-def test_a_refused_write_is_kept_in_order_and_holds_back_later_stages():
-    errors, written, disk_full = [], [], [True]
-
-    def append(text: str) -> None:
-        if disk_full[0]:
-            raise OSError(28, "No space left on device")
-        written.append(text)
-
-    q = SaveQueue(on_error=lambda key, exc: errors.append((key, exc.strerror)))
-    q.append("log", "first ", append, stage=0)
-    q.replace("state", lambda: written.append("state"), stage=2)
-    q.flush()
-    assert errors == [("log", "No space left on device")] and written == []
-    assert "log" in q and "state" in q  # nothing dropped; the .toml waits for its log
-    q.append("log", "second", append, stage=0)
-    disk_full[0] = False
-    q.flush()
-    assert written == ["first second", "state"]
-
-
-def test_flush_of_some_keys_leaves_the_others():
-    done = []
-    q = SaveQueue()
-    q.replace(("a", "state"), lambda: done.append("a"))
-    q.replace(("b", "state"), lambda: done.append("b"))
-    q.flush(lambda key: key[0] == "a")
-    assert done == ["a"] and ("b", "state") in q
-
-
-async def test_the_save_queue_task_writes_soon_after_a_change(autojump_clock):
-    done = []
-    q = SaveQueue()
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(q.run)
-        q.replace("k", lambda: done.append(1))
-        q.replace("k", lambda: done.append(2))
-        with trio.fail_after(5):
-            while not done:
-                await trio.sleep(0.01)
-        assert done == [2]
-        nursery.cancel_scope.cancel()
-
-
 def test_a_refused_append_leaves_no_fragment(tmp_path, monkeypatch):
     d = PrivateDir(tmp_path / "st")
     d.append("a.log", b"first\n")
@@ -174,11 +118,3 @@ def test_a_refused_append_leaves_no_fragment(tmp_path, monkeypatch):
         d.append("a.log", b"second\n")
     monkeypatch.setattr(private.os, "write", real_write)
     assert (tmp_path / "st" / "a.log").read_bytes() == b"first\n"
-
-
-def test_flush_says_which_writes_are_still_pending():
-    q = SaveQueue()
-    q.append("log", "x", lambda text: (_ for _ in ()).throw(OSError(28, "full")), stage=0)
-    q.replace("state", lambda: None, stage=2)
-    assert sorted(q.flush()) == ["log", "state"]
-    assert q.flush(lambda key: False) == []
