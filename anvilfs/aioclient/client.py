@@ -8,6 +8,10 @@
 Each operation walks a fid of its own from the root and clunks it at the
 end, also when it is cancelled (shielded, with a deadline): a cancelled
 call leaves nothing open on the server (mux.py flushes its request).
+A write or ctl that fits in one Twrite, and a read_once, send their
+requests together (walk, open, write or read, clunk) as one pipeline: one
+round trip, since the server handles a connection's requests in order;
+read_once does not wait for its clunk's answer.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ import trio
 from ..client.commands import pieces
 from ..client.credentials import attach_aname, attach_uname
 from ..client.errors import ConnectionLost, ServerError
-from ..client.protocol import DEFAULT_MSIZE, ClientProtocol, directory_entries
+from ..client.protocol import DEFAULT_MSIZE, ClientProtocol, check, directory_entries
 from ..ninep import Dialect, LocalProtocolError, Stat
 from ..ninep import consts as c
 from ..ninep import messages as m
@@ -104,21 +108,60 @@ class AsyncClient:
             return bytes(out)
 
     async def read_once(self, path: str) -> bytes:
-        """What one read at offset 0 gives: for `wait`, the state word once the session is no longer busy."""
-        async with self._opened(path, c.OREAD) as fid:
-            return await self._read(fid, 0)
+        """What one read at offset 0 gives: for `wait`, the state word once the session is no longer busy.
+
+        The walk, open and read go out together; the clunk after the answer is
+        not waited for (a read-only fid: nothing to report), so a caller that
+        acts on the answer (a conductor's next prompt) is not a round trip later.
+        """
+        if (names := self._pipelinable(path)) is None:
+            async with self._opened(path, c.OREAD) as fid:
+                return await self._read(fid, 0)
+        fid = self._mux.protocol.new_fid()  # cancelled, the pipeline clunks it if its walk was answered
+        replies = await self._mux.pipeline([self._walk_request(fid, names), m.Topen(tag=0, fid=fid, mode=c.OREAD),
+                                            self._read_request(fid, 0)])
+        self._check_walk(path, names, replies[0])
+        await self._mux.post(m.Tclunk(tag=0, fid=fid))
+        check(replies[1])
+        return check(replies[2]).data
 
     async def write(self, path: str, data: bytes) -> None:
-        """Write `data` on one open, in whole-line pieces of at most the iounit (ctl files act per write)."""
-        async with self._opened(path, c.OWRITE) as fid:
-            await self._write(fid, data)
+        """Write `data` on one open, in whole-line pieces of at most the iounit (ctl files act per write).
+
+        What fits in one piece goes out as one pipeline (walk, open, write, clunk:
+        one round trip); its errors are the first request's that failed.
+        """
+        if not data or len(data) > self._mux.protocol.iounit or (names := self._pipelinable(path)) is None:
+            async with self._opened(path, c.OWRITE) as fid:
+                await self._write(fid, data)
+            return
+        fid = self._mux.protocol.new_fid()
+        replies = await self._mux.pipeline([self._walk_request(fid, names), m.Topen(tag=0, fid=fid, mode=c.OWRITE),
+                                            m.Twrite(tag=0, fid=fid, offset=0, data=data), m.Tclunk(tag=0, fid=fid)])
+        self._check_walk(path, names, replies[0])
+        for reply in replies[1:]:
+            check(reply)
 
     async def ctl(self, path: str, line: str) -> str:
-        """Write a command line and read the answer back on the same fid (SPEC §4), without its newline."""
+        """Write a command line and read the answer back on the same fid (SPEC §4), without its newline.
+
+        One pipeline when the line fits in one write: walk, open, write, read, clunk.
+        """
         data = line.encode() if line.endswith("\n") else f"{line}\n".encode()
-        async with self._opened(path, c.ORDWR) as fid:
-            await self._write(fid, data)
-            return (await self._read(fid, 0)).decode(errors="replace").removesuffix("\n")
+        if len(data) > self._mux.protocol.iounit or (names := self._pipelinable(path)) is None:
+            async with self._opened(path, c.ORDWR) as fid:
+                await self._write(fid, data)
+                return (await self._read(fid, 0)).decode(errors="replace").removesuffix("\n")
+        fid = self._mux.protocol.new_fid()
+        replies = await self._mux.pipeline([self._walk_request(fid, names), m.Topen(tag=0, fid=fid, mode=c.ORDWR),
+                                            m.Twrite(tag=0, fid=fid, offset=0, data=data), self._read_request(fid, 0),
+                                            m.Tclunk(tag=0, fid=fid)])
+        self._check_walk(path, names, replies[0])
+        for reply in replies[1:3]:
+            check(reply)
+        answer = check(replies[3]).data
+        check(replies[4])
+        return answer.decode(errors="replace").removesuffix("\n")
 
     async def ls(self, path: str) -> list[str]:
         """The names in a directory."""
@@ -142,7 +185,28 @@ class AsyncClient:
     # ------------------------------------------------------------ fids
 
     async def _read(self, fid: int, offset: int) -> bytes:
-        return (await self._mux.rpc(m.Tread(tag=0, fid=fid, offset=offset, count=self._mux.protocol.iounit))).data
+        return (await self._mux.rpc(self._read_request(fid, offset))).data
+
+    def _read_request(self, fid: int, offset: int) -> m.Tread:
+        return m.Tread(tag=0, fid=fid, offset=offset, count=self._mux.protocol.iounit)
+
+    # ------------------------------------------------------------ pipelines
+
+    def _pipelinable(self, path: str) -> tuple[str, ...] | None:
+        """The names of `path` if one Twalk reaches it (at most MAXWELEM names, not the root itself)."""
+        if not self._started:
+            raise LocalProtocolError("use the client inside `async with await AsyncClient.connect(...) as fs:`")
+        names = tuple(name for name in path.split("/") if name)
+        return names if 0 < len(names) <= c.MAXWELEM else None
+
+    def _walk_request(self, fid: int, names: tuple[str, ...]) -> m.Twalk:
+        return m.Twalk(tag=0, fid=self._root, newfid=fid, wnames=names)
+
+    @staticmethod
+    def _check_walk(path: str, names: tuple[str, ...], reply: m.Message) -> None:
+        """Raise what stopped the pipeline's walk, if it did not make its fid (the requests after it failed too)."""
+        if len(check(reply).wqids) != len(names):
+            raise ServerError(f"{path}: {names[len(reply.wqids)]!r} does not exist")
 
     async def _write(self, fid: int, data: bytes) -> None:
         offset = 0

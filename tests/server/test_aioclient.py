@@ -57,7 +57,7 @@ async def test_five_waits_and_a_follow_of_events_in_flight_on_one_connection(anv
                     await fs.write(f"{name}/ctl", b"interrupt\n")
         assert answers == {name: b"await\n" for name in NAMES}
         assert all(any(re.search(rf" {n} await simulated interrupted", line) for line in events.lines) for n in NAMES)
-        assert fs.in_flight == 0
+        await until(lambda: fs.in_flight == 0, "the waits' clunks answered (sent after the answers, not waited for)")
         assert await fs.read("errors") == b"", "the server recorded an error"
 
 

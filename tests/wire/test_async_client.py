@@ -15,7 +15,7 @@ import trio.testing
 
 from anvilfs.aioclient import AsyncClient, ConnectionLost, Lines, ServerError
 from anvilfs.app import App
-from anvilfs.ninep import LocalProtocolError
+from anvilfs.ninep import Dialect, FrameBuffer, LocalProtocolError, decode
 from anvilfs.server import Connection
 from harness.apps import until
 from harness.deadlines import within
@@ -114,6 +114,44 @@ async def test_a_server_error_carries_the_servers_text_and_the_client_goes_on(au
         assert s.quiet()
 
 
+async def test_a_small_write_a_ctl_and_a_read_once_each_go_out_as_one_pipeline(autojump_clock):
+    async with served() as s:
+        sends, send_all = [], s.fs._mux.stream.send_all
+
+        async def counted(data) -> None:  # the requests in each send of the client
+            frames = FrameBuffer(1 << 20)
+            frames.feed(bytes(data))
+            sends.append([type(decode(f, Dialect.P2000)).__name__ for f in iter(frames.next_frame, None)])
+            await send_all(data)
+
+        s.fs._mux.stream.send_all = counted
+        with within(WAIT, "the requests"):
+            assert await s.fs.ctl("ctl", "new sim /tmp name=bot1") == "bot1"
+            await s.fs.write("bot1/in", b"hello")
+            assert await s.fs.read_once("bot1/wait") == b"await\n"
+        assert sends == [["Twalk", "Topen", "Twrite", "Tread", "Tclunk"], ["Twalk", "Topen", "Twrite", "Tclunk"],
+                         ["Twalk", "Topen", "Tread"], ["Tclunk"]]  # the last sent after the answer, not waited for
+        await until(s.quiet, "the last clunk handled")
+
+
+async def test_each_step_of_a_pipeline_reports_its_own_error(autojump_clock):
+    async with served() as s:
+        s.app.sessions.new("sim", "/tmp", name="bot1")
+        s.app.sessions.stop("bot1")
+        with within(WAIT, "the requests"):
+            with pytest.raises(ServerError, match="'nobody' does not exist"):
+                await s.fs.write("nobody/in", b"hello")  # the walk
+            with pytest.raises(ServerError, match="'inn' does not exist"):
+                await s.fs.write("bot1/inn", b"hello")  # the walk's second name
+            with pytest.raises(ServerError, match="restart"):
+                await s.fs.write("bot1/in", b"hello")  # the Twrite: the session is stopped
+            with pytest.raises(ServerError, match="'nope' does not exist"):
+                await s.fs.read_once("nope/wait")
+            with pytest.raises(ServerError, match="permission|not open for|cannot be opened|denied"):
+                await s.fs.read_once("bot1/in")  # the open: in is write-only
+        await until(s.quiet, "every fid clunked")
+
+
 async def test_fifty_blocked_waits_and_a_follow_of_events_on_one_connection(autojump_clock):
     names = [f"r{i}" for i in range(50)]
     async with served() as s:
@@ -142,7 +180,8 @@ async def test_fifty_blocked_waits_and_a_follow_of_events_on_one_connection(auto
                 await interrupt(s.app, *names)
         assert answers == {name: b"await\n" for name in names}
         assert sorted(seen) == sorted(names)
-        assert s.quiet() and s.fs.in_flight == 0
+        # the clunks go out after the answers, not waited for: handled soon after
+        await until(lambda: s.quiet() and s.fs.in_flight == 0, "the waits' clunks handled")
 
 
 async def test_a_cancelled_wait_is_flushed_and_its_fid_clunked(autojump_clock):
@@ -193,7 +232,7 @@ async def test_a_cancelled_follow_is_flushed_and_the_others_go_on(autojump_clock
         [read] = s.lines(r"c1 -> Twalk tag \d+ fid \d+ newfid (\d+) wnames \[events\]")
         [events_read] = s.lines(rf"c1 -> Tread tag (\d+) fid {read[1]} ")
         assert s.lines(rf"c1 -> Tflush tag \d+ oldtag {events_read[1]}$")
-        assert s.quiet() and s.fs.in_flight == 0
+        await until(lambda: s.quiet() and s.fs.in_flight == 0, "the wait's clunk handled")  # not waited for
 
 
 async def test_a_lost_connection_raises_connection_lost_in_every_caller(autojump_clock):

@@ -106,12 +106,26 @@ async def test_a_read_reply_that_races_the_flush_is_dropped_and_the_fid_clunked(
 
 async def test_a_walk_reply_that_races_the_flush_has_its_new_fid_clunked(autojump_clock, pair, nursery):
     fs, server = pair
-    scope = await cancelled_call(nursery, fs.read_once, "bot1/wait")
+    scope = await cancelled_call(nursery, fs.stat, "bot1/status")  # a walk alone first, then the Tstat
     walk = await server.expect(m.Twalk)
     scope.cancel()
     flush = await server.expect(m.Tflush)
     await server.send(m.Rwalk(tag=walk.tag, wqids=(QID, QID)), m.Rflush(tag=flush.tag))  # the walk made the fid
     await server.answer_clunk(walk.newfid)
+
+
+async def test_a_pipeline_cancelled_unanswered_flushes_the_last_first_then_clunks_what_its_walk_made(
+        autojump_clock, pair, nursery):
+    fs, server = pair
+    scope = await cancelled_call(nursery, fs.read_once, "bot1/wait")  # walk, open and read sent together
+    walk, opened, read = [await server.expect(kind) for kind in (m.Twalk, m.Topen, m.Tread)]
+    scope.cancel()
+    flushes = [await server.expect(m.Tflush) for _ in range(3)]
+    assert [f.oldtag for f in flushes] == [read.tag, opened.tag, walk.tag]  # a clunk first would end the read
+    # the walk's reply raced its flush; the open and the read were flushed unanswered
+    await server.send(m.Rwalk(tag=walk.tag, wqids=(QID, QID)), *(m.Rflush(tag=f.tag) for f in flushes))
+    await server.answer_clunk(walk.newfid)
+    await until(lambda: fs.in_flight == 0, "the client to settle")
 
 
 async def test_an_rflush_without_the_reply_means_the_walk_made_nothing(autojump_clock, pair, nursery):
