@@ -6,7 +6,9 @@ received batch go out in one send. Unsent replies are bounded: once they pass
 buffer, and the socket is not read) until the replies are sent. Only a read
 that must wait (the blocking files) gets a task, under a cancel scope kept in
 the tag table so a Tflush can cancel it; it too waits for room before it
-takes its data. flush(5): Rflush goes out after any reply to the old request
+takes its data. So does a clunk that submitted a prompt (``Deferred``): its
+Rclunk waits in a task until the prompt is on disk, while the loop goes on
+serving; a flush of it is answered after it. flush(5): Rflush goes out after any reply to the old request
 (and after the Rflush of an older flush it names) and never as an error; a
 flushed request gets no reply at all.
 """
@@ -21,11 +23,13 @@ from dataclasses import dataclass, field
 
 import trio
 
+from ..errors import AnvilError
 from ..ninep import BadMessage, Dialect, FrameBuffer, FramingError, LocalProtocolError, TagTable, codec_for, format_message
 from ..ninep import messages as m
 from ..ninep.consts import NOTAG
 from ..tree import Directory
 from .dispatch import Blocked, Dispatcher, Limits
+from .state import Deferred
 from .token import Token
 from .transport import transport_for
 
@@ -40,6 +44,7 @@ class InFlight:
     fid_number: int
     flushes: list[int] = field(default_factory=list)  # Tflush tags waiting on it, answered in this order
     outcome: str = ""  # why it was cancelled: "flush", "clunk" or "reset"
+    flushable: bool = True  # a deferred reply is not: a flush of it waits for it
 
 
 class Connection:
@@ -188,7 +193,9 @@ class Connection:
             reply = self.dispatcher.handle(msg)
             if isinstance(msg, m.Tversion):
                 self._codec = codec_for(self.dialect)  # its reply is the same in every dialect
-            if not isinstance(reply, Blocked):
+            if isinstance(reply, Deferred):
+                self._start_deferred(reply)
+            elif not isinstance(reply, Blocked):
                 self.send(reply)
             elif len(self.tags) >= self.limits.max_blocked_reads:
                 self.send(self.dispatcher.error(msg, _too_many_blocked(self.limits.max_blocked_reads), errno.EMFILE))
@@ -228,6 +235,33 @@ class Connection:
                     self.send(m.Rflush(tag=tag))
         await self._flush_out()  # at once, rather than one scheduler pass later in the writer task
 
+    def _start_deferred(self, deferred: Deferred) -> None:
+        # A flush does not cancel it (the prompt is on its way whatever the client does): its Rflush
+        # follows its reply, as for a read that was answered first (flush(5)).
+        flight = InFlight(scope=trio.CancelScope(), fid_number=-1, flushable=False)
+        self.tags.begin(deferred.request.tag, flight)
+        self._nursery.start_soon(self._finish_deferred, deferred, flight)
+
+    async def _finish_deferred(self, deferred: Deferred, flight: InFlight) -> None:
+        tag = deferred.request.tag
+        with flight.scope:  # cancelled only by a Tversion or the end of the connection
+            try:
+                await deferred.later.wait()
+                reply = deferred.reply
+            except AnvilError as exc:
+                reply = self.dispatcher.error(deferred.request, exc.message, exc.errno, detail=exc.detail)
+            except Exception as exc:  # a bug behind one file must not take the connection down
+                log.exception("%s: a deferred reply failed", self.name)
+                reply = self.dispatcher.error(deferred.request, f"internal error: {exc}", errno.EIO)
+        self._end(tag, flight)
+        if flight.outcome == "reset" or flight.scope.cancelled_caught:
+            return  # after a Tversion nothing of the old session may be answered
+        self.send(reply)
+        for flush_tag in flight.flushes:
+            self._flushing.pop(flush_tag, None)
+            self.send(m.Rflush(tag=flush_tag))
+        await self._flush_out()
+
     async def _wait_answerable(self, blocked: Blocked) -> None:
         """Until the read has data and its reply fits in the unsent limit, both true on return."""
         while True:
@@ -239,8 +273,9 @@ class Connection:
     def _flush(self, msg: m.Tflush) -> None:
         flight = self.tags.get(msg.oldtag) if msg.oldtag != NOTAG else None
         if flight is not None:
-            flight.outcome = flight.outcome or "flush"
-            flight.scope.cancel()
+            if flight.flushable:
+                flight.outcome = flight.outcome or "flush"
+                flight.scope.cancel()
         else:
             flight = self._flushing.get(msg.oldtag)  # a flush of a pending flush: answered after it
             if flight is None:

@@ -5,7 +5,8 @@ fid exists or is free, the file is open (or not) in the right mode, the walk
 has at most 16 names, counts are clamped to msize. A request ends in exactly
 one reply, returned by ``handle``; the one exception is a read that would
 block, which comes back as ``Blocked`` for the connection to finish in a
-task it can cancel.
+task it can cancel, and a clunk that submitted a prompt, whose reply comes
+back ``Deferred`` until the prompt is on disk.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from ..ninep.fids import FidTable
 from ..tree import Caller, Directory, Node, SnapshotBudget, SnapshotReads
 from .attrs import getattr_of, pack_dirents, pack_stats, qid_of, stat_of
 from .opening import linux_access, open_existing, open_fid, plan9_access
-from .state import Blocked, CollectBudget, Fid, Limits
+from .state import Blocked, CollectBudget, Deferred, Fid, Limits
 from .token import Token
 
 
@@ -52,7 +53,7 @@ class Dispatcher:
 
     # ------------------------------------------------------------ entry point
 
-    def handle(self, msg: m.Message) -> m.Message | Blocked:
+    def handle(self, msg: m.Message) -> m.Message | Blocked | Deferred:
         handler = _HANDLERS.get(type(msg))
         try:
             if handler is None:
@@ -255,11 +256,12 @@ class Dispatcher:
         return m.Rwrite(tag=msg.tag, count=count)
 
 
-    def clunk(self, msg: m.Tclunk) -> m.Message:
+    def clunk(self, msg: m.Tclunk) -> m.Message | Deferred:
         fid = self.fids.pop(msg.fid)
         if fid.handle is not None:
             self.collected.release(fid)  # before the submit, which may fail: the bytes go either way
-            fid.handle.clunk()
+            if (later := fid.handle.clunk()) is not None:  # a prompt: answered once it is on disk
+                return Deferred(later, msg, m.Rclunk(tag=msg.tag))
         return m.Rclunk(tag=msg.tag)
 
     def remove(self, msg: m.Tremove) -> m.Message:

@@ -4,9 +4,14 @@ from __future__ import annotations
 
 import errno
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ..errors import LimitExceeded
+from ..ninep import messages as m
 from ..tree import Caller, Handle, Node
+
+if TYPE_CHECKING:
+    from ..waitable import Later
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +58,16 @@ class Blocked:
     tag: int
     offset: int
     count: int
+
+
+@dataclass(frozen=True, slots=True)
+class Deferred:
+    """A reply that waits until `later` is done (a prompt on its way to disk): the connection awaits
+    `later.wait()` in a task, then sends `reply`, or the error it raised in reply to `request`."""
+
+    later: Later
+    request: m.Message
+    reply: m.Message
 
 
 class CollectedLimit(LimitExceeded):

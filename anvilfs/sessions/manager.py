@@ -20,6 +20,7 @@ import trio
 from ..domain_events import EventBus, SessionEnded, SessionMoved
 from ..errors import AnvilError, Busy, InvalidRequest, LimitExceeded, NameTaken, NotFound, TooMany
 from ..journal import Journal, has_line_breakers, one_line, timestamp
+from ..waitable import Later
 from .backend import Backend, SessionInfo
 from .restore import restore_session
 from .owned import Owners
@@ -206,24 +207,42 @@ class Sessions:
         session = self.get(name)
         if size > self.limits.max_prompt_bytes:
             raise LimitExceeded(f"send at most {self.limits.max_prompt_bytes} bytes: the prompt for {name} is too long ({size} bytes)")
-        if session.definition.ephemeral and (session.turn_count or session.queue):
+        if session.definition.ephemeral and (session.turn_count or session.queue or session.incoming):
             raise Busy(f"start a new session: {name} is ephemeral and has had its one prompt")
         if session.state is State.STOPPED:
             raise Busy(f"write 'restart' to {name}/ctl first: the session is stopped")
         return session
 
-    def submit(self, name: str, text: str, sender: str) -> None:
-        """Queue a prompt; it runs when the agent is ready (after a restart, if it is down)."""
+    def submit(self, name: str, text: str, sender: str) -> Later | None:
+        """Queue a prompt; it runs when the agent is ready (after a restart, if it is down).
+
+        With a store, the prompt is on its way to disk when this returns: the write that sent it is
+        answered when the Later is done, and by then it is in the queue (or refused, if the disk is).
+        """
         session = self.check_prompt(name, len(text.encode()))
-        session.queue.append(Prompt(text, sender))
-        try:
-            self.saver.save_now(session)  # on disk before the write that sent it is answered
-        except AnvilError as exc:
-            session.queue.pop()
-            raise AnvilError(f"{exc.message}; the prompt was not queued") from None
+        prompt = Prompt(text, sender)
+        commit = self.saver.commit_prompt(session, prompt)
+        if commit is None:
+            self._queued(session, prompt)
+            return None
+        commit.then(lambda error: self._landed(session, prompt, error))
+        return Later(commit, lambda exc: AnvilError(
+            f"cannot save session {name} in {self.store.dir}: {exc.strerror or exc}; the prompt was not queued"))
+
+    def _landed(self, session: Session, prompt: Prompt, error: OSError | None) -> None:
+        if not any(p is prompt for p in session.incoming):
+            return  # dropped on its way (a stop): as if it had been queued, then dropped
+        session.incoming = [p for p in session.incoming if p is not prompt]
+        if error is None:
+            self._queued(session, prompt)
+        else:
+            session.changes.bump()  # `wait` readers: it is not coming
+
+    def _queued(self, session: Session, prompt: Prompt) -> None:
+        session.queue.append(prompt)
         session.changes.bump()  # the runner and `wait` readers see the queue; the state did not change
         waiting = "" if session.state in ACCEPTS_PROMPTS else f"; session is {session.state.value}: write 'restart' to run it"
-        self.events.append(f"{name} prompt queued ({len(session.queue)} waiting) from {sender}{waiting}")
+        self.events.append(f"{session.name} prompt queued ({len(session.queue)} waiting) from {prompt.sender}{waiting}")
 
     # ------------------------------------------------------------ lifecycle
 
@@ -252,8 +271,9 @@ class Sessions:
         session.restart_pending = False  # a stop cancels a restart on its way
         if session.state is State.STOPPED:
             raise Busy(f"session {name} is already stopped; 'restart' starts it")
-        dropped = len(session.queue)
+        dropped = len(session.queue) + len(session.incoming)
         session.queue.clear()
+        session.incoming = []
         self._cancel_runner(name)
         session.abort_turn("killed" if kill else "stopped")
         session.move(Event.STOP, f"{dropped} queued prompts dropped" if dropped else "")
@@ -287,9 +307,10 @@ class Sessions:
         if session.definition.ephemeral:
             raise InvalidRequest(f"start a new session: {name} is ephemeral, it does one turn, so a restart is invalid")
         if session.state not in (State.STOPPED, State.EXITED, State.ERROR):
-            queue = list(session.queue)
+            queue, incoming = list(session.queue), session.incoming
             self._stop(name, kill=True)  # the session lives on: what it holds stays held
             session.queue.extend(queue)
+            session.incoming = incoming
         self._cancel_runner(name)
         session.move(Event.RESTART)
         session.agent = session.backend.agent(self.info(session.definition), session.agent.saved())

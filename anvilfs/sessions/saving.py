@@ -1,7 +1,9 @@
 """When each part of a session is written to disk, so that nothing answered is lost.
 
 What a request changes that must survive it is saved before it is answered
-(new, submit), and a turn's start is saved at once (the prompt leaves the
+(new and the ctl commands at once, in the loop; a prompt through a commit
+of the save queue, which its write's answer waits on), and a turn's start
+is sealed in the queue ahead of the turn's log lines (the prompt leaves the
 queue on disk only as the turn's record). Everything else goes to the save
 queue, rendered once the tasks that made the changes have run and written
 by its worker thread, off the event loop: the log first, then `out`, then
@@ -15,8 +17,8 @@ from __future__ import annotations
 
 from ..errors import AnvilError
 from ..journal import Journal
-from ..storage import SaveQueue
-from .session import Session
+from ..storage import Commit, SaveQueue
+from .session import Prompt, Session
 from .states import State
 from .store import SessionStore
 
@@ -49,19 +51,30 @@ class SessionSaver:
             raise AnvilError(f"cannot save session {session.name} in {self.store.dir}: {exc.strerror or exc}") from None
         self.queue.discard((session, "state"))
 
+    def commit_prompt(self, session: Session, prompt: Prompt) -> Commit | None:
+        """Put `prompt` in the session's incoming prompts and save it soon, in the queue's thread: a Commit
+        done once it is on disk (None without a store: nothing to wait for, and nothing done).
+
+        A prompt's write waits on it instead of an fsync in the event loop; the prompts of many
+        sessions that come together share one batch of the thread.
+        """
+        if self.store is None:
+            return None
+        session.incoming.append(prompt)
+        self.queue.replace((session, "state"), lambda: self.store.state_file(session), stage=_STATE)
+        return self.queue.commit()
+
     def changed(self, session: Session) -> None:
-        """A change to save: at once if a turn just began, else soon."""
+        """A change to save soon; a turn that just began is sealed, so it lands before the turn's log lines."""
         if self.store is None:
             return
-        if session.state is State.RUNNING and session.turn is not None and not session.turn.done:
-            try:
-                self.save_now(session)
-                return
-            except AnvilError as exc:  # the old .toml still has the prompt queued; keep trying in the background
-                self.events.append(f"- state: {exc.message}; will try again")
         self.queue.replace((session, "state"), lambda: self.store.state_file(session), stage=_STATE)
         if session.turn is not None and session.turn.done:
             self.queue.replace((session, "out"), lambda: self.store.out_file(session), stage=_OUT)
+        if session.state is State.RUNNING and session.turn is not None and not session.turn.done:
+            # the .toml with the prompt as the turn in progress goes before the prompt's record in the
+            # log: at every moment the prompt is in the .toml's queue, its turn, or the log
+            self.queue.seal()
 
     def logged(self, session: Session, text: str) -> None:
         if self.store is not None:

@@ -95,6 +95,9 @@ class Session:
         self.state = State.STARTING
         self.detail = ""  # why it is in error / exited, shown after the state word
         self.queue: deque[Prompt] = deque()
+        # prompts accepted and on their way to disk: their writes are answered, and they join the
+        # queue, once they are there (SessionSaver.commit); the .toml has them in its queue already
+        self.incoming: list[Prompt] = []
         self.turn: Turn | None = None  # the current or last turn
         self.turn_count = 0
         self.out = ""
@@ -129,7 +132,7 @@ class Session:
             return True
         if self.definition.ephemeral and self.turn_count and self.state in (State.AWAIT, State.ERROR):
             return self.driven()
-        return bool(self.queue) and self.driven()
+        return bool(self.queue or self.incoming) and self.driven()
 
     def status_line(self) -> str:
         """STATE [simulated] [DETAIL...]: the one grammar of `status` and of a session's `events` lines.

@@ -64,7 +64,7 @@ class SessionStore:
         turn = session.turn
         if turn is not None and not turn.done and turn.prompt is not None:
             doc["turn"] = {"number": turn.number, "started": turn.started, **_prompt(turn.prompt)}
-        doc["queue"] = [_prompt(p) for p in session.queue]
+        doc["queue"] = [_prompt(p) for p in (*session.queue, *session.incoming)]
         text = tomlwrite.dumps(doc, comment="anvilfs session; rewritten by the server on every change")
         return Replace(self.files, f"{session.name}.toml", text.encode())
 

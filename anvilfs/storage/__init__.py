@@ -18,6 +18,6 @@ safely wait.
 from .history import GitHistory
 from .objects import BrokenFile, TomlObjects
 from .private import PrivateDir, StorageError, ensure_private_dir
-from .savequeue import Replace, SaveQueue
+from .savequeue import Commit, Replace, SaveQueue
 
-__all__ = ["BrokenFile", "GitHistory", "PrivateDir", "Replace", "SaveQueue", "StorageError", "TomlObjects", "ensure_private_dir"]
+__all__ = ["BrokenFile", "Commit", "GitHistory", "PrivateDir", "Replace", "SaveQueue", "StorageError", "TomlObjects", "ensure_private_dir"]

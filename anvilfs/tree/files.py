@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Protocol
 
 from ..errors import AnvilError, InvalidRequest, PermissionDenied
+from ..waitable import Later
 from .ctl import CommandTable
 from .nodes import READ_ONLY, READ_WRITE, WRITE_ONLY, Caller, File, Handle
 from .snapshots import UNLIMITED, Snapshot, SnapshotBudget, SnapshotSource
@@ -149,7 +150,7 @@ class CollectFile(File):
         key: str,
         *,
         check: Callable[[int, Caller], None],
-        submit: Callable[[bytes, Caller], None],
+        submit: Callable[..., object],  # (bytes, caller[, belongs_to()]); a Later defers the clunk's reply
         abandoned: Callable[[bytes, Caller], None],
         ignored: Callable[[Caller], None] | None = None,
         render: Callable[[], str] | None = None,
@@ -227,14 +228,16 @@ class _CollectHandle(SnapshotReads):
     def held(self) -> int:
         return len(self._buf)
 
-    def clunk(self) -> None:
+    def clunk(self) -> Later | None:
         super().clunk()
+        done = None
         if self._buf and self._file.belongs_to is not None:
-            self._file.submit(bytes(self._buf), self._caller, self._taken_for)
+            done = self._file.submit(bytes(self._buf), self._caller, self._taken_for)
         elif self._buf:
-            self._file.submit(bytes(self._buf), self._caller)
+            done = self._file.submit(bytes(self._buf), self._caller)
         elif self._wrote and self._file.ignored is not None:
             self._file.ignored(self._caller)
+        return done if isinstance(done, Later) else None  # a prompt: answered once it is on disk
 
     def abandon(self) -> None:
         super().clunk()

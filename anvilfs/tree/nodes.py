@@ -12,8 +12,12 @@ import hashlib
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ..errors import NotPermitted, PermissionDenied
+
+if TYPE_CHECKING:
+    from ..waitable import Later
 
 
 # Modes are the owner's alone (SPEC §4): a mount shared with other local
@@ -150,8 +154,8 @@ class Handle:
         """How many bytes a write would add to held() (checked against the limit before it is made)."""
         return 0
 
-    def clunk(self) -> None:
-        """The client is done with this open: act on what it wrote."""
+    def clunk(self) -> Later | None:
+        """The client is done with this open: act on what it wrote; a Later if the answer must wait for it."""
 
     def abandon(self) -> None:
         """The connection went away without a clunk; by default, same as clunk."""

@@ -243,7 +243,7 @@ async def test_a_restarted_server_keeps_each_external_session_as_it_was(autojump
         owners.report("await1", "running", "cond")
         owners.answer("await1", "the answer\n")
         owners.report("await1", "await rounds=2", "cond")
-        app.sessions.submit("run1", "the prompt", "glenda")
+        await app.sessions.submit("run1", "the prompt", "glenda").wait()  # on disk, and queued
         assert take(app, app.sessions.get("run1")) == "the prompt"
         owners.report("run1", "running step=fix", "cond")
         owners.report("own1", "running workflow=review", "cond")

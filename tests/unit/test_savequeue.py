@@ -119,10 +119,87 @@ def test_a_flush_writes_what_the_thread_has_not_written_yet_first(tmp_path):
     q = SaveQueue()
     q.replace("state", _file(d, "a.toml", "older"), stage=2)
     q.append("log", d, "a.log", b"line", stage=0)
-    batch = q._in_flight = q._take(None)  # what run() does before it starts the thread
+    batch = q._take(None)
+    q._in_flight = [batch]  # what run() does before it starts the thread
     q.replace("state", _file(d, "a.toml", "newer"), stage=2)
     assert q.flush() == []
     assert d.steps == ["append a.log line", "prepare a.toml older", "put a.toml", "sync",
                        "prepare a.toml newer", "put a.toml", "sync"]
-    q._write_locked(batch)  # the thread, late: nothing is left for it to write
+    q._write_locked([batch])  # the thread, late: nothing is left for it to write
     assert d.read("a.toml") == b"newer" and d.steps[-1] == "sync" and len(d.steps) == 7
+
+
+def test_a_seal_puts_what_is_pending_as_it_is_now_before_what_comes_after(tmp_path):
+    # a turn's start: its .toml (stage 2) must land before the turn's log lines (stage 0) that follow
+    d = RecordingDir(tmp_path / "st")
+    q, state = SaveQueue(), ["turn 1 running"]
+    q.replace("state", lambda: Replace(d, "a.toml", state[0].encode()), stage=2)
+    q.seal()
+    state[0] = "turn 1 done"  # rendered at the seal: the sealed write keeps what was true then
+    q.append("log", d, "a.log", b"prompt 1", stage=0)
+    q.replace("state", lambda: Replace(d, "a.toml", state[0].encode()), stage=2)
+    q.flush()
+    assert d.steps == ["prepare a.toml turn 1 running", "put a.toml", "sync",
+                       "append a.log prompt 1", "prepare a.toml turn 1 done", "put a.toml", "sync"]
+
+
+def test_a_commit_is_done_once_its_writes_are_on_disk_and_says_so_first(tmp_path):
+    d = RecordingDir(tmp_path / "st")
+    q, heard = SaveQueue(), []
+    q.replace("a", _file(d, "a", "1"))
+    commit = q.commit()
+    commit.then(lambda error: heard.append((error, d.read("a"), commit.done.is_set())))
+    assert not commit.done.is_set() and d.steps == []
+    q.flush()
+    assert heard == [(None, b"1", False)] and commit.done.is_set() and commit.error is None
+
+
+def test_a_commit_with_nothing_new_waits_for_what_is_on_its_way(tmp_path):
+    d = RecordingDir(tmp_path / "st")
+    q = SaveQueue()
+    q.replace("a", _file(d, "a", "1"))
+    q.seal()
+    commit = q.commit()  # nothing pending: it is done when the sealed write is
+    assert not commit.done.is_set()
+    q.flush()
+    assert commit.done.is_set() and commit.error is None and d.read("a") == b"1"
+
+
+def test_a_refused_commit_fails_the_ones_after_it_and_loses_no_text(tmp_path):
+    d = RecordingDir(tmp_path / "st")
+    errors = []
+    q = SaveQueue(on_error=lambda key, exc: errors.append(key))
+    content = ["with the prompt"]
+    q.append("log", d, "a.log", b"one ", stage=0)
+    q.replace("state", lambda: Replace(d, "a.toml", content[0].encode()), stage=2)
+    first = q.commit()
+    q.seal()  # a turn began: what follows lands after
+    q.append("log", d, "a.log", b"two ", stage=0)
+    second = q.commit()
+    q.seal()
+    q.append("log", d, "a.log", b"three", stage=0)
+    d.refuse_appends = True
+    assert q.flush() == ["log", "state", "log"]
+    assert first.error.strerror == "No space left on device" and errors == ["log"]
+    assert "earlier write" in second.error.strerror  # held back behind the refusal, not tried
+    content[0] = "without it"  # the refused prompt is dropped: the .toml is rendered again, not replayed
+    d.refuse_appends = False
+    assert q.flush() == []
+    assert d.read("a.log") == b"one two three" and d.read("a.toml") == b"without it"
+
+
+async def test_commits_that_come_together_share_one_batch_and_one_directory_sync(tmp_path):
+    d = RecordingDir(tmp_path / "st")
+    q = SaveQueue()
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(q.run)
+        commits = []
+        for name in ("a", "b", "c"):  # three prompts to three sessions in one received batch
+            q.replace(name, _file(d, name, name), stage=2)
+            commits.append(q.commit())
+        with trio.fail_after(10):
+            for commit in commits:
+                await commit.wait()
+        nursery.cancel_scope.cancel()
+    assert d.steps == ["prepare a a", "prepare b b", "prepare c c", "put a", "put b", "put c", "sync"]
+    assert threading.get_ident() not in d.threads
