@@ -84,9 +84,9 @@ def _step(workflow: Workflow, step: Step, scope: Scope) -> Iterator[tuple[str, s
         for key, outcome in (("then", step.then), ("else", step.else_)):
             if outcome == "break" and not scope.breakable:
                 yield key, _no_break(scope)
-    if isinstance(step, RepeatStep) and not _has_exit(step):
+    if isinstance(step, RepeatStep) and step.exhausted == "fail" and not _has_exit(step):
         yield "steps", (f"repeat {step.id!r} has no exit: add a check or gate step in its steps whose then "
-                        "or else is 'break' (or 'finish')")
+                        "or else is 'break' (or 'finish'), or say exhausted = \"next\" for a fixed count of rounds")
     if isinstance(step, EachStep) and scope.each is not None:
         yield "kind", (f"each {step.id!r} is inside each {scope.each!r}: an each's steps cannot hold another "
                        "each; give the outer one's lanes these steps, or put this each after it")

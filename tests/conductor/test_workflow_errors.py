@@ -93,6 +93,11 @@ def test_a_bad_workflow_names_its_line_and_field(case: str, tmp_path: Path) -> N
     assert problem_line.strip(), f"{case}: line {line} of the case is blank: the expectation is wrong"
 
 
+def test_a_repeat_of_a_fixed_count_of_rounds_needs_no_exit() -> None:
+    parse(HEAD + '[[steps]]\nid = "loop"\nkind = "repeat"\nmax_rounds = 3\nexhausted = "next"\n'
+                 '  [[steps.steps]]\n  id = "p"\n  kind = "prompt"\n  to = ["a"]\n  text = "go {round}"\n')
+
+
 def test_an_each_in_a_repeat_and_a_repeat_in_a_lane_are_fine() -> None:
     parse(HEAD + '''[[steps]]
 id = "loop"
