@@ -30,7 +30,8 @@ and round ((rounds-1) x N): the issue's figure. In barrier, a round's wait
 is satisfied when the last session of the round reaches `await`; from that
 line to each session's next `prompt queued` line is one sample of "every
 prompt", and to the round's first `prompt queued` one sample of "first
-prompt" (rounds-1). Median and p99, in blocking mode (the conductor
+prompt" (rounds-1); its own await to its next prompt is given too, for
+comparison (it has the wait for the slowest session in it). Median and p99, in blocking mode (the conductor
 blocks on each session's `wait`) and, with --poll S, polling `queue` and
 `status` every S seconds. Both stamps come from the same observer, so its
 own delay cancels out to within its scheduling.
@@ -230,7 +231,7 @@ def run(opts: Options, poll: float | None) -> dict[str, list[float]]:
         shutil.rmtree(base, ignore_errors=True)
         if state:
             shutil.rmtree(state, ignore_errors=True)
-    return own_reaction(stamps) if opts.shape == "lanes" else reaction(stamps, opts.sessions)
+    return own_reaction(stamps) | (reaction(stamps, opts.sessions) if opts.shape == "barrier" else {})
 
 
 def report(label: str, samples: dict[str, list[float]]) -> None:
