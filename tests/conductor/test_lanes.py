@@ -65,6 +65,31 @@ def test_a_lane_held_at_its_gate_holds_no_other_lane_and_the_status_counts_them(
         assert other.read_file("conductor-lanes/status") == b"await\n"
 
 
+def test_a_stop_halts_every_lane_and_a_run_again_resumes_each_where_it_was() -> None:
+    base = Path(tempfile.mkdtemp(prefix="cond."))
+    fifo = base / "hold"
+    os.mkfifo(fifo)
+    with review_server(base) as srv, connect(srv) as other:
+        events, workflow, state = Events(srv), write_workflow(base, hold=fifo), base / "conductor"
+        for how in ("stop", "go on"):
+            proc = subprocess.Popen(conductor_argv(srv, workflow, state), stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE, cwd=REPO_ROOT, text=True)
+            try:
+                events.until(" conductor-lanes running workflow=lanes step=work lanes=3 waiting=1 done=2\n")
+                if how == "stop":
+                    other.write_file("conductor-lanes/ctl", b"stop\n")  # dev3's gate is cut short
+                else:
+                    release(fifo)  # the gate of dev3's round 1 again, then the rest of its lane
+                out, err = proc.communicate(timeout=TIMEOUT)
+            finally:
+                proc.kill()
+            if how == "stop":
+                assert proc.returncode == 3 and out.startswith("stopped:"), f"{out}{err}"
+                other.write_file("conductor-lanes/ctl", b"restart\n")
+        assert proc.returncode == 0 and out.startswith("done:"), f"{out}{err}"
+        assert sorted_rev(prompts(srv, NAMES)) == expected_prompts(), err
+
+
 def test_a_failing_lane_fails_the_run_and_cuts_the_other_lanes_short(tmp_path: Path) -> None:
     fifo = tmp_path / "never"
     os.mkfifo(fifo)  # nobody writes it: the other lanes' gates would wait for ever
