@@ -111,6 +111,7 @@ async def run_lanes(engine: Engine, step: EachStep, at: At) -> Flow:
                 lane_at = At(at.rounds, lane, board)
                 nursery.start_soon(_lane, engine, step, lane_at, failed, halted, nursery.cancel_scope)
         shower.cancel_scope.cancel()
+    engine.reporter.update(step.id, at.rounds, board.detail())  # the end, not a count of a second ago
     if failed:
         return failed[0]
     if halted:

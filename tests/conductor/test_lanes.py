@@ -132,6 +132,44 @@ text = "not sent: the run failed"
         assert got == {d: [f"[conductor fail run t1 lane {d} step ask]"] for d in ("dev1", "dev2")}, got
 
 
+def test_an_each_in_a_repeat_runs_its_lanes_again_each_round(tmp_path: Path) -> None:
+    (tmp_path / "work").mkdir()
+    path = tmp_path / "again.toml"
+    path.write_text(f'''name = "again"
+[sessions.dev1]
+backend = "developer"
+cwd = "{tmp_path / 'work'}"
+[sessions.dev2]
+backend = "developer"
+cwd = "{tmp_path / 'work'}"
+[[steps]]
+id = "loop"
+kind = "repeat"
+max_rounds = 2
+exhausted = "next"
+  [[steps.steps]]
+  id = "work"
+  kind = "each"
+  sessions = ["dev1", "dev2"]
+    [[steps.steps.steps]]
+    id = "ask"
+    kind = "prompt"
+    to = ["{{session}}"]
+    text = "Work round {{round}}, {{session}}."
+    [[steps.steps.steps]]
+    id = "answered"
+    kind = "wait"
+    sessions = ["{{session}}"]
+''')
+    with review_server(tmp_path) as srv:
+        done = run_conductor(srv, path, tmp_path / "conductor", timeout=TIMEOUT)
+        assert done.returncode == 0, done
+        assert "ask[dev2]@2: prompt" in done.stderr, done.stderr
+        got = prompts(srv, ["dev1", "dev2"])
+        assert got == {d: [f"[conductor again run t1 lane {d} round {r} step ask]" for r in (1, 2)]
+                       for d in ("dev1", "dev2")}, got
+
+
 def uninterrupted() -> tuple[dict[str, str], int]:
     base = Path(tempfile.mkdtemp(prefix="cond."))
     with review_server(base, trace=False) as srv:
