@@ -145,7 +145,7 @@ class Engine:
                 return flow
         if step.exhausted == "next":
             return NEXT
-        return Flow("fail", f"repeat {step.id}: still going after max_rounds = {step.max_rounds}")
+        return Flow("fail", f"repeat {at.key(step.id)}: still going after max_rounds = {step.max_rounds}")
 
     # ------------------------------------------------------------ the steps
 
