@@ -1,22 +1,37 @@
 """Benchmark: a conductor watching many sessions (run by hand; prints numbers).
 
-    .venv/bin/python benchmarks/conductor.py [--sessions 100] [--rounds 30] [--poll 1] [--agent sim|true]
-        [--server-state /dev/shm] [--profile conductor.svg] [--profile-server server.txt] [--conductor-dir DIR]
+    .venv/bin/python benchmarks/conductor.py [--shape lanes|barrier] [--sessions 100] [--rounds 30] [--turn 1]
+        [--poll 1] [--agent sim|true] [--server-state /dev/shm] [--profile conductor.svg]
+        [--profile-server server.txt] [--conductor-dir DIR]
 
 Starts `anvilfs serve` and runs the conductor as a real process (`python -m
-conductor run`) on a workflow that, each round, prompts every session,
-waits for all of them, and goes on (a check that never breaks, `exhausted
-= "next"`). The agents are the server's simulated ones (`sim`: a turn of
-about 60 ms, no process) or, with --agent true, a command backend running
-`true` (a process per turn). An observer follows `agent/events` and stamps
-each line as it arrives: a session's `await` line and its `prompt queued`
-line.
+conductor run`) on one of two workflows, repeats of --rounds with
+`exhausted = "next"`:
 
-What is measured: the conductor's reaction. A round's wait is satisfied
-when the last session of the round reaches `await`; from that line to each
-session's next `prompt queued` line is one sample of "every prompt"
-((rounds-1) x N), and to the round's first `prompt queued` one sample of
-"first prompt" (rounds-1). Median and p99, in blocking mode (the conductor
+- lanes (the default): one `each` over the N sessions whose body is a
+  repeat of prompt, wait: each session is prompted again as soon as it is
+  itself done, whatever the others do. The per-session reaction.
+- barrier: each round prompts every session, waits for all, checks one
+  `out` for a phrase it never has (the workflow as it was before lanes),
+  and goes on: the 100-at-once fan-out.
+
+The agents are the server's simulated ones (a sim turn is 3 step_delays,
+no process) or, with --agent true, a command backend running `true` (a
+process per turn). A sim session's turn takes about --turn seconds (real
+agents take seconds), each session on a sim backend of its own whose
+step_delay is spread from 0.75 to 1.25 times turn/3, so that their awaits
+do not all land at once (in lanes; barrier rounds line them up again).
+An observer follows `agent/events` and stamps each line as it arrives: a
+session's `await` line and its `prompt queued` line.
+
+What is measured: the conductor's reaction. In lanes, from a session's own
+`await` line to its own next `prompt queued` line, one sample per session
+and round ((rounds-1) x N): the issue's figure. In barrier, a round's wait
+is satisfied when the last session of the round reaches `await`; from that
+line to each session's next `prompt queued` line is one sample of "every
+prompt", and to the round's first `prompt queued` one sample of "first
+prompt" (rounds-1); its own await to its next prompt is given too, for
+comparison (it has the wait for the slowest session in it). Median and p99, in blocking mode (the conductor
 blocks on each session's `wait`) and, with --poll S, polling `queue` and
 `status` every S seconds. Both stamps come from the same observer, so its
 own delay cancels out to within its scheduling.
@@ -54,14 +69,42 @@ from harness.server import REPO_ROOT, start_server  # noqa: E402
 PYSPY = os.environ.get("PYSPY", "/tmp/pyspy/bin/py-spy")
 
 
-def workflow(n: int, rounds: int, cwd: Path, backend: str) -> str:
-    sessions = "".join(f'[sessions.s{i}]\nbackend = "{backend}"\ncwd = "{cwd}"\n' for i in range(n))
-    names = [f"s{i}" for i in range(n)]
-    return f'''name = "bench"
-{sessions}
-[groups]
-all = {names!r}
-[[steps]]
+def backends(n: int, turn: float) -> tuple[str, list[str]]:
+    """The server's config, and each session's backend: sim-I with a step_delay of its own, and `instant`."""
+    delays = [turn / 3 * (0.75 + 0.5 * i / max(n - 1, 1)) for i in range(n)]
+    config = "".join(f'[backends.sim-{i}]\nkind = "sim"\nstep_delay = {d:.4f}\n' for i, d in enumerate(delays))
+    return config + '[backends.instant]\nkind = "command"\nargv = ["true"]\n', [f"sim-{i}" for i in range(n)]
+
+
+def head(names: list[str], cwd: Path, chosen: list[str]) -> str:
+    sessions = "".join(f'[sessions.{n}]\nbackend = "{b}"\ncwd = "{cwd}"\n' for n, b in zip(names, chosen))
+    return f'name = "bench"\n{sessions}[groups]\nall = {names!r}\n'.replace("'", '"')
+
+
+def lanes(rounds: int) -> str:
+    return f'''[[steps]]
+id = "lanes"
+kind = "each"
+sessions = ["all"]
+  [[steps.steps]]
+  id = "loop"
+  kind = "repeat"
+  max_rounds = {rounds}
+  exhausted = "next"
+    [[steps.steps.steps]]
+    id = "go"
+    kind = "prompt"
+    to = ["{{session}}"]
+    text = "round {{round}}"
+    [[steps.steps.steps]]
+    id = "done"
+    kind = "wait"
+    sessions = ["{{session}}"]
+'''
+
+
+def barrier(rounds: int) -> str:
+    return f'''[[steps]]
 id = "loop"
 kind = "repeat"
 max_rounds = {rounds}
@@ -80,7 +123,7 @@ exhausted = "next"
   kind = "check"
   any = ["s0"]
   contains = "no such phrase"
-'''.replace("'", '"')
+'''
 
 
 def observe(sock_path: Path, stamps: list, stop: threading.Event) -> None:
@@ -102,7 +145,21 @@ def observe(sock_path: Path, stamps: list, stop: threading.Event) -> None:
             stamps += [(now, line.decode()) for line in lines]
 
 
-def reaction(stamps: list, n: int) -> tuple[list[float], list[float]]:
+def own_reaction(stamps: list) -> dict[str, list[float]]:
+    """Per session, from its own await to its own next prompt queued (ms)."""
+    awaited, samples = {}, []
+    for now, line in stamps:
+        words = line.split()
+        if len(words) < 3 or not words[1].startswith("s"):
+            continue
+        if words[2] == "await":
+            awaited[words[1]] = now
+        elif words[2:4] == ["prompt", "queued"] and words[1] in awaited:
+            samples.append((now - awaited.pop(words[1])) * 1000)
+    return {"its own next prompt": samples}
+
+
+def reaction(stamps: list, n: int) -> dict[str, list[float]]:
     """Per round, from the last session's await: to each session's next prompt queued, and to the first (ms)."""
     awaits, every, first, waiting = 0, [], [], None
     for now, line in stamps:
@@ -118,13 +175,15 @@ def reaction(stamps: list, n: int) -> tuple[list[float], list[float]]:
             if fresh:
                 first.append(every[-1])
                 fresh = False
-    return every, first
+    return {"every prompt": every, "first prompt": first}
 
 
 @dataclass
 class Options:
+    shape: str
     sessions: int
     rounds: int
+    turn: float
     agent: str
     server_state: str | None
     profile: str | None
@@ -136,13 +195,16 @@ def spied(argv: list[str], out: str) -> list[str]:
     return [PYSPY, "record", "-r", "500", "-f", "raw" if out.endswith(".txt") else "flamegraph", "-o", out, *argv]
 
 
-def run(opts: Options, poll: float | None) -> tuple[list[float], list[float]]:
+def run(opts: Options, poll: float | None) -> dict[str, list[float]]:
     base = Path(tempfile.mkdtemp(prefix="condb."))
     state = Path(tempfile.mkdtemp(prefix="condb.", dir=opts.server_state)) if opts.server_state else None
-    (base / "config.toml").write_text('[backends.instant]\nkind = "command"\nargv = ["true"]\n')
+    config, sims = backends(opts.sessions, opts.turn)
+    (base / "config.toml").write_text(config)
     (base / "work").mkdir()
-    backend = "sim" if opts.agent == "sim" else "instant"
-    (base / "bench.toml").write_text(workflow(opts.sessions, opts.rounds, base / "work", backend))
+    names = [f"s{i}" for i in range(opts.sessions)]
+    chosen = sims if opts.agent == "sim" else ["instant"] * opts.sessions
+    steps = lanes(opts.rounds) if opts.shape == "lanes" else barrier(opts.rounds)
+    (base / "bench.toml").write_text(head(names, base / "work", chosen) + steps)
     srv = start_server(base, state=state, extra_args=["--config", str(base / "config.toml")], trace=False)
     stamps, stop = [], threading.Event()
     watcher = threading.Thread(target=observe, args=(srv.socket, stamps, stop), daemon=True)
@@ -169,11 +231,11 @@ def run(opts: Options, poll: float | None) -> tuple[list[float], list[float]]:
         shutil.rmtree(base, ignore_errors=True)
         if state:
             shutil.rmtree(state, ignore_errors=True)
-    return reaction(stamps, opts.sessions)
+    return own_reaction(stamps) | (reaction(stamps, opts.sessions) if opts.shape == "barrier" else {})
 
 
-def report(label: str, samples: tuple[list[float], list[float]]) -> None:
-    for what, values in zip(("every prompt", "first prompt"), samples):
+def report(label: str, samples: dict[str, list[float]]) -> None:
+    for what, values in samples.items():
         values.sort()
         p99 = values[min(len(values) - 1, int(len(values) * 0.99))]
         print(f"{label}, await -> {what}: {len(values)} samples, median {statistics.median(values):.1f} ms, "
@@ -182,24 +244,29 @@ def report(label: str, samples: tuple[list[float], list[float]]) -> None:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--shape", choices=["lanes", "barrier"], default="lanes",
+                   help="lanes: each session prompted again after its own await (an each); "
+                        "barrier: each round prompts all and waits for all")
     p.add_argument("--sessions", type=int, default=100)
     p.add_argument("--rounds", type=int, default=30)
     p.add_argument("--poll", type=float, default=1.0, help="the polling interval of the second run (0: skip it)")
     p.add_argument("--poll-rounds", type=int, default=10, help="rounds of the polling run (each takes a poll or two)")
+    p.add_argument("--turn", type=float, default=1.0, help="a sim turn's seconds, spread 0.75-1.25x over the sessions")
     p.add_argument("--agent", choices=["sim", "true"], default="sim",
-                   help="sim: the server's simulated agent (a turn of about 60 ms, no process); "
+                   help="sim: the server's simulated agent (no process); "
                         "true: a command backend running `true`, one process per turn")
     p.add_argument("--server-state", metavar="DIR", help="keep the server's state under DIR (/dev/shm: free fsyncs)")
     p.add_argument("--profile", metavar="FILE", help="py-spy the blocking run's conductor into FILE (.svg or .txt)")
     p.add_argument("--profile-server", metavar="FILE", help="py-spy the blocking run's server into FILE")
     p.add_argument("--conductor-dir", metavar="DIR", help="run the conductor package in DIR (another commit's)")
     args = p.parse_args()
-    opts = Options(args.sessions, args.rounds, args.agent, args.server_state, args.profile, args.profile_server,
-                   args.conductor_dir)
-    report(f"blocking, {args.sessions} sessions", run(opts, None))
+    opts = Options(args.shape, args.sessions, args.rounds, args.turn, args.agent, args.server_state, args.profile,
+                   args.profile_server, args.conductor_dir)
+    what = f"{args.shape}, {args.sessions} sessions, turns of {args.turn:g} s"
+    report(f"blocking, {what}", run(opts, None))
     if args.poll:
         opts.rounds = args.poll_rounds
-        report(f"polling every {args.poll:g} s, {args.sessions} sessions", run(opts, args.poll))
+        report(f"polling every {args.poll:g} s, {what}", run(opts, args.poll))
 
 
 if __name__ == "__main__":

@@ -23,30 +23,31 @@ from .sessions import quote
 
 if TYPE_CHECKING:
     from .engine import Engine
+    from .lanes import At
 
 
-async def run(engine: Engine, step: BeadStep | MailStep, key: str, rounds: tuple[int, ...]) -> dict:
+async def run(engine: Engine, step: BeadStep | MailStep, key: str, at: At) -> dict:
     if isinstance(step, MailStep):
-        return await _mail(engine, step, key, rounds)
+        return await _mail(engine, step, key, at)
     if step.action == "new":
-        return await _new(engine, step, key, rounds)
-    bead = engine.beads.get(step.bead, step.bead)
+        return await _new(engine, step, key, at)
+    bead = engine.bead(step.bead, at)
     if step.action == "claim":
-        return await _claim(engine, step, bead)
-    return await _complete(engine, step, bead, rounds)
+        return await _claim(engine, step, at.name(step.session), bead)
+    return await _complete(engine, step, bead, at)
 
 
-async def _new(engine: Engine, step: BeadStep, key: str, rounds: tuple[int, ...]) -> dict:
-    access, line = engine.access, engine.marker(step.id, rounds)
+async def _new(engine: Engine, step: BeadStep, key: str, at: At) -> dict:
+    access, line = engine.access, engine.marker(step.id, at)
     uncertain = engine.journal.pending(key) is not None
     engine.journal.begin(key, {"title": step.title})
-    deps = [engine.beads.get(d, d) for d in step.depends_on]
+    deps = [engine.bead(d, at) for d in step.depends_on]
     command = " ".join(map(quote, ["new", step.title, step.role, line, *deps]))
     bead = await access.once(f"beads/ctl: {command}", lambda: access.tree.ctl("beads/ctl", command),
                              lambda: _made(engine, step.title, line), uncertain=uncertain)
     if not bead or " " in bead:
         raise StepFailed(f"bead new {step.title!r}: the server answered {bead!r}, not an id")
-    text = f"{line}\n{await engine.render(step.description, rounds)}"
+    text = f"{line}\n{await engine.render(step.description, at)}"
     await access.retry(f"beads/{bead}/description", lambda: access.tree.write(f"beads/{bead}/description", text.encode()))
     access.say(f"{step.id}: bead {bead}")
     return {"bead": bead}
@@ -63,28 +64,28 @@ async def _made(engine: Engine, title: str, line: str) -> str | None:
     return None
 
 
-async def _claim(engine: Engine, step: BeadStep, bead: str) -> dict:
+async def _claim(engine: Engine, step: BeadStep, session: str, bead: str) -> dict:
     async def held() -> bool:
         status = (await engine.access.text(f"beads/{bead}/status")).strip()
         holder = (await engine.access.text(f"beads/{bead}/assigned_to")).strip()
-        return status == "in_progress" and holder == step.session
+        return status == "in_progress" and holder == session
 
     if not await held():
         lease = f" lease={step.lease}" if step.lease else ""
         try:
-            await engine.access.command(f"beads/{bead}/ctl", f"claim {quote(step.session)}{lease}")
+            await engine.access.command(f"beads/{bead}/ctl", f"claim {quote(session)}{lease}")
         except StepFailed:
             if not await held():  # "already claimed by <us>" after a crash is success; anything else is not
                 raise
     return {"claimed": bead}
 
 
-async def _complete(engine: Engine, step: BeadStep, bead: str, rounds: tuple[int, ...]) -> dict:
+async def _complete(engine: Engine, step: BeadStep, bead: str, at: At) -> dict:
     access = engine.access
     finished = ("completed", "pending_approval")
     if (await access.text(f"beads/{bead}/status")).strip() not in finished:
         if step.result:
-            text = (await engine.render(step.result, rounds)).encode()
+            text = (await engine.render(step.result, at)).encode()
             await access.retry(f"beads/{bead}/result", lambda: access.tree.write(f"beads/{bead}/result", text))
         try:
             await access.command(f"beads/{bead}/ctl", "complete")
@@ -94,26 +95,25 @@ async def _complete(engine: Engine, step: BeadStep, bead: str, rounds: tuple[int
     return {"completed": bead}
 
 
-async def _mail(engine: Engine, step: MailStep, key: str, rounds: tuple[int, ...]) -> dict:
-    access, line = engine.access, engine.marker(step.id, rounds)
+async def _mail(engine: Engine, step: MailStep, key: str, at: At) -> dict:
+    access, line = engine.access, engine.marker(step.id, at)
+    sender, to = at.name(step.sender), at.name(step.to)
     uncertain = engine.journal.pending(key) is not None
     if not uncertain:
-        engine.journal.begin(key, {"to": step.to})
-    body = await engine.render(step.body, rounds)
-    message = {"to": step.to, "type": step.type, "subject": step.subject,
-               "body": f"{body}\n{line}" if body else line}
-    answer = await access.once(f"mail {step.id} to {step.to}",
-                               lambda: access.tree.ctl(f"{step.sender}/mail", json.dumps(message)),
-                               lambda: _sent(engine, step, line), uncertain=uncertain)
+        engine.journal.begin(key, {"to": to})
+    body = await engine.render(step.body, at)
+    message = {"to": to, "type": step.type, "subject": step.subject, "body": f"{body}\n{line}" if body else line}
+    answer = await access.once(f"mail {key} to {to}", lambda: access.tree.ctl(f"{sender}/mail", json.dumps(message)),
+                               lambda: _sent(engine, sender, to, line), uncertain=uncertain)
     if not answer.isdigit():
-        raise StepFailed(f"mail {step.id}: {answer}")
+        raise StepFailed(f"mail {key}: {answer}")
     return {"mail": answer}
 
 
-async def _sent(engine: Engine, step: MailStep, line: str) -> str | None:
+async def _sent(engine: Engine, sender: str, to: str, line: str) -> str | None:
     for folder in ("inbox", "done"):
-        for name in await engine.access.retry(f"ls {step.to}/{folder}", lambda: engine.access.tree.ls(f"{step.to}/{folder}")):
-            message = json.loads(await engine.access.text(f"{step.to}/{folder}/{name}"))
-            if message.get("from") == step.sender and message.get("body", "").splitlines()[-1:] == [line]:
+        for name in await engine.access.retry(f"ls {to}/{folder}", lambda: engine.access.tree.ls(f"{to}/{folder}")):
+            message = json.loads(await engine.access.text(f"{to}/{folder}/{name}"))
+            if message.get("from") == sender and message.get("body", "").splitlines()[-1:] == [line]:
                 return name.removesuffix(".json")
     return None

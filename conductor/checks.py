@@ -7,20 +7,41 @@ pydantic's errors, so that `loading.py` can name the line of each.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass, replace
 
-from .model import BeadStep, CheckStep, GateStep, MailStep, PromptStep, RepeatStep, Step, WaitStep, Workflow
+from .model import (LANE, BeadStep, CheckStep, EachStep, GateStep, MailStep, PromptStep, RepeatStep, Step, WaitStep,
+                    Workflow)
 from .templates import TemplateError, placeholders
 
 Loc = tuple[str | int, ...]
 Problem = tuple[Loc, str]
 
 
-def walk(steps: list[Step], loc: Loc = ("steps",), depth: int = 0) -> Iterator[tuple[Step, Loc, int]]:
-    """Every step with its loc and how many repeats hold it."""
+@dataclass(frozen=True, slots=True)
+class Scope:
+    """What holds a step: how many repeats (for rounds), the each it is in, and the repeats inside that each."""
+
+    repeats: int = 0
+    each: str | None = None
+    lane_repeats: int = 0
+
+    def into(self, step: RepeatStep | EachStep) -> Scope:
+        if isinstance(step, EachStep):
+            return replace(self, each=step.id, lane_repeats=0)
+        return replace(self, repeats=self.repeats + 1, lane_repeats=self.lane_repeats + 1)
+
+    @property
+    def breakable(self) -> bool:
+        """A break here leaves a repeat: one inside the lane, in an each (a break does not leave a lane)."""
+        return (self.lane_repeats if self.each else self.repeats) > 0
+
+
+def walk(steps: list[Step], loc: Loc = ("steps",), scope: Scope = Scope()) -> Iterator[tuple[Step, Loc, Scope]]:
+    """Every step with its loc and what holds it."""
     for i, step in enumerate(steps):
-        yield step, loc + (i,), depth
-        if isinstance(step, RepeatStep):
-            yield from walk(step.steps, loc + (i, "steps"), depth + 1)
+        yield step, loc + (i,), scope
+        if isinstance(step, RepeatStep | EachStep):
+            yield from walk(step.steps, loc + (i, "steps"), scope.into(step))
 
 
 def bead_steps(workflow: Workflow) -> set[str]:
@@ -30,12 +51,12 @@ def bead_steps(workflow: Workflow) -> set[str]:
 def problems(workflow: Workflow) -> list[Problem]:
     found = list(_names(workflow))
     seen: dict[str, Loc] = {}
-    for step, loc, depth in walk(workflow.steps):
+    for step, loc, scope in walk(workflow.steps):
         if step.id in seen:
             found.append((loc + ("id",), f"step id {step.id!r} is used twice (also at {_dotted(seen[step.id])}); "
                                          "give each step its own id"))
         seen.setdefault(step.id, loc)
-        found += [(loc + (key,), text) for key, text in _step(workflow, step, depth)]
+        found += [(loc + (key,), text) for key, text in _step(workflow, step, scope)]
     return found
 
 
@@ -51,41 +72,58 @@ def _names(workflow: Workflow) -> Iterator[Problem]:
             yield ("sessions", name, "backend"), f"session {name!r} has a backend but no cwd: add cwd = \"/path\""
 
 
-def _step(workflow: Workflow, step: Step, depth: int) -> Iterator[tuple[str, str]]:
+def _step(workflow: Workflow, step: Step, scope: Scope) -> Iterator[tuple[str, str]]:
     known = set(workflow.sessions) | set(workflow.groups)
-    if isinstance(step, PromptStep | WaitStep):
-        field = "to" if isinstance(step, PromptStep) else "sessions"
-        for name in getattr(step, field):
-            if name not in known:
-                yield field, _unknown(name, "session or group")
-    if isinstance(step, CheckStep):
-        yield from _check(step, known)
+    for key in _name_lists(step):
+        for name in getattr(step, key):
+            if (problem := _ref(name, scope, known, "session or group")) is not None:
+                yield key, problem
+    if isinstance(step, CheckStep) and len(given := _name_lists(step)) != 1:
+        yield "contains", f"check {step.id!r} needs exactly one of every, any or none (a list of sessions); got {given or 'none'}"
     if isinstance(step, CheckStep | GateStep):
         for key, outcome in (("then", step.then), ("else", step.else_)):
-            if outcome == "break" and depth == 0:
-                yield key, "'break' outside a repeat: use it in a repeat's steps, or 'finish' to end the workflow"
-    if isinstance(step, RepeatStep) and not _has_exit(step):
+            if outcome == "break" and not scope.breakable:
+                yield key, _no_break(scope)
+    if isinstance(step, RepeatStep) and step.exhausted == "fail" and not _has_exit(step):
         yield "steps", (f"repeat {step.id!r} has no exit: add a check or gate step in its steps whose then "
-                        "or else is 'break' (or 'finish')")
+                        "or else is 'break' (or 'finish'), or say exhausted = \"next\" for a fixed count of rounds")
+    if isinstance(step, EachStep) and scope.each is not None:
+        yield "kind", (f"each {step.id!r} is inside each {scope.each!r}: an each's steps cannot hold another "
+                       "each; give the outer one's lanes these steps, or put this each after it")
     if isinstance(step, BeadStep):
-        yield from _bead(step)
+        yield from _bead(step, scope, set(workflow.sessions))
     if isinstance(step, MailStep):
         for key in ("sender", "to"):
             name = getattr(step, key)
-            if name != "human" and name not in workflow.sessions:
-                yield key, _unknown(name, "session (or human)")
+            if name != "human" and (problem := _ref(name, scope, set(workflow.sessions), "session (or human)")):
+                yield key, problem
     for key, text in _templates(step):
-        yield from _template(workflow, key, text, depth)
+        yield from _template(workflow, key, text, scope)
 
 
-def _check(step: CheckStep, known: set[str]) -> Iterator[tuple[str, str]]:
-    given = [k for k in ("every", "any", "none") if getattr(step, k) is not None]
-    if len(given) != 1:
-        yield "contains", f"check {step.id!r} needs exactly one of every, any or none (a list of sessions); got {given or 'none'}"
-    for key in given:
-        for name in getattr(step, key):
-            if name not in known:
-                yield key, _unknown(name, "session or group")
+def _name_lists(step: Step) -> list[str]:
+    """The fields of a step that list sessions or groups."""
+    if isinstance(step, CheckStep):
+        return [k for k in ("every", "any", "none") if getattr(step, k) is not None]
+    return {PromptStep: ["to"], WaitStep: ["sessions"], EachStep: ["sessions"]}.get(type(step), [])
+
+
+def _ref(name: str, scope: Scope, known: set[str], what: str) -> str | None:
+    """What is wrong with a session name in a step (None: nothing); `{session}` is the lane's, in an each."""
+    if name == LANE:
+        return None if scope.each else _outside(LANE)
+    return None if name in known else _unknown(name, what)
+
+
+def _outside(what: str) -> str:
+    return f"{what} outside an each: it stands for the lane's session, in the steps of an each"
+
+
+def _no_break(scope: Scope) -> str:
+    if scope.each:
+        return (f"'break' in each {scope.each!r} outside a repeat of the lane: a lane's break leaves a repeat "
+                "in its steps; 'finish' ends the lane")
+    return "'break' outside a repeat: use it in a repeat's steps, or 'finish' to end the workflow"
 
 
 def _has_exit(repeat: RepeatStep) -> bool:
@@ -93,11 +131,13 @@ def _has_exit(repeat: RepeatStep) -> bool:
                for s in repeat.steps)
 
 
-def _bead(step: BeadStep) -> Iterator[tuple[str, str]]:
+def _bead(step: BeadStep, scope: Scope, sessions: set[str]) -> Iterator[tuple[str, str]]:
     needs = {"new": ("title", "role"), "claim": ("bead", "session"), "complete": ("bead",)}[step.action]
     for key in needs:
         if getattr(step, key) is None:
             yield key, f"bead {step.action} needs {key} (step {step.id!r})"
+    if step.session is not None and (problem := _ref(step.session, scope, sessions, "session")) is not None:
+        yield "session", problem
 
 
 def _templates(step: Step) -> list[tuple[str, str]]:
@@ -105,17 +145,19 @@ def _templates(step: Step) -> list[tuple[str, str]]:
     return [(k, getattr(step, k)) for k in keys]
 
 
-def _template(workflow: Workflow, key: str, text: str, depth: int) -> Iterator[tuple[str, str]]:
+def _template(workflow: Workflow, key: str, text: str, scope: Scope) -> Iterator[tuple[str, str]]:
     try:
         found = placeholders(text)
     except TemplateError as exc:
         yield key, str(exc)
         return
     for p in found:
-        if p.kind in ("round", "rounds") and depth == 0:
+        if p.kind in ("round", "rounds") and scope.repeats == 0:
             yield key, f"{{{p.kind}}} outside a repeat: there is no round here"
-        if p.kind == "out" and p.args[0] not in workflow.sessions:
-            yield key, f"{{out.{p.args[0]}}}: " + _unknown(p.args[0], "session")
+        if p.kind == "session" and not scope.each:
+            yield key, _outside("{session}")
+        if p.kind == "out" and (problem := _ref(p.args[0], scope, set(workflow.sessions), "session")):
+            yield key, f"{{out.{p.args[0]}}}: " + problem
 
 
 def _unknown(name: str, what: str) -> str:

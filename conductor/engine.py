@@ -10,13 +10,14 @@ goes on from there; a step that was begun but not recorded done is
 resolved (a prompt is looked for in its target's queue and log) before
 anything is sent.
 
-Step keys are `ID` or `ID@ROUNDS` (`fix@2`, `impl@1.3`): unique, since step
-ids are, and stable across restarts.
+Step keys are `ID` or `ID@ROUNDS` (`fix@2`, `impl@1.3`), and in an each's
+lane `ID[LANE]@ROUNDS` (lanes.py): unique, since step ids are, and stable
+across restarts. `At` says where in the walk a step is (rounds, lane).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import os
 from pathlib import Path
 
 import trio
@@ -25,20 +26,12 @@ from . import beadsteps
 from .access import Access, StepFailed, each
 from .control import Control, Halted
 from .journal import Journal
+from .lanes import NEXT, At, Flow, run_lanes
 from .markers import marker
-from .model import CheckStep, GateStep, PromptStep, RepeatStep, Step, WaitStep, Workflow
+from .model import CheckStep, EachStep, GateStep, PromptStep, RepeatStep, Step, WaitStep, Workflow
 from .report import NullReporter, Reporter
 from .sessions import ensure_sessions, expand
 from .templates import placeholders, render
-
-
-@dataclass(frozen=True, slots=True)
-class Flow:
-    kind: str  # next | break | finish | fail
-    why: str = ""
-
-
-NEXT = Flow("next")
 
 
 class Engine:
@@ -47,7 +40,7 @@ class Engine:
         self.workflow, self.base, self.access, self.journal = workflow, base, access, journal
         self.reporter = reporter or NullReporter()
         self.control = Control()
-        self.beads: dict[str, str] = {}  # `bead new` step id -> the id of the bead it made (the latest)
+        self.beads: dict[str, str] = {}  # `bead new` step id (ID[LANE] in a lane) -> its bead (the latest)
 
     async def run(self) -> tuple[str, str]:
         """(outcome, why): 'done' or 'failed' (recorded: the run is over), 'stopped' or 'interrupted' (the
@@ -74,7 +67,7 @@ class Engine:
     async def _walk(self) -> Flow:
         try:
             await ensure_sessions(self.workflow, self.base, self.access)
-            return await self.steps(self.workflow.steps, ())
+            return await self.steps(self.workflow.steps, At())
         except StepFailed as exc:
             return Flow("fail", str(exc))
         except Halted:
@@ -85,75 +78,82 @@ class Engine:
         self.access.say(f"{halted.outcome}: the record is kept; run again to go on")
         return halted.outcome, halted.why
 
-    async def steps(self, steps: list[Step], rounds: tuple[int, ...]) -> Flow:
+    async def steps(self, steps: list[Step], at: At) -> Flow:
         for step in steps:
-            flow = await self.step(step, rounds)
+            flow = await self.step(step, at)
             if flow.kind != "next":
                 return flow
         return NEXT
 
-    async def step(self, step: Step, rounds: tuple[int, ...]) -> Flow:
-        key = step.id + (f"@{'.'.join(map(str, rounds))}" if rounds else "")
+    async def step(self, step: Step, at: At) -> Flow:
+        key = at.key(step.id)
         if isinstance(step, RepeatStep):
-            return await self.repeat(step, rounds)
+            return await self.repeat(step, at)
+        if isinstance(step, EachStep):
+            return await run_lanes(self, step, at)
         if self.journal.is_done(key):
-            return self._replayed(step, key)
+            return self._replayed(step, key, at)
         self.control.check()
-        if isinstance(step, WaitStep | GateStep):
+        if isinstance(step, WaitStep | GateStep) and at.lane is None:
             # what others read is the step it waits in; the steps between two waits take milliseconds, and
-            # a status write among their requests would only delay them
-            self.reporter.update(step.id, rounds)
+            # a status write among their requests would only delay them (a lane's: lanes.py counts them)
+            self.reporter.update(step.id, at.rounds)
         self.access.say(f"{key}: {step.kind}")
-        if isinstance(step, PromptStep):
-            await self.prompt(step, key, rounds)
-        elif isinstance(step, WaitStep | CheckStep | GateStep):
-            return await self.look(step, key)
-        else:
-            result = await beadsteps.run(self, step, key, rounds)
-            self.journal.finish(key, result)
-            self._learn(step, result)
+        if isinstance(step, WaitStep | CheckStep | GateStep):
+            return await self.look(step, key, at)
+        with trio.CancelScope(shield=at.lane is not None):  # an action and its record: a failing lane waits
+            if isinstance(step, PromptStep):
+                await self.prompt(step, key, at)
+            else:
+                result = await beadsteps.run(self, step, key, at)
+                self.journal.finish(key, result)
+                self._learn(step, result, at)
         return NEXT
 
-    async def look(self, step: WaitStep | CheckStep | GateStep, key: str) -> Flow:
+    async def look(self, step: WaitStep | CheckStep | GateStep, key: str, at: At) -> Flow:
         """A step that only looks: recorded lazily, and abandoned by a halt (done again on a resume)."""
-        with self.control.abandonable():
+        with self.control.abandonable(), at.looking():
             if isinstance(step, WaitStep):
-                await self.wait(step)
+                await self.wait(step, at)
                 self.journal.finish(key, lazy=True)
                 return NEXT
-            outcome = await (self.check(step) if isinstance(step, CheckStep) else self.gate(step, key))
+            outcome = await (self.check(step, at) if isinstance(step, CheckStep) else self.gate(step, key, at))
         self.journal.finish(key, outcome, lazy=True)
         return Flow(outcome, f"{key}: {step.kind} chose {outcome}")
 
-    def _replayed(self, step: Step, key: str) -> Flow:
+    def _replayed(self, step: Step, key: str, at: At) -> Flow:
         result = self.journal.done(key)
         if isinstance(step, CheckStep | GateStep):
             return Flow(result, f"{key}: {step.kind} chose {result}")
-        self._learn(step, result)
+        self._learn(step, result, at)
         return NEXT
 
-    def _learn(self, step: Step, result) -> None:
+    def _learn(self, step: Step, result, at: At) -> None:
         if isinstance(result, dict) and "bead" in result:
-            self.beads[step.id] = result["bead"]
+            self.beads[at.local(step.id)] = result["bead"]
 
-    async def repeat(self, step: RepeatStep, rounds: tuple[int, ...]) -> Flow:
+    def bead(self, ref: str, at: At) -> str:
+        """The bead a step names: the one its lane's `bead new` made, else that of a step outside, else an id."""
+        return self.beads.get(at.local(ref)) or self.beads.get(ref, ref)
+
+    async def repeat(self, step: RepeatStep, at: At) -> Flow:
         for number in range(1, step.max_rounds + 1):
-            flow = await self.steps(step.steps, rounds + (number,))
+            flow = await self.steps(step.steps, at.round(number))
             if flow.kind == "break":
                 return NEXT
             if flow.kind != "next":
                 return flow
         if step.exhausted == "next":
             return NEXT
-        return Flow("fail", f"repeat {step.id}: still going after max_rounds = {step.max_rounds}")
+        return Flow("fail", f"repeat {at.key(step.id)}: still going after max_rounds = {step.max_rounds}")
 
     # ------------------------------------------------------------ the steps
 
-    async def prompt(self, step: PromptStep, key: str, rounds: tuple[int, ...]) -> None:
-        line = self.marker(step.id, rounds)
+    async def prompt(self, step: PromptStep, key: str, at: At) -> None:
+        line = self.marker(step.id, at)
         if (intent := self.journal.pending(key)) is None:
-            intent = {"text": f"{line}\n{await self.render(step.text, rounds)}",
-                      "targets": expand(self.workflow, step.to)}
+            intent = {"text": f"{line}\n{await self.render(step.text, at)}",
+                      "targets": expand(self.workflow, at.names(step.to))}
             self.journal.begin(key, intent)
             uncertain = False
         else:
@@ -166,8 +166,9 @@ class Engine:
         if not await self.access.deliver(target, text, line, uncertain=uncertain):
             self.access.say(f"{line} was already in {target}'s queue or log: not sent again")
 
-    async def wait(self, step: WaitStep) -> None:
-        await each(expand(self.workflow, step.sessions), lambda name: self._wait_one(name, tuple(step.status)))
+    async def wait(self, step: WaitStep, at: At) -> None:
+        names = expand(self.workflow, at.names(step.sessions))
+        await each(names, lambda name: self._wait_one(name, tuple(step.status)))
 
     async def _wait_one(self, name: str, accept: tuple[str, ...]) -> None:
         while (word := await self.access.state(name)) not in accept:
@@ -179,43 +180,47 @@ class Engine:
             status = (await self.access.text(f"{name}/status")).strip()
             raise StepFailed(f"session {name} is {status!r}, not {' or '.join(accept)}")
 
-    async def check(self, step: CheckStep) -> str:
+    async def check(self, step: CheckStep, at: At) -> str:
         which = "every" if step.every is not None else "any" if step.any is not None else "none"
-        names = expand(self.workflow, getattr(step, which))
+        names = expand(self.workflow, at.names(getattr(step, which)))
         hits = [step.contains in await self.access.text(f"{name}/out") for name in names]
         holds = {"every": all(hits), "any": any(hits), "none": not any(hits)}[which]
-        self.access.say(f"{step.id}: {which} of {names} contains {step.contains!r}: {holds}")
+        self.access.say(f"{at.key(step.id)}: {which} of {names} contains {step.contains!r}: {holds}")
         return step.then if holds else step.else_
 
-    async def gate(self, step: GateStep, key: str) -> str:
+    async def gate(self, step: GateStep, key: str, at: At) -> str:
         self.journal.begin(key, {"run": step.run})  # a gate begun and not recorded is run again
         cwd = self.base / (step.cwd or ".")
+        env = os.environ | {"CONDUCTOR_ROUND": str(at.rounds[-1]) if at.rounds else "",
+                            "CONDUCTOR_ROUNDS": at.dotted, "CONDUCTOR_LANE": at.lane or ""}
         try:
             with trio.fail_after(step.timeout):
-                done = await trio.run_process(step.run, cwd=cwd, check=False)
+                done = await trio.run_process(step.run, cwd=cwd, env=env, check=False)
             status = done.returncode
         except trio.TooSlowError:
             status = f"killed after its timeout of {step.timeout:g}s"
         except OSError as exc:
             raise StepFailed(f"gate {step.id}: cannot run {step.run[0]}: {exc.strerror or exc}") from None
-        self.access.say(f"gate {step.id}: {step.run} exited {status}")
+        self.access.say(f"gate {key}: {step.run} exited {status}")
         return step.then if status == 0 else step.else_
 
     # ------------------------------------------------------------ helpers
 
-    def marker(self, step_id: str, rounds: tuple[int, ...]) -> str:
-        return marker(self.workflow.name, self.journal.run, rounds, step_id)
+    def marker(self, step_id: str, at: At) -> str:
+        return marker(self.workflow.name, self.journal.run, at.rounds, step_id, at.lane)
 
-    async def render(self, text: str, rounds: tuple[int, ...]) -> str:
+    async def render(self, text: str, at: At) -> str:
         values = {}
         for p in placeholders(text):
             if p.kind == "round":
-                values[p] = str(rounds[-1])
+                values[p] = str(at.rounds[-1])
             elif p.kind == "rounds":
-                values[p] = ".".join(map(str, rounds))
+                values[p] = at.dotted
+            elif p.kind == "session":
+                values[p] = at.lane
             elif p.kind == "out":
-                values[p] = (await self.access.text(f"{p.args[0]}/out")).rstrip("\n")
+                values[p] = (await self.access.text(f"{at.name(p.args[0])}/out")).rstrip("\n")
             else:
-                bead = self.beads.get(p.args[0], p.args[0])
+                bead = self.bead(p.args[0], at)
                 values[p] = (await self.access.text(f"beads/{bead}/{p.args[1]}")).rstrip("\n")
         return render(text, values)

@@ -5,7 +5,9 @@ Every prompt the conductor sends starts with one line that names it:
     [conductor review run 3fa2c1 round 2 step fix]
 
 (workflow, run, the rounds of the repeats around the step, the step's id;
-no round outside a repeat). Beads it makes have that line first in their
+no round outside a repeat). In an each's lane, the lane's session comes
+before the rounds: `[conductor work run 3fa2c1 lane dev2 round 3 step ask]`,
+so the prompts of two lanes to one shared session differ. Beads it makes have that line first in their
 description, and mail last in its body. A prompt that may or may not have
 been submitted is found, or not, in the target's `queue` (the first line of
 each queued prompt) and then in its `log` (the line after each
@@ -22,8 +24,8 @@ import re
 _PROMPT_HEADER = re.compile(r"^--- prompt \d+ from \S+ at \S+$")
 
 
-def marker(workflow: str, run: str, rounds: tuple[int, ...], step: str) -> str:
-    where = f" round {'.'.join(map(str, rounds))}" if rounds else ""
+def marker(workflow: str, run: str, rounds: tuple[int, ...], step: str, lane: str | None = None) -> str:
+    where = (f" lane {lane}" if lane else "") + (f" round {'.'.join(map(str, rounds))}" if rounds else "")
     return f"[conductor {workflow} run {run}{where} step {step}]"
 
 

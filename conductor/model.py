@@ -8,11 +8,15 @@
       check   every|any|none, contains, then, else   test the sessions' `out` for a phrase
       gate    run, cwd, timeout, then, else            run a command, branch on its exit status
       repeat  max_rounds, steps, exhausted            a body of steps, left by a `break` outcome
+      each    sessions, steps                  the body once per session, all lanes at once (lanes.py)
       bead    action new|claim|complete ...           work units (SPEC §6)
       mail    sender, to, type, subject, body          one message
 
 Outcomes (`then`/`else` of check and gate): next (go on), break (leave the
 innermost repeat), finish (end the workflow, done), fail (end it, failed).
+In an each's body, `{session}` is the lane's session wherever a session name
+goes; there `break` leaves the lane's innermost repeat, `finish` ends the
+lane (done), `fail` ends the workflow (the other lanes are cancelled).
 Cross-references (sessions, placeholders, loop exits) are checked in
 `checks.py`, which can say where in the file a problem is.
 """
@@ -26,8 +30,10 @@ from pydantic import BaseModel, ConfigDict, Field
 Outcome = Literal["next", "break", "finish", "fail"]
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"  # a session's name (README, "Session names")
 STEP_ID = r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$"
+LANE = "{session}"  # in an each's body: the lane's session
 Name = Annotated[str, Field(pattern=NAME_PATTERN)]
-Targets = Annotated[list[Name], Field(min_length=1)]
+Ref = Annotated[str, Field(pattern=r"^(?:[A-Za-z0-9][A-Za-z0-9._-]{0,63}|\{session\})$")]  # or the lane's
+Targets = Annotated[list[Ref], Field(min_length=1)]
 
 
 class Strict(BaseModel):
@@ -62,9 +68,9 @@ class WaitStep(StepBase):
 
 class CheckStep(StepBase):
     kind: Literal["check"]
-    every: list[Name] | None = None
-    any: list[Name] | None = None
-    none: list[Name] | None = None
+    every: list[Ref] | None = None
+    any: list[Ref] | None = None
+    none: list[Ref] | None = None
     contains: str = Field(min_length=1)
     then: Outcome = "break"
     else_: Outcome = Field("next", alias="else")
@@ -87,15 +93,15 @@ class BeadStep(StepBase):
     role: str | None = None  # new
     description: str = ""  # new (a template)
     depends_on: list[str] = []  # new: bead ids or `bead new` step ids
-    session: Name | None = None  # claim: who holds it
+    session: Ref | None = None  # claim: who holds it
     lease: int | None = Field(None, gt=0)
     result: str = ""  # complete (a template)
 
 
 class MailStep(StepBase):
     kind: Literal["mail"]
-    sender: Name  # whose `mail` file it is written to: the message is from them
-    to: Name
+    sender: Ref  # whose `mail` file it is written to: the message is from them
+    to: Ref
     type: Literal["PROMPT_REQUEST", "PROMPT_RESPONSE", "QUERY_REQUEST", "QUERY_RESPONSE",
                   "REVIEW_REQUEST", "REVIEW_RESPONSE", "APPROVAL_REQUEST", "APPROVAL_RESPONSE"]
     subject: str = Field(min_length=1, max_length=200)
@@ -109,9 +115,16 @@ class RepeatStep(StepBase):
     exhausted: Literal["fail", "next"] = "fail"  # after max_rounds without a break
 
 
-Step = Annotated[Union[PromptStep, WaitStep, CheckStep, GateStep, BeadStep, MailStep, RepeatStep],
+class EachStep(StepBase):
+    kind: Literal["each"]
+    sessions: Targets  # one lane per session (groups expanded)
+    steps: Annotated[list[Step], Field(min_length=1)]
+
+
+Step = Annotated[Union[PromptStep, WaitStep, CheckStep, GateStep, BeadStep, MailStep, RepeatStep, EachStep],
                  Field(discriminator="kind")]
 RepeatStep.model_rebuild()
+EachStep.model_rebuild()
 
 
 class Workflow(Strict):
@@ -122,4 +135,4 @@ class Workflow(Strict):
     steps: Annotated[list[Step], Field(min_length=1)]
 
 
-KINDS = ("prompt", "wait", "check", "gate", "repeat", "bead", "mail")
+KINDS = ("prompt", "wait", "check", "gate", "repeat", "each", "bead", "mail")

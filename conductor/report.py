@@ -15,6 +15,8 @@
               steps between two waits (checks, prompts) send no status
               write among their requests. The same words written again
               change nothing, so a restarted conductor writes them again.
+              In an each, the lanes' counts instead, at most once a second
+              (`step=work lanes=100 waiting=37 done=60`, lanes.py).
     end       done: the summary to `out` (the turn ends in `await`, which is
               what `read NAME/wait` of another conductor returns); failed:
               `error WHY`. Done again after a restart only if not done yet.
@@ -45,7 +47,7 @@ MAX_DETAIL = 200  # the server's limit on a status detail (sessions/owned.py)
 
 class Reporter(Protocol):
     async def start(self) -> None: ...
-    def update(self, step: str, rounds: tuple[int, ...]) -> None: ...
+    def update(self, step: str, rounds: tuple[int, ...], extra: str = "") -> None: ...
     def watching(self, control: Control) -> contextlib.AbstractAsyncContextManager[None]: ...
     async def finish(self, outcome: str, why: str) -> None: ...
 
@@ -56,7 +58,7 @@ class NullReporter:
     async def start(self) -> None:
         pass
 
-    def update(self, step: str, rounds: tuple[int, ...]) -> None:
+    def update(self, step: str, rounds: tuple[int, ...], extra: str = "") -> None:
         pass
 
     @contextlib.asynccontextmanager
@@ -82,8 +84,8 @@ class SessionReporter:
         self._changed = trio.Event()
         self._closing = False
 
-    def detail(self, step: str, rounds: tuple[int, ...]) -> str:
-        where = f" round={'.'.join(map(str, rounds))}" if rounds else ""
+    def detail(self, step: str, rounds: tuple[int, ...], extra: str = "") -> str:
+        where = (f" round={'.'.join(map(str, rounds))}" if rounds else "") + (f" {extra}" if extra else "")
         return clean(f"workflow={self.workflow} step={step}{where}")
 
     async def start(self) -> None:
@@ -108,8 +110,8 @@ class SessionReporter:
         await self.put("status", f"running {self._wanted}\n")
         self.access.say(f"reporting as session {self.name}")
 
-    def update(self, step: str, rounds: tuple[int, ...]) -> None:
-        self._wanted = self.detail(step, rounds)
+    def update(self, step: str, rounds: tuple[int, ...], extra: str = "") -> None:
+        self._wanted = self.detail(step, rounds, extra)
         self._changed.set()
 
     @contextlib.asynccontextmanager

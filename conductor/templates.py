@@ -1,10 +1,12 @@
-"""Prompt, description, result and mail templates: `{round}`, `{out.NAME}`, `{bead.ID.FIELD}`.
+"""Prompt, description, result and mail templates: `{round}`, `{out.NAME}`, `{bead.ID.FIELD}`, `{session}`.
 
 `{round}` is the round of the innermost repeat (1, 2, ...), `{rounds}` all of
 them joined with dots; `{out.NAME}` is session NAME's `out` as it is when
 the step runs; `{bead.ID.FIELD}` is a field file of a bead, where ID is a
-bead id or the id of the `bead new` step that made one. `{{` and `}}` are
-literal braces. Anything else in braces is an error when the file is loaded.
+bead id or the id of the `bead new` step that made one. In an each's body,
+`{session}` is the lane's session, and `{out.{session}}` its `out`. `{{` and
+`}}` are literal braces. Anything else in braces is an error when the file
+is loaded.
 """
 
 from __future__ import annotations
@@ -14,8 +16,8 @@ from dataclasses import dataclass
 
 BEAD_FIELDS = ("status", "title", "description", "role", "assigned_to", "result", "review", "depends_on",
                "owns", "convoy", "requires_approval", "context")
-_PIECE = re.compile(r"\{\{|\}\}|\{([^{}]*)\}|[{}]")
-USAGE = "use {round}, {rounds}, {out.SESSION} or {bead.ID.FIELD}, and {{ }} for literal braces"
+_PIECE = re.compile(r"\{(out\.\{session\})\}|\{\{|\}\}|\{([^{}]*)\}|[{}]")
+USAGE = "use {round}, {rounds}, {out.SESSION}, {bead.ID.FIELD} or {session}, and {{ }} for literal braces"
 
 
 class TemplateError(ValueError):
@@ -24,7 +26,7 @@ class TemplateError(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class Placeholder:
-    kind: str  # round | rounds | out | bead
+    kind: str  # round | rounds | session | out | bead
     args: tuple[str, ...] = ()
 
 
@@ -35,18 +37,22 @@ def placeholders(text: str) -> list[Placeholder]:
         token = piece.group(0)
         if token in ("{{", "}}"):
             continue
-        if piece.group(1) is None:
+        if _inner(piece) is None:
             raise TemplateError(f"a lone {token!r} at offset {piece.start()}: {USAGE}")
-        found.append(_parse(piece.group(1)))
+        found.append(_parse(_inner(piece)))
     return found
+
+
+def _inner(piece: re.Match) -> str | None:
+    return piece.group(1) or piece.group(2)
 
 
 def _parse(inner: str) -> Placeholder:
     parts = inner.split(".")
-    if parts in (["round"], ["rounds"]):
+    if parts in (["round"], ["rounds"], ["session"]):
         return Placeholder(parts[0])
     if parts[0] == "out" and len(parts) == 2 and parts[1]:
-        return Placeholder("out", (parts[1],))
+        return Placeholder("out", (parts[1],))  # `{session}` for the lane's
     if parts[0] == "bead" and len(parts) == 3 and parts[1]:
         if parts[2] not in BEAD_FIELDS:
             raise TemplateError(f"{{{inner}}}: a bead has no field {parts[2]!r} (fields: {', '.join(BEAD_FIELDS)})")
@@ -60,5 +66,5 @@ def render(text: str, values: dict[Placeholder, str]) -> str:
         token = piece.group(0)
         if token in ("{{", "}}"):
             return token[0]
-        return values[_parse(piece.group(1))]
+        return values[_parse(_inner(piece))]
     return _PIECE.sub(one, text)

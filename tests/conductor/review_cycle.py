@@ -4,6 +4,8 @@
         path = write_workflow(base, reviewers=5)       # the cycle of conductor/examples/review.toml
         proc = run_conductor(srv, path, state)         # a real `python -m conductor run` process
         transcripts(srv, names)                        # each session's log, and the prompts in it
+        Events(srv).until(" conductor-review running") # what came in `events` since the last mark
+        release(fifo)                                  # let a gate that reads the fifo go on
 """
 
 from __future__ import annotations
@@ -13,15 +15,19 @@ import os
 import re
 import subprocess
 import sys
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from anvilfs.client import Client
+from anvilfs.client import Client, ConnectionLost
+from anvilfs.ninep import consts as c
 from conductor.markers import prompts_in_log
 from harness.server import REPO_ROOT, AnvilServer, anvil_server
 
 AGENT = REPO_ROOT / "tests" / "fakes" / "review_agent.py"
 RUN = "t1"  # the run id every test gives, so that two runs' prompts read the same
+TIMEOUT = 20  # seconds for anything a test waits on
 
 
 def config_text() -> str:
@@ -130,3 +136,34 @@ def expected_prompts(reviewers: int) -> dict[str, list[str]]:
     head = f"[conductor review run {RUN} round"
     want = {n: [f"{head} 1 step review]", f"{head} 2 step review]"] for n in reviewer_names(reviewers)}
     return want | {"dev": [f"{head} 1 step fix]"]}
+
+
+def release(fifo: Path) -> None:
+    """Let a gate held on `read x < FIFO` go on: the open waits for the gate's reader, so it is done in a thread,
+    with a deadline."""
+    def go() -> None:
+        with open(fifo, "w") as pipe:
+            pipe.write("go\n")
+    opener = threading.Thread(target=go, daemon=True)
+    opener.start()
+    opener.join(TIMEOUT)
+    assert not opener.is_alive(), f"no gate read {fifo} within {TIMEOUT}s"
+
+
+class Events:
+    """An `events` reader opened before the conductor starts; `until` looks at what came since the last mark."""
+
+    def __init__(self, srv):
+        self.client = connect(srv)
+        self.fid = self.client.open("events", c.OREAD)
+        self.seen, self.start = "", 0
+
+    def until(self, text: str) -> None:
+        deadline = time.monotonic() + TIMEOUT
+        while text not in self.seen[self.start:]:  # each read blocks until lines come (20 s socket timeout)
+            try:
+                assert time.monotonic() < deadline, "too late"
+                self.seen += self.client.read_chunk(self.fid, 0).decode()
+            except (AssertionError, ConnectionLost) as exc:
+                raise AssertionError(f"no {text!r} in events within {TIMEOUT}s ({exc}):\n{self.seen}") from None
+        self.start = self.seen.index(text, self.start) + len(text)

@@ -12,18 +12,14 @@ from __future__ import annotations
 import os
 import subprocess
 import tempfile
-import threading
-import time
 from pathlib import Path
 
-from anvilfs.client import ConnectionLost
 from anvilfs.ninep import consts as c
 from anvilfs.ninep import messages as m
 from conductor.journal import read_record
 from harness.server import REPO_ROOT
-from review_cycle import RUN, conductor_argv, connect, prompts, review_server
+from review_cycle import RUN, TIMEOUT, Events, conductor_argv, connect, prompts, release, review_server
 
-TIMEOUT = 20  # seconds for anything the test waits on
 HEAD = f"[conductor held run {RUN} round"
 
 
@@ -58,36 +54,6 @@ exhausted = "next"
   else = "break"                       # the loop's exit (never taken here)
 ''')
     return path
-
-
-def release(base: Path) -> None:
-    """Let the held gate go on: the open waits for the gate's reader, so it is done in a thread, with a deadline."""
-    def go() -> None:
-        with open(base / "gate", "w") as fifo:
-            fifo.write("go\n")
-    opener = threading.Thread(target=go, daemon=True)
-    opener.start()
-    opener.join(TIMEOUT)
-    assert not opener.is_alive(), f"no gate read {base / 'gate'} within {TIMEOUT}s"
-
-
-class Events:
-    """An `events` reader opened before the conductor starts; `until` looks at what came since the last mark."""
-
-    def __init__(self, srv):
-        self.client = connect(srv)
-        self.fid = self.client.open("events", c.OREAD)
-        self.seen, self.start = "", 0
-
-    def until(self, text: str) -> None:
-        deadline = time.monotonic() + TIMEOUT
-        while text not in self.seen[self.start:]:  # each read blocks until lines come (20 s socket timeout)
-            try:
-                assert time.monotonic() < deadline, "too late"
-                self.seen += self.client.read_chunk(self.fid, 0).decode()
-            except (AssertionError, ConnectionLost) as exc:
-                raise AssertionError(f"no {text!r} in events within {TIMEOUT}s ({exc}):\n{self.seen}") from None
-        self.start = self.seen.index(text, self.start) + len(text)
 
 
 def holding(round_: int) -> str:
@@ -140,7 +106,7 @@ def through_both_rounds(srv, events: Events, base: Path, path: Path, state: Path
     try:
         for round_ in (1, 2):
             events.until(shown(round_))
-            release(base)
+            release(base / "gate")
         return ended(proc, base)
     finally:
         proc.kill()
@@ -164,10 +130,10 @@ def test_others_see_the_progress_and_wait_on_the_conductor_until_its_summary() -
             parked = outer.send(m.Tread(tag=0, fid=fid, offset=0, count=8192))
             probe = outer.send(m.Twalk(tag=0, fid=outer.root, newfid=outer.new_fid(), wnames=()))
             assert (type(first := outer.receive()), first.tag) == (m.Rwalk, probe), first
-            release(base)
+            release(base / "gate")
             events.until(shown(2))
             assert other.read_file("conductor-held/status") == holding(2).encode()
-            release(base)
+            release(base / "gate")
             reply = outer.receive()  # the parked read's answer, once the run is over
             status, out, err = ended(proc, base)
         finally:

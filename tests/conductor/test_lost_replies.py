@@ -13,6 +13,7 @@ import types
 
 from conductor import beadsteps
 from conductor.access import Access
+from conductor.lanes import At
 from conductor.model import BeadStep, MailStep
 from conductor.tree import Unavailable
 
@@ -70,17 +71,17 @@ class Record:
 
 
 def engine(tree):
-    async def render(text, rounds):
+    async def render(text, at):
         return text
-    return types.SimpleNamespace(access=Access(tree, retry_for=5, say=lambda text: None), beads={},
-                                 journal=Record(), marker=lambda step, rounds: f"[conductor wf run r1 step {step}]",
+    return types.SimpleNamespace(access=Access(tree, retry_for=5, say=lambda text: None), bead=lambda ref, at: ref,
+                                 journal=Record(), marker=lambda step, at: f"[conductor wf run r1 step {step}]",
                                  render=render)
 
 
 async def test_a_bead_whose_reply_was_lost_is_found_not_made_again(autojump_clock):
     tree = ServerThatDiesAfterActing()
     step = BeadStep(kind="bead", id="mk", action="new", title="fix the parser", role="dev")
-    result = await beadsteps.run(engine(tree), step, "mk", ())
+    result = await beadsteps.run(engine(tree), step, "mk", At())
     assert [path for path, _ in tree.ctls] == ["beads/ctl"], f"bead new sent {len(tree.ctls)} times: {tree.ctls}"
     assert result == {"bead": "b1"} and list(tree.beads) == ["b1"]
 
@@ -88,6 +89,6 @@ async def test_a_bead_whose_reply_was_lost_is_found_not_made_again(autojump_cloc
 async def test_mail_whose_reply_was_lost_is_found_not_sent_again(autojump_clock):
     tree = ServerThatDiesAfterActing()
     step = MailStep(kind="mail", id="m", sender="review1", to="human", type="REVIEW_REQUEST", subject="look")
-    result = await beadsteps.run(engine(tree), step, "m", ())
+    result = await beadsteps.run(engine(tree), step, "m", At())
     assert len(tree.ctls) == 1, f"mail sent {len(tree.ctls)} times: {tree.ctls}"
     assert result == {"mail": "1"}

@@ -56,6 +56,25 @@ CASES = {
                             '[[steps]]\nid = "c"\nkind = "check"\ncontains = "x"\n',
                             13, "needs exactly one of every, any or none"),
     "not TOML": ('[[steps]]\nid = "p"\nkind = = "prompt"\n', 8, "not valid TOML"),
+    "lane session outside an each": ('[[steps]]\nid = "p"\nkind = "prompt"\nto = ["{session}"]\ntext = "hi"\n',
+                                     9, "steps[0].to: {session} outside an each"),
+    "lane placeholder outside an each": ('[[steps]]\nid = "p"\nkind = "prompt"\nto = ["a"]\ntext = "hi {session}"\n',
+                                         10, "steps[0].text: {session} outside an each"),
+    "lane out outside an each": ('[[steps]]\nid = "p"\nkind = "prompt"\nto = ["a"]\ntext = "{out.{session}}"\n',
+                                 10, "{out.{session}}: {session} outside an each"),
+    "lane check outside an each": ('[[steps]]\nid = "c"\nkind = "check"\nany = ["{session}"]\ncontains = "x"\n'
+                                   'then = "finish"\n', 9, "steps[0].any: {session} outside an each"),
+    "lane session not declared": ('[[steps]]\nid = "e"\nkind = "each"\nsessions = ["a", "zed"]\n'
+                                  '  [[steps.steps]]\n  id = "w"\n  kind = "wait"\n  sessions = ["{session}"]\n',
+                                  9, "steps[0].sessions: unknown session or group 'zed'"),
+    "each in an each": ('[[steps]]\nid = "outer"\nkind = "each"\nsessions = ["both"]\n'
+                        '  [[steps.steps]]\n  id = "inner"\n  kind = "each"\n  sessions = ["a"]\n'
+                        '    [[steps.steps.steps]]\n    id = "w"\n    kind = "wait"\n    sessions = ["{session}"]\n',
+                        12, "steps[0].steps[0].kind: each 'inner' is inside each 'outer'"),
+    "break in a lane outside its repeat": ('[[steps]]\nid = "e"\nkind = "each"\nsessions = ["both"]\n'
+                                           '  [[steps.steps]]\n  id = "g"\n  kind = "gate"\n  run = ["true"]\n'
+                                           '  then = "break"\n',
+                                           14, "'break' in each 'e' outside a repeat of the lane"),
     "bead claim with no session": ('[[steps]]\nid = "c"\nkind = "bead"\naction = "claim"\nbead = "x-001"\n',
                                    6, "bead claim needs session"),
 }
@@ -72,6 +91,42 @@ def test_a_bad_workflow_names_its_line_and_field(case: str, tmp_path: Path) -> N
     assert f"{path}:{line}: " in text and words in text, f"{case}: wanted line {line} and {words!r} in:\n{text}"
     problem_line = (HEAD + steps).splitlines()[line - 1]
     assert problem_line.strip(), f"{case}: line {line} of the case is blank: the expectation is wrong"
+
+
+def test_a_repeat_of_a_fixed_count_of_rounds_needs_no_exit() -> None:
+    parse(HEAD + '[[steps]]\nid = "loop"\nkind = "repeat"\nmax_rounds = 3\nexhausted = "next"\n'
+                 '  [[steps.steps]]\n  id = "p"\n  kind = "prompt"\n  to = ["a"]\n  text = "go {round}"\n')
+
+
+def test_an_each_in_a_repeat_and_a_repeat_in_a_lane_are_fine() -> None:
+    parse(HEAD + '''[[steps]]
+id = "loop"
+kind = "repeat"
+max_rounds = 2
+  [[steps.steps]]
+  id = "e"
+  kind = "each"
+  sessions = ["both"]
+    [[steps.steps.steps]]
+    id = "inner"
+    kind = "repeat"
+    max_rounds = 3
+      [[steps.steps.steps.steps]]
+      id = "p"
+      kind = "prompt"
+      to = ["{session}"]
+      text = "{session}: round {rounds}, {out.{session}}"
+      [[steps.steps.steps.steps]]
+      id = "c"
+      kind = "check"
+      any = ["{session}"]
+      contains = "done"
+  [[steps.steps]]
+  id = "g"
+  kind = "gate"
+  run = ["true"]
+  then = "break"
+''')
 
 
 def test_every_problem_is_reported_not_only_the_first() -> None:
