@@ -226,8 +226,8 @@ class Sessions:
             self._queued(session, prompt)
             return None
         commit.then(lambda error: self._landed(session, prompt, error))
-        return Later(commit, lambda exc: AnvilError(
-            f"cannot save session {name} in {self.store.dir}: {exc.strerror or exc}; the prompt was not queued"))
+        return Later(commit, lambda exc: AnvilError(  # what matters first: 9P2000 keeps 128 bytes of it
+            f"prompt for {name} not queued: its save failed ({exc.strerror or exc}) in {self.store.dir}"))
 
     def _landed(self, session: Session, prompt: Prompt, error: OSError | None) -> None:
         if not any(p is prompt for p in session.incoming):
