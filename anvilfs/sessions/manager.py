@@ -3,27 +3,28 @@
 ``Sessions.run`` owns a nursery; each session gets a runner task there
 (runner.py). ``new``, ``submit``, ``interrupt``, ``stop``, ``restart`` and
 ``clear`` are synchronous, so ctl writes act inline: they only change state
-(saved to disk before they return) and start or cancel tasks.
+(saved to disk before they return; a prompt's save is on its way, and
+``submit`` returns the Later its write's answer waits on) and start or
+cancel tasks. What ``new`` accepts is checked in options.py.
 """
 
 from __future__ import annotations
 
 import logging
 import os
-import re
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
 
 import trio
 
 from ..domain_events import EventBus, SessionEnded, SessionMoved
 from ..errors import AnvilError, Busy, InvalidRequest, LimitExceeded, NameTaken, NotFound, TooMany
-from ..journal import Journal, has_line_breakers, one_line, timestamp
+from ..journal import Journal, timestamp
 from ..waitable import Later
 from .backend import Backend, SessionInfo
-from .restore import restore_session
+from .options import NAME, RestartPolicy, SessionLimits, check_new
 from .owned import Owners
+from .restore import restore_session
 from .runner import finish_turn, run_session
 from .session import Definition, Prompt, Session
 from .states import ACCEPTS_PROMPTS, Event, State
@@ -31,24 +32,6 @@ from .saving import SessionSaver
 from .store import SessionStore
 
 log = logging.getLogger("anvilfs.sessions")
-_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}\Z")
-
-
-@dataclass(frozen=True, slots=True)
-class SessionLimits:
-    max_sessions: int = 256
-    max_prompt_bytes: int = 1 << 20
-
-
-@dataclass(frozen=True, slots=True)
-class RestartPolicy:
-    enabled: bool = True
-    first_delay: float = 1.0
-    max_delay: float = 60.0
-    max_restarts: int = 5
-
-    def delay(self, attempt: int) -> float:
-        return min(self.first_delay * 2 ** attempt, self.max_delay)
 
 
 class Sessions:
@@ -118,31 +101,8 @@ class Sessions:
 
     def new(self, backend: str, cwd: str, *, name: str = "", role: str = "", model: str = "", ephemeral: bool = False,
             notify: bool = False) -> Session:
-        chosen = self.backends.get(backend)
-        if chosen is None:
-            known = ", ".join(sorted(self.backends)) or "none"
-            raise NotFound(f"no such backend {backend!r}; known backends: {known}")
-        available = chosen.availability()
-        if available != "ready":
-            raise InvalidRequest(f"backend {backend} is invalid here, it cannot start sessions: {available}")
-        for what, value in (("cwd", cwd), ("model", model)):
-            if has_line_breakers(value):
-                raise InvalidRequest(f"leave control characters out of {what} (list and events show it on one line): "
-                                     f"{one_line(value)!r} has one")
-        if notify and ephemeral:
-            raise InvalidRequest("leave out notify or ephemeral: an ephemeral session does one turn and is never "
-                                 "prompted by mail (notify is invalid with it)")
-        if ephemeral and chosen.owner_driven:
-            raise InvalidRequest(f"leave out ephemeral: backend {backend} is external, its owner decides when its "
-                                 "turns end (ephemeral is invalid with it)")
-        if not os.path.isabs(cwd) or not os.path.isdir(cwd):
-            raise InvalidRequest(f"give cwd as the absolute path of a directory: {cwd!r} is not one")
-        if chosen.owner_driven:
-            if role and not _NAME.match(role):  # a label only: no role prompt goes to an owner
-                raise InvalidRequest(f"name the role with 1-64 letters, digits, '.', '_' or '-': {role!r} is invalid")
-        elif role and role not in self.roles():
-            known = ", ".join(sorted(self.roles())) or "none (add ROLE.md files to the roles directory)"
-            raise NotFound(f"no such role {role!r}; known roles: {known}")
+        chosen = check_new(self.backends, self.roles, backend, cwd, role=role, model=model,
+                           ephemeral=ephemeral, notify=notify)
         name = self._check_name(name) if name else self._next_name()
         if len(self._sessions) >= self.limits.max_sessions:
             raise TooMany(f"write 'remove' to a stopped session's ctl, or raise [limits] max_sessions: "
@@ -169,7 +129,7 @@ class Sessions:
         return session
 
     def _check_name(self, name: str) -> str:
-        if not _NAME.match(name):
+        if not NAME.match(name):
             raise InvalidRequest(f"name a session with 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit: {name!r} is invalid")
         if name in self.reserved:
             raise NameTaken(f"choose another name: {name!r} already exists as a file beside the sessions")
