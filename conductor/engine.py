@@ -160,7 +160,9 @@ class Engine:
             uncertain = True  # a conductor before this one may have sent some of them
         # all at once: 8 at a time made the first land sooner but the last twice as late (benchmarks/README.md)
         await each(intent["targets"], lambda target: self._deliver(target, intent["text"], line, uncertain))
-        self.journal.finish(key, {"targets": intent["targets"]})
+        # lazy: lost to a crash, the step is still begun, and a restart finds each prompt in its target's
+        # queue or log before it would send it; so no fdatasync here, in the loop every lane shares
+        self.journal.finish(key, {"targets": intent["targets"]}, lazy=True)
 
     async def _deliver(self, target: str, text: str, line: str, uncertain: bool) -> None:
         if not await self.access.deliver(target, text, line, uncertain=uncertain):

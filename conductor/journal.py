@@ -105,7 +105,9 @@ class Journal:
         step is done again with the same result, since nothing has acted
         since; the next action's record carries it to disk first. That
         saves the syncs of two records per round on the path from a
-        session's await to its next prompt.
+        session's await to its next prompt. And for a prompt: lost, the step
+        is begun and not done, and a restart looks for each prompt in its
+        target's queue and log before it would send it again.
         """
         _apply(self.data, entry := {"finish": key, "result": result})
         if lazy:

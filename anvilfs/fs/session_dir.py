@@ -78,9 +78,13 @@ def _line(text: str) -> str:
 
 
 def _queue(session: Session) -> str:
-    """One line per waiting prompt: position, sender, size, and its first line."""
+    """One line per waiting prompt: position, sender, size, and its first line.
+
+    The prompts on their way to disk (their clunk not answered yet) are listed after the queued
+    ones: a conductor that lost a write's answer looks here before it sends the prompt again.
+    """
     lines = []
-    for i, prompt in enumerate(session.queue, 1):
+    for i, prompt in enumerate((*session.queue, *session.incoming), 1):
         first = prompt.text.strip().splitlines()[0] if prompt.text.strip() else ""
         lines.append(f"{i} {prompt.sender} {len(prompt.text.encode())} {first[:80]}\n")
     return "".join(lines)
