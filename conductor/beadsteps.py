@@ -40,7 +40,7 @@ async def run(engine: Engine, step: BeadStep | MailStep, key: str, at: At) -> di
 async def _new(engine: Engine, step: BeadStep, key: str, at: At) -> dict:
     access, line = engine.access, engine.marker(step.id, at)
     uncertain = engine.journal.pending(key) is not None
-    engine.journal.begin(key, {"title": step.title})
+    await engine.journal.begin(key, {"title": step.title})
     deps = [engine.bead(d, at) for d in step.depends_on]
     command = " ".join(map(quote, ["new", step.title, step.role, line, *deps]))
     bead = await access.once(f"beads/ctl: {command}", lambda: access.tree.ctl("beads/ctl", command),
@@ -100,7 +100,7 @@ async def _mail(engine: Engine, step: MailStep, key: str, at: At) -> dict:
     sender, to = at.name(step.sender), at.name(step.to)
     uncertain = engine.journal.pending(key) is not None
     if not uncertain:
-        engine.journal.begin(key, {"to": to})
+        await engine.journal.begin(key, {"to": to})
     body = await engine.render(step.body, at)
     message = {"to": to, "type": step.type, "subject": step.subject, "body": f"{body}\n{line}" if body else line}
     answer = await access.once(f"mail {key} to {to}", lambda: access.tree.ctl(f"{sender}/mail", json.dumps(message)),

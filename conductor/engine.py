@@ -154,7 +154,7 @@ class Engine:
         if (intent := self.journal.pending(key)) is None:
             intent = {"text": f"{line}\n{await self.render(step.text, at)}",
                       "targets": expand(self.workflow, at.names(step.to))}
-            self.journal.begin(key, intent)
+            await self.journal.begin(key, intent)
             uncertain = False
         else:
             uncertain = True  # a conductor before this one may have sent some of them
@@ -191,7 +191,7 @@ class Engine:
         return step.then if holds else step.else_
 
     async def gate(self, step: GateStep, key: str, at: At) -> str:
-        self.journal.begin(key, {"run": step.run})  # a gate begun and not recorded is run again
+        await self.journal.begin(key, {"run": step.run})  # a gate begun and not recorded is run again
         cwd = self.base / (step.cwd or ".")
         env = os.environ | {"CONDUCTOR_ROUND": str(at.rounds[-1]) if at.rounds else "",
                             "CONDUCTOR_ROUNDS": at.dotted, "CONDUCTOR_LANE": at.lane or ""}

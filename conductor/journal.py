@@ -1,7 +1,7 @@
 """The conductor's durable record: what it is about to do, and what it has done.
 
     journal = Journal.open(state_dir, "review", digest, run=None)   # takes the lock, loads or starts
-    journal.begin(key, {"text": ...})   # on disk before the action
+    await journal.begin(key, {"text": ...})   # on disk before the action (a group commit)
     journal.finish(key, result)         # on disk after it
     journal.done(key) / journal.pending(key)
     read_record(state_dir, "review")    # what it holds, for a test or a person (no lock taken)
@@ -24,13 +24,17 @@ is gone.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import fcntl
 import json
 import os
 import secrets
+import threading
 from pathlib import Path
 from typing import Any
+
+import trio
 
 from . import crash
 
@@ -45,7 +49,7 @@ class Journal:
     def __init__(self, path: Path, data: dict[str, Any], lock_fd: int):
         self.path, self.data, self._lock_fd = path, data, lock_fd
         self.resumed_from: dict | None = None
-        self._log_fd = -1
+        self._log: GroupLog | None = None
         self._lazy: list[bytes] = []  # lines of records to go to disk with the next one
 
     @classmethod
@@ -69,7 +73,7 @@ class Journal:
         journal.resumed_from = data.pop("halted", None)  # a stop or interrupt before: this run goes on
         old, data["log"] = data.get("log"), f"{name}.{secrets.token_hex(4)}.log"
         # a new empty log first, then the snapshot that names it: a crash between leaves the old pair whole
-        journal._log_fd = _empty_log(state_dir / data["log"])
+        journal._log = GroupLog(_empty_log(state_dir / data["log"]))
         write_atomically(path, json.dumps(data, sort_keys=True).encode())
         if old:
             with contextlib.suppress(FileNotFoundError):
@@ -94,9 +98,14 @@ class Journal:
     def pending(self, key: str) -> dict | None:
         return self.data["pending"].get(key)
 
-    def begin(self, key: str, intent: dict) -> None:
+    async def begin(self, key: str, intent: dict) -> None:
+        """Record a step begun, on disk when this returns (before the action it announces).
+
+        The fdatasync is made by a worker thread, and the begins of lanes that come together share
+        one: the loop goes on serving the other lanes meanwhile (GroupLog).
+        """
         self.data["pending"][key] = intent
-        self._record({"begin": key, "intent": intent}, f"begin {key}")
+        await self._log.write(self._take_lazy() + _line({"begin": key, "intent": intent}), f"begin {key}")
 
     def finish(self, key: str, result: Any = True, *, lazy: bool = False) -> None:
         """Record a step done; `lazy` leaves it to go to disk with the next record.
@@ -127,20 +136,79 @@ class Journal:
         self._record({"end": {"outcome": outcome, "why": why}}, f"end {outcome}")
 
     def close(self) -> None:
-        if self._log_fd >= 0:
-            os.close(self._log_fd)
+        if self._log is not None:
+            os.close(self._log.fd)
         os.close(self._lock_fd)
 
     def _record(self, entry: dict, what: str, *, applied: bool = False) -> None:
+        """A record on disk now, in the loop (after what is on its way, in order)."""
         if not applied:
             _apply(self.data, entry)
-        data = b"".join(self._lazy) + _line(entry)
+        self._log.write_now(self._take_lazy() + _line(entry), what)
+
+    def _take_lazy(self) -> bytes:
+        data = b"".join(self._lazy)
         self._lazy.clear()
-        view = memoryview(data)
-        while view:
-            view = view[os.write(self._log_fd, view):]
-        os.fdatasync(self._log_fd)  # on disk before the action it announces
-        crash.point(f"record: {what}")
+        return data
+
+
+class GroupLog:
+    """Records appended to the log, each fdatasynced before it counts, in the order they came.
+
+    `write` is a group commit: the records of lanes that come together share one write and one
+    fdatasync, made in a worker thread while the loop serves the other lanes. `write_now` does the
+    same in the loop (with what is waiting, first). The queue is a deque (thread-safe append and
+    popleft); the lock keeps the thread's and the loop's writes from interleaving.
+    """
+
+    def __init__(self, fd: int):
+        self.fd = fd
+        self._queue: collections.deque[tuple[bytes, str]] = collections.deque()
+        self._lock = threading.Lock()
+        self._queued = self._written = 0
+        self._progress = trio.Event()
+        self._writing = False
+
+    async def write(self, data: bytes, what: str) -> None:
+        self._queue.append((data, what))
+        self._queued += 1
+        mine = self._queued
+        if not self._writing:  # this task writes, for itself and for whoever comes meanwhile
+            self._writing = True
+            try:
+                with trio.CancelScope(shield=True):  # a cancelled lane must not leave the others waiting
+                    while self._written < self._queued:
+                        self._wrote(await trio.to_thread.run_sync(self._drain))
+            finally:
+                self._writing = False
+        while self._written < mine:
+            await self._progress.wait()
+
+    def write_now(self, data: bytes, what: str) -> None:
+        self._queue.append((data, what))
+        self._queued += 1
+        self._wrote(self._drain())
+
+    def _drain(self) -> list[str]:
+        """Write and fdatasync everything queued (the caller's thread: the worker or the loop)."""
+        with self._lock:
+            taken = []
+            while self._queue:
+                taken.append(self._queue.popleft())
+            if taken:
+                view = memoryview(b"".join(data for data, _ in taken))
+                while view:
+                    view = view[os.write(self.fd, view):]
+                os.fdatasync(self.fd)  # on disk before the actions they announce
+        return [what for _, what in taken]
+
+    def _wrote(self, whats: list[str]) -> None:
+        """In the loop, after a drain: count them, pass their crash points, wake their writers."""
+        for what in whats:
+            crash.point(f"record: {what}")
+        self._written += len(whats)
+        self._progress.set()
+        self._progress = trio.Event()
 
 
 def read_record(state_dir: Path, name: str) -> dict | None:

@@ -66,7 +66,7 @@ class Record:
     def pending(self, key):
         return self.pending_steps.get(key)
 
-    def begin(self, key, intent):
+    async def begin(self, key, intent):
         self.pending_steps[key] = intent
 
 
