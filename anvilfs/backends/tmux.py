@@ -280,7 +280,14 @@ class TmuxAgent(Agent):
         # Before typing, so that whenever the server stops, a prompt in the pane has its turn's start beside it.
         await self._run("set-option", "-p", "-t", pane.id, TURN_OPTION, start.marker(output.number),
                         ";", "set-option", "-p", "-u", "-t", pane.id, HOOK_OPTION)
-        await self._type(pane.id, prompt)
+        # Armed before typing: a quick agent's hook may say await before the typing commands return,
+        # and an await that came while no turn was armed would be taken for a person's (lost).
+        self._arm(output.number)
+        try:
+            await self._type(pane.id, prompt)
+        except BaseException:
+            self._turn_done = None
+            raise
         await self._follow_turn(start, output)
 
     async def follow(self, output: Output) -> None:
@@ -295,11 +302,16 @@ class TmuxAgent(Agent):
                                 "and is queued again")
         await self._follow_turn(start, output)
 
-    async def _follow_turn(self, start: _Start, output: Output) -> None:
-        self._turn_number = output.number
+    def _arm(self, number: int) -> None:
+        """From here on, the hook's await ends turn `number`."""
+        self._turn_number = number
         self._turn_done = trio.Event() if self.config.turn_end == "hook" else None
-        if self._turn_done is not None and self._await_for == output.number:
+        if self._turn_done is not None and self._await_for == number:
             self._turn_done.set()  # the old server took this turn's await and was killed before it ended the turn
+
+    async def _follow_turn(self, start: _Start, output: Output) -> None:
+        if self._turn_number != output.number or (self._turn_done is None and self.config.turn_end == "hook"):
+            self._arm(output.number)  # a turn the previous server left running (follow)
         try:
             await self._follow(start, output)
         finally:

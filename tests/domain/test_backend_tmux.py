@@ -426,9 +426,12 @@ async def test_an_await_the_old_server_took_is_in_saved_and_ends_the_followed_tu
 async def test_the_hooks_await_is_kept_in_saved(tmux_socket, tmp_path):
     fake = backend(tmux_socket, turn_end="hook")
     agent = await started(tmux_socket, fake.agent(session(tmp_path)))
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(agent.turn, "hello", Recorder(1))
-        await until(lambda: "the first line was: hello" in pane_text(tmux_socket, agent))
-        assert "hook_await" not in agent.saved()
-        assert agent.hook("await")
+    with trio.fail_after(20):  # the turn ends at the hook's await, or the test fails (it hung here)
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(agent.turn, "hello", Recorder(1))
+            # the answer may be in the pane before the turn's typing commands return: the await must
+            # be taken all the same (it hung here when the turn was armed only after typing)
+            await until(lambda: "the first line was: hello" in pane_text(tmux_socket, agent))
+            assert "hook_await" not in agent.saved()
+            assert agent.hook("await")
     assert agent.saved()["hook_await"] == 1
