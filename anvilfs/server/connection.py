@@ -117,9 +117,25 @@ class Connection:
                 await self.io.send_all(data)
         finally:
             self._sending = False
-            if self._room_waiters:  # an Event per send costs as much as a request's dispatch
-                self._sent.set()
-                self._sent = trio.Event()
+            self._sent_all()
+
+    def _send_now(self) -> bool:
+        """Send the unsent replies without an await, if the socket takes them all (it nearly always
+        does); False if some are left, for _flush_out."""
+        if self._sending:
+            return False  # the sending task takes them, in order
+        sent = self.io.send_nowait(self._out)
+        if sent < len(self._out):
+            del self._out[:sent]
+            return False
+        self._out.clear()
+        self._sent_all()
+        return True
+
+    def _sent_all(self) -> None:
+        if self._room_waiters:  # an Event per send costs as much as a request's dispatch
+            self._sent.set()
+            self._sent = trio.Event()
 
     async def _writer(self) -> None:
         """Sends the replies that tasks (blocked reads) make outside a batch."""
@@ -145,7 +161,13 @@ class Connection:
                 await self.io.aclose()
 
     async def _receive_loop(self) -> None:
-        while data := await self.io.receive():
+        io = self.io
+        while True:
+            data = io.receive_nowait()  # an await only when the socket has nothing yet
+            if data is None:
+                data = await io.receive()
+            if not data:
+                return
             self.frames.feed(data)
             try:
                 while self._handle_frames():
@@ -155,7 +177,7 @@ class Connection:
                 self.dispatcher.on_error(self.name, f"connection closed: {exc}")
                 await self._flush_out()  # what was answered before the broken frame still goes out
                 return
-            if self._out:
+            if self._out and not self._send_now():
                 await self._flush_out()  # the whole batch's replies in one send
 
     def _handle_frames(self) -> bool:
