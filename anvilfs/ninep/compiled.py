@@ -79,6 +79,12 @@ def _maker(cls: type, names: list[str], lead: tuple[str, ...] = ("tag",)) -> Cal
 _QID_MAKE = _maker(Qid, [], lead=("type", "version", "path"))
 
 
+def constructor(cls: type[Message]) -> Callable[..., Message]:
+    """cls built from its fields in order (tag first), positionally: what ``cls(tag=..., ...)`` builds,
+    in half the time. For the replies a server makes for every request (Rwalk, Rread, Rclunk)."""
+    return _maker(cls, list(cls.FIELDS[1:]))
+
+
 # ---------------------------------------------------------------- decoding
 
 _TAIL_DECODE = {
