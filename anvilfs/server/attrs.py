@@ -53,7 +53,8 @@ def _qid(node: Node, version: int) -> Qid:
 
 
 def qid_of(node: Node) -> Qid:
-    return _qid(node, _stamp(node)[0])
+    stamp = node.stamp  # _stamp's version, without its mtime and a call (three qids in a status read)
+    return _qid(node, 0 if stamp is None else stamp()[0] & 0xFFFFFFFF)
 
 
 def stat_of(node: Node) -> Stat:
