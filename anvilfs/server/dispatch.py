@@ -213,7 +213,8 @@ class Dispatcher:
                 return _RREAD(msg.tag, handle.read(msg.offset, count, self.snapshots))
             return _RREAD(msg.tag, handle.read(msg.offset, count))
         finally:
-            self.collected.recount(fid)  # a read can submit what was written (mail's read-back)
+            if fid.can_write:  # a read can submit what was written (mail's read-back); nothing else is held
+                self.collected.recount(fid)
 
     def finish_read(self, blocked: Blocked) -> m.Message:
         """Answer a blocked read once its handle is ready (no checkpoint in between)."""
