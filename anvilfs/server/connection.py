@@ -133,7 +133,7 @@ class Connection:
         return True
 
     def _sent_all(self) -> None:
-        if self._room_waiters:  # an Event per send costs as much as a request's dispatch
+        if self._room_waiters:  # else no Event to set and make anew (0.5 us per send, for nobody)
             self._sent.set()
             self._sent = trio.Event()
 
