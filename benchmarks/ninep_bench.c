@@ -294,7 +294,7 @@ int main(int argc, char **argv)
 	int i = first % nfiles;
 	double t_end = now() + warmup;
 	while (now() < t_end) {
-		op(0);
+		op(i);
 		i = (i + 1) % nfiles;
 	}
 	if (go) {
@@ -310,7 +310,7 @@ int main(int argc, char **argv)
 	double t0 = now(), t = t0;
 	t_end = t0 + seconds;
 	while (t < t_end && (maxops < 0 || (long)ops < maxops)) {
-		bytes += op(0);
+		bytes += op(i);
 		double t1 = now();
 		if (ops == cap)
 			lat = realloc(lat, (cap *= 2) * sizeof *lat);

@@ -2,6 +2,7 @@
 
     with anvilfs_server(tmp, names, cmd, pin) as (server, status, made): ...
     with diod_server(tmp, names, status, pin) as server: ...
+    with floor_server(tmp, names, status, pin) as server: ...   # benchmarks/floor_server.py
 
 Both listen on a unix socket in `tmp`, are ready when a 9P2000.L handshake
 on it succeeds before a deadline, and are stopped on the way out (anvilfs by
@@ -186,6 +187,22 @@ def diod_server(tmp: Path, names: Sequence[str], status: bytes, pin: Sequence[st
     finally:
         proc.kill()  # diod 1.0.24 sometimes dies of SIGSEGV on SIGTERM (and dumps core); it has nothing to save
         proc.wait()
+
+
+@contextlib.contextmanager
+def floor_server(tmp: Path, names: Sequence[str], status: bytes, pin: Sequence[str] = ()) -> Iterator[Server]:
+    """floor_server.py (the least a trio server costs per request) serving NAME/status per name."""
+    log = tmp / "floor.log"
+    script = Path(__file__).with_name("floor_server.py")
+    argv = [*pin, sys.executable, str(script), str(tmp / "sock"), *names, "--status", status.decode()]
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=tmp)
+    server = Server("floor", str(tmp / "sock"), "", proc, log)
+    try:
+        wait_ready(server)
+        yield server
+    finally:
+        stop(server.proc)
 
 
 def diod_missing() -> str | None:

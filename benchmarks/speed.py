@@ -3,7 +3,7 @@
 Run by hand (not by CI); it prints figures with their targets and asserts nothing:
 
     .venv/bin/python benchmarks/speed.py [--sections status1,null,...] [--reps 5] [--seconds 2]
-        [--pin same|none] [--anvilfs-cmd CMD]
+        [--pin same|none] [--anvilfs-cmd CMD] [--floor]
 
 Sections (default all):
   status1  status reads from 1 connection       status8  the same from 8 connections
@@ -18,7 +18,9 @@ gcc -O2) in 9P2000.L over a unix socket against both servers: anvilfs with
 real files sNNNN/status with the same bytes. With --pin same (the default,
 as in the issue) the servers and every client run on CPU 0. Each
 repetition runs anvilfs, then diod; the ratio is taken per repetition and
-the median of the ratios is the figure.
+the median of the ratios is the figure. --floor adds a third server to
+the rows, benchmarks/floor_server.py: a minimal trio 9P server (requests
+handled inline, replies batched per receive), the floor for CPython.
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ import speed_rows
 import speed_scale
 import speed_wake
 from report import header, say
-from servers import anvilfs_server, diod_missing, diod_server
+from servers import anvilfs_server, diod_missing, diod_server, floor_server
 
 SECTIONS = ("status1", "status8", "null", "poll100", "cli", "wake", "scale")
 SESSIONS = [f"s{i:04d}" for i in range(1, 1001)]
@@ -67,6 +69,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                     help="run the wake section's measuring client on CPU N (default: with the server when pinned)")
     ap.add_argument("--pin", choices=["same", "none"], default="same",
                     help="same: servers and clients all on CPU 0 (default); none: the OS decides")
+    ap.add_argument("--floor", action="store_true",
+                    help="run the table's rows on benchmarks/floor_server.py too: the least a trio server costs")
     ap.add_argument("--anvilfs-cmd", metavar="CMD",
                     help="command that runs the anvilfs CLI instead of this checkout's "
                          "(e.g. '/work/main/.venv/bin/python -m anvilfs'); used for `serve` and for the cli row")
@@ -100,6 +104,9 @@ def main(argv: list[str] | None = None) -> int:
         if table:
             (tmp / "diod").mkdir()
             servers.append(stack.enter_context(diod_server(tmp / "diod", SESSIONS, status, pin)))
+        if table and args.floor:
+            (tmp / "floor").mkdir()
+            servers.append(stack.enter_context(floor_server(tmp / "floor", SESSIONS, status, pin)))
         for key in table:
             speed_rows.run_row(key, binary, servers, args.reps, args.seconds, pin)
         if "cli" in args.sections:

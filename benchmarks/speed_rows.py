@@ -1,7 +1,7 @@
 """The issue's table rows that the C client measures on both servers, interleaved.
 
-Each repetition runs the row on anvilfs, then on diod, and takes their
-ratio; the figure is the median of the per-repetition ratios, so a change of
+Each repetition runs the row on anvilfs, then on diod (then on the floor
+server, with --floor), and takes their ratios; the figure is the median of the per-repetition ratios, so a change of
 machine load between repetitions moves both servers' numbers alike.
 """
 
@@ -51,8 +51,9 @@ def measure_row(row: Row, binary: Path, servers: Sequence[Server], reps: int, se
             got[server.name].append(r)
             parts.append(f"{server.name} {r.rate:8.1f}/s {1e3 / r.rate * row.procs:7.3f} ms/op "
                          f"(p99 {r.stat('p99_us') / 1e3:6.3f}; server {r.server_us_per_op:7.1f} cpu-us/op)")
-        ratio = f"  ratio {got['anvilfs'][-1].rate / got['diod'][-1].rate:.2f}" if len(servers) == 2 else ""
-        say(f"    rep {rep}: " + "  ".join(parts) + ratio)
+        ratios = "".join(f"  {name}/diod {got[name][-1].rate / got['diod'][-1].rate:.2f}"
+                         for name in got if name != "diod" and "diod" in got)
+        say(f"    rep {rep}: " + "  ".join(parts) + ratios)
     return got
 
 
@@ -72,10 +73,11 @@ def summarise(row: Row, got: dict[str, list[Result]]) -> None:
             cpu = [r.server_us_per_op for r in results]
             figure(f"{name}: server CPU per operation", statistics.median(cpu), "us", None,
                    f"{statistics.median(cpu) / row.rpcs:.1f} us per RPC")
-    if "anvilfs" in got and "diod" in got:
-        ratios = [a.rate / d.rate for a, d in zip(got["anvilfs"], got["diod"])]
-        figure("anvilfs/diod rate, median of the reps' ratios", statistics.median(ratios), "x",
-               row.ratio_target, f"reps {spread(ratios)}")
+    for name, base in (("anvilfs", "diod"), ("floor", "diod"), ("anvilfs", "floor")):
+        if name in got and base in got:
+            ratios = [a.rate / d.rate for a, d in zip(got[name], got[base])]
+            figure(f"{name}/{base} rate, median of the reps' ratios", statistics.median(ratios), "x",
+                   row.ratio_target if (name, base) == ("anvilfs", "diod") else None, f"reps {spread(ratios)}")
 
 
 def run_row(key: str, binary: Path, servers: Sequence[Server], reps: int, seconds: float,

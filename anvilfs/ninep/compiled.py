@@ -79,6 +79,12 @@ def _maker(cls: type, names: list[str], lead: tuple[str, ...] = ("tag",)) -> Cal
 _QID_MAKE = _maker(Qid, [], lead=("type", "version", "path"))
 
 
+def constructor(cls: type[Message]) -> Callable[..., Message]:
+    """cls built from its fields in order (tag first), positionally: what ``cls(tag=..., ...)`` builds,
+    in half the time. For the replies a server makes for every request (Rwalk, Rread, Rclunk)."""
+    return _maker(cls, list(cls.FIELDS[1:]))
+
+
 # ---------------------------------------------------------------- decoding
 
 _TAIL_DECODE = {
@@ -152,12 +158,23 @@ _TAIL_ENCODE = {
 }
 
 
+# A last field that is the only variable one: its length (or count) goes in the head's struct
+# call, and the frame is that head plus its bytes (Rread, Rwalk, Rversion, Rerror: one join fewer).
+_LAST_ENCODE = {
+    Kind.STR: ("H", "        r = m.{name}.encode()\n        if len(r) > 0xFFFF: return None\n", "len(r)", "r"),
+    Kind.DATA: ("I", "        r = m.{name}\n", "len(r)", "r"),
+    Kind.QIDS: ("H", "        r = m.{name}\n", "13 * len(r)",
+                "b''.join([QID(q.type, q.version, q.path) for q in r])"),
+}
+
+
 def compile_encoder(cls: type[Message], steps: Layout) -> Callable[[Message], bytes | None] | None:
     """message -> frame, or None when a value does not fit its field; None if a field kind is not compiled."""
     fmt, fixed, rest = split_fixed(steps)
     if any(kind not in _TAIL_ENCODE for _, kind in rest):
         return None
-    head = struct.Struct("<IBH" + fmt)
+    last = _LAST_ENCODE.get(rest[0][1]) if len(rest) == 1 else None
+    head = struct.Struct("<IBH" + fmt + (last[0] if last else ""))
     values = []
     for name, kind in fixed:
         values += [f"m.{name}.type", f"m.{name}.version", f"m.{name}.path"] if kind is Kind.QID else [f"m.{name}"]
@@ -165,6 +182,10 @@ def compile_encoder(cls: type[Message], steps: Layout) -> Callable[[Message], by
     lines = ["def encode(m):\n", "    try:\n"]
     if not rest:
         lines.append(f"        return HEAD(HEAD_SIZE, TYPE, m.tag{args})\n")
+    elif last:
+        _, prepare, length, body = last
+        lines.append(prepare.format(name=rest[0][0]))
+        lines.append(f"        return HEAD(HEAD_SIZE + {length}, TYPE, m.tag{args}, len(r)) + {body}\n")
     else:
         lines.append("        parts = [b'']\n")
         for name, kind in rest:

@@ -21,14 +21,18 @@ class FrameBuffer:
     __slots__ = ("_buf", "_pos", "max_size")
 
     def __init__(self, max_size: int):
-        self._buf = bytearray()
+        self._buf: bytes | bytearray = b""
         self._pos = 0
         self.max_size = max_size
 
     def feed(self, data: bytes) -> None:
-        if self._pos and self._pos == len(self._buf):
-            self._buf.clear()
-            self._pos = 0
+        if self._pos == len(self._buf) and type(data) is bytes:
+            # Everything before was handed out: read from the received bytes themselves. A receive
+            # is most often exactly one frame, which then goes out as is, with no copy at all.
+            self._buf, self._pos = data, 0
+            return
+        if type(self._buf) is not bytearray:  # a part of a frame is left: collect from here on
+            self._buf, self._pos = bytearray(self._buf[self._pos:]), 0
         self._buf += data
 
     def next_frame(self) -> bytes | None:
@@ -43,8 +47,10 @@ class FrameBuffer:
             raise FramingError(f"frame size {size} is larger than msize {self.max_size}")
         if len(buf) - pos < size:
             return None
-        frame = bytes(buf[pos:pos + size])
         self._pos = pos + size
+        if type(buf) is bytes:
+            return buf[pos:pos + size]  # the whole of it is `buf` itself, not a copy
+        frame = bytes(buf[pos:pos + size])
         if self._pos > 65536 and self._pos * 2 > len(buf):
             del buf[:self._pos]
             self._pos = 0

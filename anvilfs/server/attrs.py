@@ -34,12 +34,27 @@ def _stamp(node: Node) -> tuple[int, int]:
     return version & 0xFFFFFFFF, mtime
 
 
+# Qids are frozen and a node's repeats until its version moves, so walks and
+# opens share them: building one (a frozen dataclass) costs about a microsecond,
+# a walk to a status file and its open need three. Keyed by what makes the qid;
+# cleared when full, so it holds at most _QIDS_KEPT of them.
+_QIDS: dict[tuple[int, int, bool], Qid] = {}
+_QIDS_KEPT = 4096
+
+
 def _qid(node: Node, version: int) -> Qid:
-    return Qid(c.QTDIR if node.is_dir else c.QTFILE, version, node.path)
+    key = (node.path, version, node.is_dir)
+    qid = _QIDS.get(key)
+    if qid is None:
+        if len(_QIDS) >= _QIDS_KEPT:
+            _QIDS.clear()
+        qid = _QIDS[key] = Qid(c.QTDIR if node.is_dir else c.QTFILE, version, node.path)
+    return qid
 
 
 def qid_of(node: Node) -> Qid:
-    return _qid(node, _stamp(node)[0])
+    stamp = node.stamp  # _stamp's version, without its mtime and a call (three qids in a status read)
+    return _qid(node, 0 if stamp is None else stamp()[0] & 0xFFFFFFFF)
 
 
 def stat_of(node: Node) -> Stat:

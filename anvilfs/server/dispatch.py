@@ -20,6 +20,7 @@ from ..errors import AnvilError, InvalidRequest, NotPermitted, NotSupported, Per
 from ..ninep import Dialect, RequestError, negotiate
 from ..ninep import consts as c
 from ..ninep import messages as m
+from ..ninep.compiled import constructor
 from ..ninep.dialect import MIN_MSIZE, UNKNOWN
 from ..ninep.errstr import fit, word_for_9p2000
 from ..ninep.fids import FidTable
@@ -164,7 +165,7 @@ class Dispatcher:
                 self.fids.replace(msg.fid, new)
             else:
                 self.fids.add(msg.newfid, new)
-        return m.Rwalk(tag=msg.tag, wqids=tuple(qids))
+        return _RWALK(msg.tag, tuple(qids))
 
     # ------------------------------------------------------------ opening
 
@@ -173,13 +174,13 @@ class Dispatcher:
         if msg.mode & c.ORCLOSE:
             raise NotPermitted(f"{fid.node.name}: remove-on-close is not possible on a synthetic file")
         open_fid(fid, *plan9_access(msg.mode), trunc=bool(msg.mode & c.OTRUNC))
-        return m.Ropen(tag=msg.tag, qid=qid_of(fid.node), iounit=self.iounit)
+        return _ROPEN(msg.tag, qid_of(fid.node), self.iounit)
 
     def lopen(self, msg: m.Tlopen) -> m.Message:
         fid = self.fids.get(msg.fid)
         read, write = linux_access(msg.flags)
         open_fid(fid, read, write, trunc=bool(msg.flags & c.L_O_TRUNC) and write)
-        return m.Rlopen(tag=msg.tag, qid=qid_of(fid.node), iounit=self.iounit)
+        return _RLOPEN(msg.tag, qid_of(fid.node), self.iounit)
 
     def create(self, msg: m.Tcreate) -> m.Message:
         fid = self.fids.get(msg.fid)
@@ -210,10 +211,11 @@ class Dispatcher:
             return Blocked(fid, msg.fid, msg.tag, msg.offset, count)
         try:
             if isinstance(handle, SnapshotReads):
-                return m.Rread(tag=msg.tag, data=handle.read(msg.offset, count, self.snapshots))
-            return m.Rread(tag=msg.tag, data=handle.read(msg.offset, count))
+                return _RREAD(msg.tag, handle.read(msg.offset, count, self.snapshots))
+            return _RREAD(msg.tag, handle.read(msg.offset, count))
         finally:
-            self.collected.recount(fid)  # a read can submit what was written (mail's read-back)
+            if fid.can_write:  # a read can submit what was written (mail's read-back); nothing else is held
+                self.collected.recount(fid)
 
     def finish_read(self, blocked: Blocked) -> m.Message:
         """Answer a blocked read once its handle is ready (no checkpoint in between)."""
@@ -261,8 +263,8 @@ class Dispatcher:
         if fid.handle is not None:
             self.collected.release(fid)  # before the submit, which may fail: the bytes go either way
             if (later := fid.handle.clunk()) is not None:  # a prompt: answered once it is on disk
-                return Deferred(later, msg, m.Rclunk(tag=msg.tag))
-        return m.Rclunk(tag=msg.tag)
+                return Deferred(later, msg, _RCLUNK(msg.tag))
+        return _RCLUNK(msg.tag)
 
     def remove(self, msg: m.Tremove) -> m.Message:
         fid = self.fids.pop(msg.fid)  # remove(5): the fid is clunked even if the remove fails
@@ -354,6 +356,8 @@ class Dispatcher:
         raise NotPermitted(f"{type(msg).__name__[1:]}: the tree of anvilfs cannot be changed that way; use the ctl files")
 
 
+# The replies of the requests every read of a file makes, built positionally (compiled.constructor).
+_RWALK, _ROPEN, _RLOPEN, _RREAD, _RCLUNK = map(constructor, (m.Rwalk, m.Ropen, m.Rlopen, m.Rread, m.Rclunk))
 _AT_REMOVEDIR = 0x200  # Linux's flag in Tunlinkat: rmdir, not unlink
 _ERROR_TEXT_MAX = 1000  # bytes of an error's text kept (for 9P2000.u and agent/errors)
 

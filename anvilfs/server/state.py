@@ -110,5 +110,6 @@ class CollectBudget:
 
     def release(self, fid: Fid) -> None:
         """The fid is closing: what its handle held is no longer the connection's to hold."""
-        self.add(-fid.charged)
-        fid.charged = 0
+        if fid.charged:  # most files hold nothing: every clunk comes here
+            self.add(-fid.charged)
+            fid.charged = 0

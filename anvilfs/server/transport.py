@@ -23,22 +23,38 @@ except ImportError:  # pragma: no cover - a trio without it: the public statisti
     _RUN_CONTEXT = None
 
 
+def _run_queue():
+    """trio's run queue (one deque for the whole run), or None if trio's internals moved."""
+    return getattr(getattr(_RUN_CONTEXT, "runner", None), "runq", None)
+
+
 def _others_ready() -> bool:
     """A task is waiting for the next scheduler pass (a blocked read this connection's request woke, a
     connection whose data came). Tasks already in the pass being run are not in the queue: the bound
     of EAGER_READS is what keeps them from waiting long."""
-    runq = getattr(getattr(_RUN_CONTEXT, "runner", None), "runq", None)
+    runq = _run_queue()
     if runq is None:  # trio's internals moved: the public way, which builds a record each call
         return trio.lowlevel.current_statistics().tasks_runnable > 0
     return bool(runq)
 
 
 class StreamTransport:
+    """The ``*_nowait`` calls let the connection skip an await (a coroutine) when no wait is needed;
+    a stream always needs one."""
+
     def __init__(self, stream: trio.abc.Stream):
         self.stream = stream
 
+    def receive_nowait(self) -> bytes | None:
+        """Bytes received without waiting, or None: then `receive`."""
+        return None
+
     async def receive(self) -> bytes:
         return await self.stream.receive_some(RECEIVE_SIZE)
+
+    def send_nowait(self, data: bytearray) -> int:
+        """How many bytes of `data` went out without waiting; the rest go by `send_all`."""
+        return 0
 
     async def send_all(self, data: bytes) -> None:
         await self.stream.send_all(data)
@@ -52,19 +68,24 @@ class SocketTransport(StreamTransport):
         super().__init__(stream)
         self.fd = stream.socket.fileno()
         self._eager = 0  # reads in a row that found data without waiting
+        self._runq = _run_queue()  # looked up once: the run (and its queue) outlives the connection
 
-    async def receive(self) -> bytes:
+    def receive_nowait(self) -> bytes | None:
         # Read first: after a reply, a client on the same CPU has usually sent
         # its next request already, and a read that finds it costs one system
         # call where a wait costs an epoll re-arm and a scheduler pass. Only
         # while no task waits for the next pass (a blocked read this client's
         # request woke), and only so many in a row, so that others are not
         # kept waiting for long.
-        if self._eager < EAGER_READS and not _others_ready():
-            data = self._read_now()
-            if data is not None:
-                self._eager += 1
-                return data
+        if self._eager >= EAGER_READS or (self._runq if self._runq is not None else _others_ready()):
+            return None
+        data = self._read_now()
+        if data is not None:
+            self._eager += 1
+        return data
+
+    async def receive(self) -> bytes:
+        """Wait for the socket, then read (receive_nowait is the read that does not wait)."""
         self._eager = 0
         while True:
             await trio.lowlevel.wait_readable(self.fd)
@@ -80,6 +101,14 @@ class SocketTransport(StreamTransport):
             return None
         except OSError:
             return b""
+
+    def send_nowait(self, data: bytearray) -> int:
+        try:
+            return os.write(self.fd, data)
+        except BlockingIOError:
+            return 0
+        except OSError as exc:
+            raise trio.BrokenResourceError(f"connection lost: {exc.strerror}") from exc
 
     async def send_all(self, data: bytes) -> None:
         view = memoryview(data)

@@ -38,14 +38,31 @@ class SnapshotSource:
 
     def __init__(self, render: Callable[[], str]):
         self._render = render
-        self._live: weakref.WeakValueDictionary[bytes, Snapshot] = weakref.WeakValueDictionary()
+        # content -> a weak reference to the snapshot holding it: what a WeakValueDictionary does,
+        # with the reference made and followed in C (its own methods are Python, six calls a
+        # snapshot, and every open of a file that nobody holds open makes one)
+        self._live: dict[bytes, _Ref] = {}
 
     def take(self) -> Snapshot:
         data = self._render().encode("utf-8")
-        snapshot = self._live.get(data)
+        ref = self._live.get(data)
+        snapshot = ref() if ref is not None else None
         if snapshot is None:
-            snapshot = self._live[data] = Snapshot(data)
+            snapshot = Snapshot(data)
+            ref = self._live[data] = _Ref(snapshot, self._forget)
+            ref.data = data
         return snapshot
+
+    def _forget(self, ref: _Ref) -> None:
+        """The snapshot's last holder let go: its entry goes, unless a newer snapshot has taken it."""
+        if self._live.get(ref.data) is ref:
+            del self._live[ref.data]
+
+
+class _Ref(weakref.ref):
+    """A weak reference that knows its content, so that its entry can go when it dies."""
+
+    __slots__ = ("data",)
 
 
 class SnapshotBudget:

@@ -83,15 +83,24 @@ class Peer:
             await self.send(*batch)
 
 
+def _stream_pair(sockets: bool) -> tuple[trio.abc.Stream, trio.abc.Stream]:
+    if not sockets:
+        return trio.testing.memory_stream_pair()
+    a, b = trio.socket.socketpair()  # the server's end goes through its SocketTransport
+    return trio.SocketStream(a), trio.SocketStream(b)
+
+
 @asynccontextmanager
-async def served(app: App | None = None, *, limits: Limits = Limits(), clients: int = 1, token: Token | None = None):
-    """An app with `clients` in-memory connections; yields (app, peers). `token`: as on a TCP listener."""
+async def served(app: App | None = None, *, limits: Limits = Limits(), clients: int = 1, token: Token | None = None,
+                 sockets: bool = False):
+    """An app with `clients` connections, in memory (or over unix socket pairs with `sockets`);
+    yields (app, peers). `token`: as on a TCP listener."""
     app = app or App()
     async with trio.open_nursery() as nursery:
         await nursery.start(app.run)
         peers = []
         for i in range(clients):
-            client_end, server_end = trio.testing.memory_stream_pair()
+            client_end, server_end = _stream_pair(sockets)
             conn = Connection(server_end, app.root, limits=limits, name=f"c{i + 1}", token=token,
                               on_error=lambda where, text, n=i: app.record_error(f"c{n + 1} {where}", text))
             nursery.start_soon(conn.serve)

@@ -5,11 +5,16 @@ The benchmark itself is run by hand (benchmarks/README.md), never here.
 
 from __future__ import annotations
 
+import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
+
+from anvilfs.client import Client
+from anvilfs.ninep import Dialect
 
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 
@@ -26,3 +31,24 @@ def test_speed_help_lists_its_sections():
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert "--sections" in proc.stdout and "poll100" in proc.stdout and "--anvilfs-cmd" in proc.stdout
+
+
+@pytest.mark.parametrize("dialect", [Dialect.P2000, Dialect.P2000L])
+def test_the_floor_server_answers_a_status_read(tmp_path, dialect):
+    """benchmarks/floor_server.py, the minimal server speed.py --floor measures, serves what the C client reads."""
+    sock_path = tmp_path / "sock"
+    proc = subprocess.Popen([sys.executable, str(BENCHMARKS / "floor_server.py"), str(sock_path), "s0001", "s0002"],
+                            stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 30
+        while not sock_path.exists():
+            assert time.monotonic() < deadline and proc.poll() is None, "floor_server.py did not start"
+            time.sleep(0.01)  # poll interval, bounded by the deadline
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.settimeout(30)
+        sock.connect(str(sock_path))
+        with Client(sock, dialect=dialect) as client:
+            assert client.read_file("s0002/status") == b"idle simulated\n"
+    finally:
+        proc.kill()
+        proc.wait(timeout=30)

@@ -152,3 +152,33 @@ def test_frames_are_bytes_copies():
     buf.feed(FRAMES[3])  # reuse of the internal buffer must not change a frame handed out
     assert frame == FRAMES[2]
     assert buf.next_frame() == FRAMES[3]
+
+
+@given(
+    frames=st.lists(st.binary(max_size=40).map(raw_frame), min_size=1, max_size=10),
+    data=st.data(),
+)
+@settings(max_examples=150, deadline=None)
+def test_bytes_and_bytearray_feeds_in_any_mix_and_any_drain(frames, data):
+    """A feed of bytes onto an empty buffer is read in place (no copy); the frames are the same
+    whether pieces come as bytes or bytearray and whether or not they are taken between feeds."""
+    stream = b"".join(frames)
+    cuts = sorted(data.draw(st.lists(st.integers(0, len(stream)), max_size=12), label="cuts"))
+    buf = FrameBuffer(max_size=64)
+    got = []
+    for start, end in zip([0, *cuts], [*cuts, len(stream)]):
+        piece = stream[start:end]
+        buf.feed(bytearray(piece) if data.draw(st.booleans(), label="bytearray") else piece)
+        if data.draw(st.booleans(), label="drain"):
+            while (frame := buf.next_frame()) is not None:
+                assert type(frame) is bytes
+                got.append(frame)
+    got += buf.frames()
+    assert got == frames
+    assert buf.pending == 0
+
+
+def test_a_receive_of_whole_frames_is_handed_out_without_a_copy():
+    buf = FrameBuffer(max_size=8192)
+    buf.feed(FRAMES[2])
+    assert buf.next_frame() is FRAMES[2]

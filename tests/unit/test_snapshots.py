@@ -26,6 +26,21 @@ def test_the_same_content_gives_the_same_snapshot_and_the_file_does_not_keep_it_
     assert gone() is None
 
 
+
+def test_a_snapshot_nobody_holds_leaves_no_entry_and_a_dead_one_does_not_remove_its_successor():
+    text = ["a"]
+    source = SnapshotSource(lambda: text[0])
+    first = source.take()
+    del first  # its entry goes with it
+    assert not source._live
+    held = source.take()
+    text[0] = "b"
+    other = source.take()
+    del other
+    text[0] = "a"
+    assert list(source._live) == [b"a"] and source.take() is held
+
+
 def test_a_budget_counts_each_distinct_snapshot_once():
     source_text = ["x" * 600]
     source = SnapshotSource(lambda: source_text[0])

@@ -1,0 +1,27 @@
+"""attrs shares qids while a node's version holds: each is the qid a fresh build would give."""
+
+from __future__ import annotations
+
+from anvilfs.ninep import Qid
+from anvilfs.ninep import consts as c
+from anvilfs.server import attrs
+from anvilfs.tree import Directory, TextFile
+
+
+def test_a_shared_qid_is_the_one_built_from_the_node_and_moves_with_its_version():
+    version = [7]
+    file = TextFile("status", "session/bot1/status", lambda: "idle\n")
+    file.stamp = lambda: (version[0], 0)
+    directory = Directory("bot1", "session/bot1")
+    assert attrs.qid_of(directory) == Qid(c.QTDIR, 0, directory.path)
+    assert attrs.qid_of(file) == Qid(c.QTFILE, 7, file.path)
+    assert attrs.qid_of(file) is attrs.qid_of(file)  # shared while the version holds
+    version[0] = 8
+    assert attrs.qid_of(file) == Qid(c.QTFILE, 8, file.path)
+
+
+def test_the_table_is_bounded():
+    nodes = [Directory(f"d{i}", f"d/{i}") for i in range(attrs._QIDS_KEPT + 10)]
+    for node in nodes:
+        assert attrs.qid_of(node) == Qid(c.QTDIR, 0, node.path)
+    assert len(attrs._QIDS) <= attrs._QIDS_KEPT
