@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import sys
 from pathlib import Path
@@ -67,6 +68,14 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+def _settle_garbage_collector() -> None:
+    """As the server does (server/serve.py): what the start made leaves the collector's care, and the
+    young generation is collected less often. In a conductor of 100 lanes, full collections of 22-33 ms
+    held up every lane before this."""
+    gc.freeze()
+    gc.set_threshold(10_000, 20, 20)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
@@ -99,6 +108,7 @@ def main(argv: list[str] | None = None) -> int:
         reporter = None if session is None else SessionReporter(
             access, session, loaded.path.parent.resolve(), loaded.workflow.name, journal.run)
         engine = Engine(loaded.workflow, loaded.path.parent, access, journal, reporter)
+        _settle_garbage_collector()
         outcome, why = trio.run(_run, tree, engine)
     except KeyboardInterrupt:
         return 130
