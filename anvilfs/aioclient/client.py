@@ -117,13 +117,8 @@ class AsyncClient:
         if (names := self._pipelinable(path)) is None:
             async with self._opened(path, c.OREAD) as fid:
                 return await self._read(fid, 0)
-        fid = self._mux.protocol.new_fid()  # cancelled, the pipeline clunks it if its walk was answered
-        replies = await self._mux.pipeline([self._walk_request(fid, names), m.Topen(tag=0, fid=fid, mode=c.OREAD),
-                                            self._read_request(fid, 0)])
-        self._check_walk(path, names, replies[0])
-        await self._mux.post(m.Tclunk(tag=0, fid=fid))
-        check(replies[1])
-        return check(replies[2]).data
+        [read] = await self._pipeline(path, names, c.OREAD, lambda fid: self._read_request(fid, 0), clunk=False)
+        return read.data
 
     async def write(self, path: str, data: bytes) -> None:
         """Write `data` on one open, in whole-line pieces of at most the iounit (ctl files act per write).
@@ -135,12 +130,7 @@ class AsyncClient:
             async with self._opened(path, c.OWRITE) as fid:
                 await self._write(fid, data)
             return
-        fid = self._mux.protocol.new_fid()
-        replies = await self._mux.pipeline([self._walk_request(fid, names), m.Topen(tag=0, fid=fid, mode=c.OWRITE),
-                                            m.Twrite(tag=0, fid=fid, offset=0, data=data), m.Tclunk(tag=0, fid=fid)])
-        self._check_walk(path, names, replies[0])
-        for reply in replies[1:]:
-            check(reply)
+        await self._pipeline(path, names, c.OWRITE, lambda fid: m.Twrite(tag=0, fid=fid, offset=0, data=data))
 
     async def ctl(self, path: str, line: str) -> str:
         """Write a command line and read the answer back on the same fid (SPEC §4), without its newline.
@@ -152,16 +142,9 @@ class AsyncClient:
             async with self._opened(path, c.ORDWR) as fid:
                 await self._write(fid, data)
                 return (await self._read(fid, 0)).decode(errors="replace").removesuffix("\n")
-        fid = self._mux.protocol.new_fid()
-        replies = await self._mux.pipeline([self._walk_request(fid, names), m.Topen(tag=0, fid=fid, mode=c.ORDWR),
-                                            m.Twrite(tag=0, fid=fid, offset=0, data=data), self._read_request(fid, 0),
-                                            m.Tclunk(tag=0, fid=fid)])
-        self._check_walk(path, names, replies[0])
-        for reply in replies[1:3]:
-            check(reply)
-        answer = check(replies[3]).data
-        check(replies[4])
-        return answer.decode(errors="replace").removesuffix("\n")
+        _, answer = await self._pipeline(path, names, c.ORDWR, lambda fid: m.Twrite(tag=0, fid=fid, offset=0, data=data),
+                                         lambda fid: self._read_request(fid, 0))
+        return answer.data.decode(errors="replace").removesuffix("\n")
 
     async def ls(self, path: str) -> list[str]:
         """The names in a directory."""
@@ -194,19 +177,27 @@ class AsyncClient:
 
     def _pipelinable(self, path: str) -> tuple[str, ...] | None:
         """The names of `path` if one Twalk reaches it (at most MAXWELEM names, not the root itself)."""
-        if not self._started:
-            raise LocalProtocolError("use the client inside `async with await AsyncClient.connect(...) as fs:`")
-        names = tuple(name for name in path.split("/") if name)
+        names = self._names(path)
         return names if 0 < len(names) <= c.MAXWELEM else None
 
-    def _walk_request(self, fid: int, names: tuple[str, ...]) -> m.Twalk:
-        return m.Twalk(tag=0, fid=self._root, newfid=fid, wnames=names)
+    async def _pipeline(self, path: str, names: tuple[str, ...], mode: int, *requests, clunk: bool = True) -> list:
+        """Walk a new fid to `path`, open it in `mode`, then requests(fid) each, and clunk it: one pipeline.
+        The replies to `requests`; the first request that failed raises (the walk's first: all after it failed
+        too). With `clunk` off the clunk goes after the answers, not waited for (a fid that was only read)."""
+        fid = self._mux.protocol.new_fid()  # cancelled, the pipeline clunks it if its walk was answered
+        sent = [m.Twalk(tag=0, fid=self._root, newfid=fid, wnames=names), m.Topen(tag=0, fid=fid, mode=mode),
+                *(request(fid) for request in requests), *([m.Tclunk(tag=0, fid=fid)] if clunk else [])]
+        replies = await self._mux.pipeline(sent)
+        if len(check(replies[0]).wqids) != len(names):
+            raise ServerError(f"{path}: {names[len(replies[0].wqids)]!r} does not exist")
+        if not clunk:
+            await self._mux.post(m.Tclunk(tag=0, fid=fid))
+        return [check(reply) for reply in replies[1:]][1:1 + len(requests)]
 
-    @staticmethod
-    def _check_walk(path: str, names: tuple[str, ...], reply: m.Message) -> None:
-        """Raise what stopped the pipeline's walk, if it did not make its fid (the requests after it failed too)."""
-        if len(check(reply).wqids) != len(names):
-            raise ServerError(f"{path}: {names[len(reply.wqids)]!r} does not exist")
+    def _names(self, path: str) -> tuple[str, ...]:
+        if not self._started:
+            raise LocalProtocolError("use the client inside `async with await AsyncClient.connect(...) as fs:`")
+        return tuple(name for name in path.split("/") if name)
 
     async def _write(self, fid: int, data: bytes) -> None:
         offset = 0
@@ -231,9 +222,7 @@ class AsyncClient:
         await self._clunk(fid, quiet=False)
 
     async def _walk(self, path: str) -> int:
-        if not self._started:
-            raise LocalProtocolError("use the client inside `async with await AsyncClient.connect(...) as fs:`")
-        names = tuple(name for name in path.split("/") if name)
+        names = self._names(path)
         fid = self._mux.protocol.new_fid()
         source = self._root
         try:
