@@ -40,6 +40,7 @@ replace would have written is rendered again from the object, not kept.
 from __future__ import annotations
 
 import errno
+import itertools
 import threading
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
@@ -285,17 +286,12 @@ def _write(batch: _Batch) -> None:
     if batch.done:
         return
     batch.done = True
-    writes = batch.writes
-    start = 0
-    while start < len(writes):
-        stage = writes[start].pending.stage
-        end = start
-        while end < len(writes) and writes[end].pending.stage == stage:
-            end += 1
-        if not _write_stage(writes[start:end], batch.failed):
-            batch.held.extend(writes[end:])  # a later stage never lands before an earlier one that failed
+    stages = [list(writes) for _, writes in itertools.groupby(batch.writes, key=lambda w: w.pending.stage)]
+    for i, writes in enumerate(stages):
+        if not _write_stage(writes, batch.failed):
+            # a later stage never lands before an earlier one that failed
+            batch.held.extend(w for later in stages[i + 1:] for w in later)
             return
-        start = end
 
 
 def _write_stage(writes: list[_Write], failed: list) -> bool:
