@@ -269,9 +269,7 @@ class Connection:
             self.send(self.dispatcher.error(m.Tread(tag=blocked.tag, fid=0, offset=0, count=0), f"internal error: {exc}", errno.EIO))
         finally:
             if flight.outcome != "reset":
-                for tag in flight.flushes:
-                    self._flushing.pop(tag, None)
-                    self.send(m.Rflush(tag=tag))
+                self._answer_flushes(flight)
         await self._flush_out()  # at once, rather than one scheduler pass later in the writer task
 
     def _start_deferred(self, deferred: Deferred) -> None:
@@ -296,10 +294,14 @@ class Connection:
         if flight.outcome == "reset" or flight.scope.cancelled_caught:
             return  # after a Tversion nothing of the old session may be answered
         self.send(reply)
-        for flush_tag in flight.flushes:
-            self._flushing.pop(flush_tag, None)
-            self.send(m.Rflush(tag=flush_tag))
+        self._answer_flushes(flight)
         await self._flush_out()
+
+    def _answer_flushes(self, flight: InFlight) -> None:
+        """The Rflushes of the Tflushes that waited on `flight`, in their order, after its reply (flush(5))."""
+        for tag in flight.flushes:
+            self._flushing.pop(tag, None)
+            self.send(m.Rflush(tag=tag))
 
     async def _wait_answerable(self, blocked: Blocked) -> None:
         """Until the read has data and its reply fits in the unsent limit, both true on return."""

@@ -61,20 +61,24 @@ class SessionSaver:
         if self.store is None:
             return None
         session.incoming.append(prompt)
-        self.queue.replace((session, "state"), lambda: self.store.state_file(session), stage=_STATE)
+        self._state_soon(session)
         return self.queue.commit()
 
     def changed(self, session: Session) -> None:
         """A change to save soon; a turn that just began is sealed, so it lands before the turn's log lines."""
         if self.store is None:
             return
-        self.queue.replace((session, "state"), lambda: self.store.state_file(session), stage=_STATE)
+        self._state_soon(session)
         if session.turn is not None and session.turn.done:
             self.queue.replace((session, "out"), lambda: self.store.out_file(session), stage=_OUT)
         if session.state is State.RUNNING and session.turn is not None and not session.turn.done:
             # the .toml with the prompt as the turn in progress goes before the prompt's record in the
             # log: at every moment the prompt is in the .toml's queue, its turn, or the log
             self.queue.seal()
+
+    def _state_soon(self, session: Session) -> None:
+        """The .toml, rendered when the queue takes it: as the session is then."""
+        self.queue.replace((session, "state"), lambda: self.store.state_file(session), stage=_STATE)
 
     def logged(self, session: Session, text: str) -> None:
         if self.store is not None:
