@@ -78,6 +78,7 @@ class Sessions:
                 await trio.sleep_forever()
         finally:
             self.saver.flush()  # a clean stop leaves everything on disk
+            self.saver.close()
 
     # ------------------------------------------------------------ lookup
 
@@ -187,7 +188,7 @@ class Sessions:
             return None
         commit.then(lambda error: self._landed(session, prompt, error))
         return Later(commit, lambda exc: AnvilError(  # what matters first: 9P2000 keeps 128 bytes of it
-            f"prompt for {name} not queued: its save failed ({exc.strerror or exc}) in {self.store.dir}"))
+            f"prompt for {name} not queued: its save failed ({exc.strerror or exc}) in {self.store.prompt_dir.path}"))
 
     def _landed(self, session: Session, prompt: Prompt, error: OSError | None) -> None:
         if not any(p is prompt for p in session.incoming):
@@ -195,6 +196,7 @@ class Sessions:
         session.incoming = [p for p in session.incoming if p is not prompt]
         if error is None:
             self._queued(session, prompt)
+            self.saver.landed(session)
         else:
             session.changes.bump()  # `wait` readers: it is not coming
 
@@ -226,7 +228,7 @@ class Sessions:
         self._stop(name, kill=kill)
         self.publish(SessionEnded(name, "killed" if kill else "stopped"))
 
-    def _stop(self, name: str, *, kill: bool) -> None:
+    def _stop(self, name: str, *, kill: bool, save: bool = True) -> None:
         session = self.get(name)
         session.restart_pending = False  # a stop cancels a restart on its way
         if session.state is State.STOPPED:
@@ -237,7 +239,8 @@ class Sessions:
         self._cancel_runner(name)
         session.abort_turn("killed" if kill else "stopped")
         session.move(Event.STOP, f"{dropped} queued prompts dropped" if dropped else "")
-        self._save_answered(session)  # a stop answered is a stop a restarted server keeps
+        if save:
+            self._save_answered(session)  # a stop answered is a stop a restarted server keeps
         self._nursery.start_soon(session.agent.kill if kill else session.agent.stop)
 
     def _save_answered(self, session: Session) -> None:
@@ -268,7 +271,9 @@ class Sessions:
             raise InvalidRequest(f"start a new session: {name} is ephemeral, it does one turn, so a restart is invalid")
         if session.state not in (State.STOPPED, State.EXITED, State.ERROR):
             queue, incoming = list(session.queue), session.incoming
-            self._stop(name, kill=True)  # the session lives on: what it holds stays held
+            # the session lives on: what it holds stays held; and it is not saved stopped with its queue
+            # emptied, which a crash right after would keep
+            self._stop(name, kill=True, save=False)
             session.queue.extend(queue)
             session.incoming = incoming
         self._cancel_runner(name)
@@ -377,7 +382,22 @@ class Sessions:
 
     async def _restore_all(self) -> None:
         saved_sessions, problems = self.store.load_all()
-        for problem in problems:
+        logged, damaged = self.saver.found_prompts()
+        for problem in problems + damaged:
             self.events.append(f"- restore: {problem}")
+        took = []
         for saved in saved_sessions:
-            await restore_session(self, saved)
+            definition = saved.definition
+            replay = [p for p in logged.get((definition.name, definition.conversation), []) if p.seq > saved.prompts]
+            await restore_session(self, saved, replay)
+            if replay:
+                took.append(self._sessions[definition.name])
+        loaded = {saved.definition.name for saved in saved_sessions}
+        unread = sorted({name for name, _ in logged if name not in loaded and self.store.has_files(name)})
+        if unread:  # its .toml could not be read: the log keeps its prompts until it can
+            self.events.append(f"- restore: the prompt log is kept for {', '.join(unread)}, whose files could not "
+                               "be read; it is read again at the next start")
+        try:
+            self.saver.replayed(took, retire=not unread)
+        except AnvilError as exc:
+            self.events.append(f"- restore: {exc.message}; the prompt log is kept and read again next time")

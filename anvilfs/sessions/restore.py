@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from ..domain_events import SessionEnded
 from ..journal import timestamp
 from .backend import Agent, AgentFailed, Backend, SessionInfo
-from .session import Turn, prompt_header
+from .session import Prompt, Turn, prompt_header
 from .states import Event, State
 from .store import SavedSession
 
@@ -56,7 +56,9 @@ def _log_turn_prompt(session) -> None:
         session.record(prompt_header(turn))
 
 
-async def restore_session(sessions: Sessions, saved: SavedSession) -> None:
+async def restore_session(sessions: Sessions, saved: SavedSession, replay: list[Prompt] = ()) -> None:
+    """`replay`: the prompts the prompt log has and the .toml does not (answered, then the server died
+    before the .toml caught up), in order; they join the end of the queue."""
     definition = saved.definition
     backend = sessions.backends.get(definition.backend) or MissingBackend(definition.backend)
     session = sessions._make(definition, backend, saved.agent)
@@ -64,6 +66,11 @@ async def restore_session(sessions: Sessions, saved: SavedSession) -> None:
     session.state, session.detail = state, saved.detail
     session.turn_count, session.restarts = saved.turn_count, saved.restarts
     session.queue.extend(saved.queue)
+    session.queue.extend(replay)
+    session.prompt_seq = max([saved.prompts, *(p.seq for p in replay)])
+    if replay:
+        sessions.events.append(f"{definition.name} {len(replay)} prompts queued again from the prompt log "
+                               "(answered before the server stopped, not yet in its .toml)")
     session.out, session.role_pending = saved.out, saved.role_pending
     session.transcript.append(saved.log)
     if state is State.RUNNING:  # the turn the server was in when it stopped

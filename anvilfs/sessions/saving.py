@@ -1,10 +1,11 @@
 """When each part of a session is written to disk, so that nothing answered is lost.
 
 What a request changes that must survive it is saved before it is answered
-(new and the ctl commands at once, in the loop; a prompt through a commit
-of the save queue, which its write's answer waits on), and a turn's start
-is sealed in the queue ahead of the turn's log lines (the prompt leaves the
-queue on disk only as the turn's record). Everything else goes to the save
+(new and the ctl commands at once, in the loop; a prompt in the prompt log,
+an AppendLog whose own thread fdatasyncs it, which its write's answer waits
+on, and the .toml later), and a turn's start is sealed in the queue ahead
+of the turn's log lines (the prompt leaves the queue on disk only as the
+turn's record). Everything else goes to the save
 queue, rendered once the tasks that made the changes have run and written
 by its worker thread, off the event loop: the log first, then `out`, then
 the .toml, so the .toml never says a turn ended before its answer is on
@@ -15,12 +16,14 @@ Without a store (tests), nothing is written.
 
 from __future__ import annotations
 
+import trio
+
 from ..errors import AnvilError
 from ..journal import Journal
 from ..storage import Commit, SaveQueue
 from .session import Prompt, Session
 from .states import State
-from .store import SessionStore
+from .store import SessionStore, prompt_record, replayed_prompts
 
 _LOG, _OUT, _STATE = 0, 1, 2  # save-queue stages
 
@@ -30,13 +33,37 @@ class SessionSaver:
         self.store = store
         self.events = events
         self.queue = SaveQueue(on_error=self._failed)
+        # a full segment of the prompt log goes once the .tomls pending then (with its prompts) are on disk
+        self.prompts = store.prompt_log(covered=self.queue.commit) if store is not None else None
         self._reported: dict = {}  # the last refusal reported per pending write
 
     async def run(self) -> None:
-        await self.queue.run()
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(self.prompts.run)
+            nursery.start_soon(self.queue.run)
 
     def flush(self) -> None:
+        if self.prompts is not None:
+            self.prompts.flush()  # first: a prompt that lands joins its .toml, which the queue writes next
         self.queue.flush()
+
+    def close(self) -> None:
+        if self.prompts is not None:
+            self.prompts.close()
+
+    def found_prompts(self) -> tuple[dict[tuple[str, str], list[Prompt]], list[str]]:
+        """What the prompt log holds after a restart, by (session, conversation); and what is damaged."""
+        records, damaged = self.prompts.records()
+        found, unreadable = replayed_prompts(records)
+        return found, damaged + unreadable
+
+    def replayed(self, sessions: list[Session], *, retire: bool) -> None:
+        """The sessions that took prompts from the log at a restart are saved, then the log read is deleted
+        (if `retire`); if a save fails the log stays (applied again next time, harmlessly: the seqs tell)."""
+        for session in sessions:
+            self.save_now(session)
+        if retire:
+            self.prompts.retire()
 
     def save_now(self, session: Session) -> None:
         """Save at once; raises AnvilError (EIO) if the disk refuses."""
@@ -52,17 +79,24 @@ class SessionSaver:
         self.queue.discard((session, "state"))
 
     def commit_prompt(self, session: Session, prompt: Prompt) -> Commit | None:
-        """Put `prompt` in the session's incoming prompts and save it soon, in the queue's thread: a Commit
-        done once it is on disk (None without a store: nothing to wait for, and nothing done).
+        """Put `prompt` in the session's incoming prompts and in the prompt log: a Commit done once it is
+        on disk (None without a store: nothing to wait for, and nothing done).
 
-        A prompt's write waits on it instead of an fsync in the event loop; the prompts of many
-        sessions that come together share one batch of the thread.
+        A prompt's write waits on one fdatasync of the log, not on the save queue's batch in flight
+        (often the same session's ended turn) nor on an fsync in the event loop; the prompts of many
+        sessions that come together share one. The .toml follows once it has landed (`landed`).
         """
         if self.store is None:
             return None
+        session.prompt_seq += 1
+        prompt.seq = session.prompt_seq
         session.incoming.append(prompt)
-        self._state_soon(session)
-        return self.queue.commit()
+        return self.prompts.add(prompt_record(session, prompt))
+
+    def landed(self, session: Session) -> None:
+        """A prompt of the session is in the log and its queue now: its .toml catches up soon."""
+        if self.store is not None:
+            self._state_soon(session)
 
     def changed(self, session: Session) -> None:
         """A change to save soon; a turn that just began is sealed, so it lands before the turn's log lines."""
@@ -81,8 +115,13 @@ class SessionSaver:
         self.queue.replace((session, "state"), lambda: self.store.state_file(session), stage=_STATE)
 
     def logged(self, session: Session, text: str) -> None:
+        """A transcript record: lazy, as nobody's write waits on it by itself. It is on disk before the
+        next `out` or .toml lands (a turn's end or start), before a save at once of the session is
+        answered, and within a second otherwise; a crash in the middle of a turn can lose the last of its
+        output, never a prompt or an answer."""
         if self.store is not None:
-            self.queue.append((session, "log"), self.store.files, self.store.log_name(session), text.encode(), stage=_LOG)
+            self.queue.append((session, "log"), self.store.files, self.store.log_name(session), text.encode(),
+                              stage=_LOG, lazy=True)
 
     def remove(self, session: Session) -> str:
         """Move a session's files to the history; returns where (empty without a store)."""

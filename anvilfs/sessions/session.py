@@ -39,6 +39,9 @@ class Prompt:
     text: str
     sender: str
     at: str = field(default_factory=timestamp)
+    # the session's count of prompts when this one came (1, 2, ...): what the prompt log's record and the
+    # .toml's `prompts` compare after a crash; 0 for a prompt the log never had (no store)
+    seq: int = field(default=0, compare=False)
 
 
 @dataclass(slots=True)
@@ -95,9 +98,10 @@ class Session:
         self.state = State.STARTING
         self.detail = ""  # why it is in error / exited, shown after the state word
         self.queue: deque[Prompt] = deque()
-        # prompts accepted and on their way to disk: their writes are answered, and they join the
-        # queue, once they are there (SessionSaver.commit); the .toml has them in its queue already
+        # prompts accepted and on their way to the prompt log: their writes are answered, and they join
+        # the queue, once they are on disk (SessionSaver.commit_prompt); the .toml has them only then
         self.incoming: list[Prompt] = []
+        self.prompt_seq = 0  # the seq of the last prompt accepted
         self.turn: Turn | None = None  # the current or last turn
         self.turn_count = 0
         self.out = ""

@@ -3,23 +3,29 @@
     STATE/sessions/NAME.toml   definition, status, queued prompts, the turn in progress, the agent's saved() data
     STATE/sessions/NAME.log    the transcript, appended as it grows
     STATE/sessions/NAME.out    the last answer
+    STATE/prompts/NNNNNN.wal   the prompt log: each prompt, on disk before its write is answered
     STATE/removed/NAME.TIME.*  the files of a session that was removed, kept as history
 
 Every file goes through the storage module (anvilfs.storage): private
 (0600 in a 0700 directory, no symbolic link followed), replaced atomically
-or appended, and fsynced. What the manager decides is *when*: a prompt's
-.toml is written before its write is answered, and at a turn's start the
-.toml records the prompt as the turn in progress before the prompt leaves
-the queue on disk, so at every instant an answered prompt is in the queue
-or the turn record of the .toml, or in the log.
+or appended, and fsynced. What the manager decides is *when*: a prompt is
+in the prompt log before its write is answered, and its session's .toml
+follows in the background (`prompts` in it counts the prompts it has, so a
+restart applies from the log what the .toml lacks, and nothing twice); at a
+turn's start the .toml records the prompt as the turn in progress before
+the prompt leaves the queue on disk. So at every instant an answered prompt
+is in the prompt log, the queue or the turn record of the .toml, or in the
+transcript.
 """
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
 from ..journal import timestamp
-from ..storage import PrivateDir, Replace, tomlread, tomlwrite
+from ..storage import AppendLog, Commit, PrivateDir, Replace, tomlread, tomlwrite
 from .session import Definition, Prompt, Session
 
 
@@ -38,6 +44,7 @@ class SavedSession:
     turn_prompt: Prompt | None = None  # the prompt of the turn in progress, if one was
     restart_pending: bool = False  # the old server was waiting to restart it after a crash
     turn_started: str = ""
+    prompts: int = 0  # the seq of the last prompt this .toml has (or that was dropped before it)
 
 
 class SessionStore:
@@ -45,6 +52,10 @@ class SessionStore:
         self.state = state
         self.files = state.subdir("sessions")
         self.dir = self.files.path
+        self.prompt_dir = state.subdir("prompts")
+
+    def prompt_log(self, covered: Callable[[], Commit | None]) -> AppendLog:
+        return AppendLog(self.prompt_dir, covered=covered)
 
     def save(self, session: Session) -> None:
         file = self.state_file(session)
@@ -57,14 +68,14 @@ class SessionStore:
             "status": {
                 "state": session.state.value, "detail": session.detail, "turns": session.turn_count,
                 "restarts": session.restarts, "role_pending": session.role_pending,
-                "restart_pending": session.restart_pending,
+                "restart_pending": session.restart_pending, "prompts": _prompts_had(session),
             },
             "agent": session.agent.saved(),
         }
         turn = session.turn
         if turn is not None and not turn.done and turn.prompt is not None:
             doc["turn"] = {"number": turn.number, "started": turn.started, **_prompt(turn.prompt)}
-        doc["queue"] = [_prompt(p) for p in (*session.queue, *session.incoming)]
+        doc["queue"] = [_prompt(p) for p in session.queue]  # the incoming ones are in the prompt log
         text = tomlwrite.dumps(doc, comment="anvilfs session; rewritten by the server on every change")
         return Replace(self.files, f"{session.name}.toml", text.encode())
 
@@ -109,11 +120,38 @@ class SessionStore:
             agent=data.get("agent", {}),
             out=self._text(f"{name}.out"), log=self._text(f"{name}.log"),
             turn_prompt=_from_toml(turn) if turn else None, turn_started=turn.get("started", "") if turn else "",
+            prompts=status.get("prompts", 0),
         )
 
     def _text(self, file: str) -> str:
         raw = self.files.read(file)
         return raw.decode("utf-8", errors="replace") if raw is not None else ""
+
+
+def _prompts_had(session: Session) -> int:
+    """The seq up to which the .toml has every prompt, or dropped it: all but those still on their way."""
+    return session.incoming[0].seq - 1 if session.incoming else session.prompt_seq
+
+
+def prompt_record(session: Session, prompt: Prompt) -> bytes:
+    """A prompt's line in the prompt log: enough to queue it again after a crash, into this session only."""
+    return json.dumps({"session": session.name, "conversation": session.definition.conversation, "seq": prompt.seq,
+                       "sender": prompt.sender, "at": prompt.at, "text": prompt.text}, ensure_ascii=False).encode()
+
+
+def replayed_prompts(records: list[bytes]) -> tuple[dict[tuple[str, str], list[Prompt]], list[str]]:
+    """The prompt log's records by (session, conversation), each list in seq order, once each."""
+    found: dict[tuple[str, str], dict[int, Prompt]] = {}
+    problems = []
+    for record in records:
+        try:
+            r = json.loads(record)
+            key, prompt = (r["session"], r["conversation"]), Prompt(r["text"], r["sender"], r["at"], seq=int(r["seq"]))
+        except (ValueError, KeyError, TypeError) as exc:
+            problems.append(f"a prompt log record cannot be read ({type(exc).__name__}: {exc}); left out")
+            continue
+        found.setdefault(key, {})[prompt.seq] = prompt
+    return {key: [by_seq[n] for n in sorted(by_seq)] for key, by_seq in found.items()}, problems
 
 
 def _prompt(p: Prompt) -> dict:

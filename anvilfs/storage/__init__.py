@@ -2,6 +2,8 @@
 
     PrivateDir   a directory only this user can use; files in it are 0600,
                  written atomically and fsynced, never through a symbolic link
+    AppendLog    a write-ahead log: records on disk before their request is
+                 answered, one fdatasync per group, read back after a crash
     SaveQueue    background writes, coalesced, in stages, written by a worker
                  thread in groups, retried on failure
     TomlObjects  one TOML file per object, comments people add kept
@@ -11,13 +13,15 @@
 
 The rule this serves: a write is answered only once what it changed is on
 disk (SPEC §6, "Nothing answered is ever lost"). A domain either writes
-through PrivateDir before it answers, or records in the SaveQueue what may
-safely wait.
+through PrivateDir before it answers, or appends to an AppendLog before it
+answers and saves the same change later, or records in the SaveQueue what
+may safely wait.
 """
 
+from .appendlog import AppendLog
 from .history import GitHistory
 from .objects import BrokenFile, TomlObjects
 from .private import PrivateDir, StorageError, ensure_private_dir
 from .savequeue import Commit, Replace, SaveQueue
 
-__all__ = ["BrokenFile", "Commit", "GitHistory", "PrivateDir", "Replace", "SaveQueue", "StorageError", "TomlObjects", "ensure_private_dir"]
+__all__ = ["AppendLog", "BrokenFile", "Commit", "GitHistory", "PrivateDir", "Replace", "SaveQueue", "StorageError", "TomlObjects", "ensure_private_dir"]

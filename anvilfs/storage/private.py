@@ -116,8 +116,9 @@ class PrivateDir:
         """Make the renames and new entries made so far in this directory durable."""
         os.fsync(self._fd)
 
-    def append(self, name: str, data: bytes) -> None:
-        """Add to the end of `name` (made 0600 if new), on disk when this returns."""
+    def append(self, name: str, data: bytes, *, sync: bool = True) -> int:
+        """Add to the end of `name` (made 0600 if new), on disk when this returns unless `sync` is False
+        (then `sync_tail` makes it durable later); returns where `data` begins."""
         _check_name(name)
         fd = self._open(name, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
         try:
@@ -125,7 +126,8 @@ class PrivateDir:
             size = os.fstat(fd).st_size
             try:
                 _write_all(fd, data)
-                os.fsync(fd)
+                if sync:
+                    os.fsync(fd)
             except OSError:
                 os.ftruncate(fd, size)  # no torn fragment: the whole text is appended again on retry
                 raise
@@ -133,6 +135,46 @@ class PrivateDir:
             os.close(fd)
         if created:
             os.fsync(self._fd)  # the new directory entry, too
+        return size
+
+    def sync_tail(self, name: str, start: int, data: bytes, *, rewrite: bool = False) -> None:
+        """Make appends made without sync durable: `data` is what the file has from `start` on. If the
+        fsync fails, or `rewrite` says an earlier one did (the kernel may have dropped those pages and
+        forgotten the error), `data` is written again from `start` and fsynced."""
+        _check_name(name)
+        try:
+            fd = self._open(name, os.O_WRONLY)
+        except FileNotFoundError:
+            return  # moved away or removed since (a removed session's files): nothing left to make durable
+        try:
+            if not rewrite:
+                try:
+                    os.fsync(fd)
+                    return
+                except OSError:
+                    pass
+            os.ftruncate(fd, start)
+            os.lseek(fd, start, os.SEEK_SET)
+            _write_all(fd, data)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+    def discard(self, tmp: str) -> None:
+        """Remove a prepared temporary file that will not be put (nothing durable refers to it)."""
+        _unlink_quietly(tmp, self._fd)
+
+    def open_log(self, name: str) -> LogFile:
+        """`name` opened to be appended to and kept open (a write-ahead log's segment), made if new."""
+        _check_name(name)
+        fd = self._open(name, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+        try:
+            if _own_file(fd, self.path, name):
+                os.fsync(self._fd)  # the new directory entry: an fdatasync of the file does not cover it
+            return LogFile(fd, name, os.fstat(fd).st_size)
+        except BaseException:
+            os.close(fd)
+            raise
 
     def move(self, name: str, dest: PrivateDir, new_name: str) -> None:
         """Move `name` into another private directory (a missing file is no error)."""
@@ -145,10 +187,12 @@ class PrivateDir:
         os.fsync(dest._fd)
         os.fsync(self._fd)
 
-    def remove(self, name: str) -> None:
+    def remove(self, name: str, *, sync: bool = True) -> None:
+        """Delete `name`; `sync=False` when a crash that brings it back does no harm (no fsync then)."""
         _check_name(name)
         _unlink_quietly(name, self._fd)
-        os.fsync(self._fd)
+        if sync:
+            os.fsync(self._fd)
 
     # ------------------------------------------------------------ reading
 
@@ -195,6 +239,31 @@ class PrivateDir:
         for name in os.listdir(self._fd):
             if _is_temporary(name):
                 _unlink_quietly(name, self._fd)
+
+
+class LogFile:
+    """An open file of a private directory that only grows; each write is on disk when it returns."""
+
+    def __init__(self, fd: int, name: str, size: int):
+        self.fd, self.name, self.size = fd, name, size
+
+    def write_durably(self, data: bytes) -> None:
+        """Append `data` and fdatasync it; if that fails, what was written of it is cut off again."""
+        try:
+            _write_all(self.fd, data)
+            os.fdatasync(self.fd)
+        except OSError:
+            try:
+                os.ftruncate(self.fd, self.size)
+            except OSError:
+                pass  # the reader's CRC leaves out a torn line; a whole one is replayed, harmlessly
+            raise
+        self.size += len(data)
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
 
 
 def _is_temporary(name: str) -> bool:

@@ -31,6 +31,11 @@ only then (a prompt) waits on it instead of fsyncing in the event loop, and
 all the commits that come while the thread writes share its next batch (a
 group commit: one fsync per file and one per directory for all of them).
 
+Lazy appends (``append(..., lazy=True)``: a running turn's transcript) are
+written without an fsync of their own, and made durable before the next
+replace lands, by a ``flush`` that picks their key, or within LAZY_SYNC
+(writes.py): a turn streaming output costs no fsync per line.
+
 A write the disk refuses is kept for the next flush and reported through
 ``on_error`` (always in the loop); it is never dropped, and never fatal. A
 commit whose batch had a refusal fails with that error; what a failed
@@ -39,81 +44,17 @@ replace would have written is rendered again from the object, not kept.
 
 from __future__ import annotations
 
-import errno
-import itertools
+import math
 import threading
 from collections.abc import Callable, Hashable
-from dataclasses import dataclass, field
 
 import trio
 
 from .private import PrivateDir
+from .writes import (LAZY_SYNC, Batch, Commit, Pending, Replace, Unsynced, Write, not_written, virtual_time,
+                     write_batch, write_batches)
 
-
-@dataclass(frozen=True, slots=True)
-class Replace:
-    """A whole file's new content."""
-
-    dir: PrivateDir
-    name: str
-    data: bytes
-
-
-class Commit:
-    """Done once the writes sealed with it are on disk, or failed with the disk's error (`error`)."""
-
-    __slots__ = ("done", "error", "_then")
-
-    def __init__(self) -> None:
-        self.done = trio.Event()
-        self.error: OSError | None = None
-        self._then: list[Callable[[OSError | None], None]] = []
-
-    def then(self, fn: Callable[[OSError | None], None]) -> None:
-        """fn(error or None) in the loop when it is settled, before any waiter wakes."""
-        self._then.append(fn)
-
-    async def wait(self) -> None:
-        """Until it is settled; raises the disk's OSError if it failed."""
-        await self.done.wait()
-        if self.error is not None:
-            raise self.error
-
-    def _settle(self, error: OSError | None) -> None:
-        self.error = error
-        for fn in self._then:
-            fn(error)
-        self.done.set()
-
-
-@dataclass(slots=True)
-class _Pending:
-    stage: int
-    render: Callable[[], Replace] | None = None  # a replace; else an append to dir/name
-    dir: PrivateDir | None = None
-    name: str = ""
-    parts: list[bytes] = field(default_factory=list)
-
-
-@dataclass(slots=True)
-class _Write:
-    """A rendered write, ready for the disk; `pending` goes back in the queue if the disk refuses it."""
-
-    key: Hashable
-    pending: _Pending
-    dir: PrivateDir
-    name: str
-    data: bytes
-    append: bool
-
-
-@dataclass(slots=True)
-class _Batch:
-    writes: list[_Write]  # sorted by stage
-    commits: list[Commit] = field(default_factory=list)  # settled when the batch is written (or fails)
-    done: bool = False
-    failed: list[tuple[_Write, OSError]] = field(default_factory=list)
-    held: list[_Write] = field(default_factory=list)  # a later stage than one that failed: not tried
+__all__ = ["Commit", "Replace", "SaveQueue"]
 
 
 class SaveQueue:
@@ -121,24 +62,29 @@ class SaveQueue:
 
     def __init__(self, on_error: Callable[[Hashable, OSError], None] = lambda key, exc: None):
         self.on_error = on_error
-        self._pending: dict[Hashable, _Pending] = {}  # the open batch: coalesced, rendered when taken
+        self._pending: dict[Hashable, Pending] = {}  # the open batch: coalesced, rendered when taken
         self._commits: list[Commit] = []  # the open batch's: settled once it is written
-        self._sealed: list[_Batch] = []  # rendered already, each to land before the ones after it
+        self._sealed: list[Batch] = []  # rendered already, each to land before the ones after it
         self._wanted = trio.Event()
         self._lock = threading.Lock()  # one writer at a time: the worker thread or a flush in the loop
-        self._in_flight: list[_Batch] = []  # handed to the thread, perhaps not written yet
+        self._in_flight: list[Batch] = []  # handed to the thread, perhaps not written yet
+        self._unsynced = Unsynced()  # lazy appends written and not yet fsynced (under the lock)
+        self._sync_due: float | None = None  # when they are fsynced at the latest (trio time)
 
     def replace(self, key: Hashable, render: Callable[[], Replace], *, stage: int = 1) -> None:
         """`render()` gives a whole file's content; only the latest one for `key` runs, when it is written."""
-        self._pending[key] = _Pending(stage, render=render)
+        self._pending[key] = Pending(stage, render=render)
         self._wanted.set()
 
-    def append(self, key: Hashable, dir: PrivateDir, name: str, data: bytes, *, stage: int = 0) -> None:
-        """Add `data` to the file `name`; appends for `key` are joined in order."""
+    def append(self, key: Hashable, dir: PrivateDir, name: str, data: bytes, *, stage: int = 0,
+               lazy: bool = False) -> None:
+        """Add `data` to the file `name`; appends for `key` are joined in order. A `lazy` one is written
+        without an fsync of its own: on disk before the next replace lands, or within LAZY_SYNC."""
         pending = self._pending.get(key)
         if pending is None or pending.render is not None:
-            pending = self._pending[key] = _Pending(stage, dir=dir, name=name)
+            pending = self._pending[key] = Pending(stage, dir=dir, name=name, lazy=lazy)
         pending.parts.append(data)
+        pending.lazy = pending.lazy and lazy
         self._wanted.set()
 
     def seal(self) -> None:
@@ -179,37 +125,63 @@ class SaveQueue:
         """
         with self._lock:
             batches, self._sealed = self._in_flight + self._sealed, []
-            if _write_batches(batches):
+            if write_batches(batches, self._unsynced):
                 batches.append(self._take(only))
-                _write(batches[-1])
-        return self._settle(batches)
+                write_batch(batches[-1], self._unsynced)
+            refused = self._unsynced.sync(only)  # the lazy appends it picks are on disk too
+        unwritten = self._settle(batches)
+        for key, exc in refused:
+            self.on_error(key, exc)
+        return unwritten + [key for key, _ in refused]
 
     async def run(self) -> None:
         """Write soon after every change, in a worker thread, for ever; a clean stop should flush once more."""
         while True:
-            await self._wanted.wait()
-            self._wanted = trio.Event()
-            await trio.sleep(0)  # let the other woken tasks add their changes to this batch
-            self.seal()
-            batches, self._sealed = self._sealed, []
-            self._in_flight = batches
-            try:
-                if _virtual_time() or not any(batch.writes for batch in batches):  # nothing to wait for
-                    self._write_locked(batches)
-                else:
-                    await trio.to_thread.run_sync(self._write_locked, batches)
-            finally:
-                if self._in_flight is batches:
-                    self._in_flight = []
-            if self._settle(batches):  # the disk refused: try again later, not in a busy loop
+            with trio.move_on_at(math.inf if self._sync_due is None else self._sync_due):
+                await self._wanted.wait()
+            refused = False
+            if self._wanted.is_set():
+                self._wanted = trio.Event()
+                await trio.sleep(0)  # let the other woken tasks add their changes to this batch
+                refused = await self._write_taken()
+            if self._sync_due is not None and trio.current_time() >= self._sync_due:
+                refused = await self._sync_lazy() or refused
+            if not self._unsynced:
+                self._sync_due = None
+            elif self._sync_due is None:
+                self._sync_due = trio.current_time() + LAZY_SYNC
+            if refused:  # the disk refused: try again later, not in a busy loop
                 await trio.sleep(1)
                 self._wanted.set()
 
-    def _write_locked(self, batches: list[_Batch]) -> None:
-        with self._lock:
-            _write_batches(batches)
+    async def _write_taken(self) -> bool:
+        """Write what is sealed and pending, off the loop; True if the disk refused some of it."""
+        self.seal()
+        batches, self._sealed = self._sealed, []
+        self._in_flight = batches
+        try:
+            await _off_loop(self._write_locked, batches, needed=any(batch.writes for batch in batches))
+        finally:
+            if self._in_flight is batches:
+                self._in_flight = []
+        return bool(self._settle(batches))
 
-    def _take(self, only: Callable[[Hashable], bool] | None) -> _Batch:
+    async def _sync_lazy(self) -> bool:
+        """fsync the lazy appends that have waited LAZY_SYNC; True if the disk refused."""
+        refused = await _off_loop(self._sync_locked)
+        for key, exc in refused:
+            self.on_error(key, exc)
+        return bool(refused)
+
+    def _write_locked(self, batches: list[Batch]) -> None:
+        with self._lock:
+            write_batches(batches, self._unsynced)
+
+    def _sync_locked(self) -> list:
+        with self._lock:
+            return self._unsynced.sync()
+
+    def _take(self, only: Callable[[Hashable], bool] | None) -> Batch:
         """Render the pending writes (all, or those `only` picks) into a batch; they leave the queue."""
         commits = []
         if only is None:
@@ -221,12 +193,12 @@ class SaveQueue:
         for key, item in sorted(taken.items(), key=lambda kv: kv[1].stage):
             if item.render is not None:
                 file = item.render()
-                writes.append(_Write(key, item, file.dir, file.name, file.data, append=False))
+                writes.append(Write(key, item, file.dir, file.name, file.data, append=False))
             else:
-                writes.append(_Write(key, item, item.dir, item.name, b"".join(item.parts), append=True))
-        return _Batch(writes, commits)
+                writes.append(Write(key, item, item.dir, item.name, b"".join(item.parts), append=True))
+        return Batch(writes, commits)
 
-    def _settle(self, batches: list[_Batch]) -> list[Hashable]:
+    def _settle(self, batches: list[Batch]) -> list[Hashable]:
         """In the loop, once batches were written: what failed or was held back goes back in the queue,
         is reported, and the batches' commits are settled; the keys not written. Each batch is settled
         once, whether the thread or a flush wrote it."""
@@ -237,7 +209,7 @@ class SaveQueue:
             for write, exc in batch.failed:
                 self.on_error(write.key, exc)
             if batch.failed or batch.held:
-                errors[id(batch)] = batch.failed[0][1] if batch.failed else _not_written()
+                errors[id(batch)] = batch.failed[0][1] if batch.failed else not_written()
                 unwritten[:0] = [w.key for w, _ in batch.failed] + [w.key for w in batch.held]
             batch.failed, batch.held = [], []
         for batch in batches:  # in order: a later prompt's commit never lands before an earlier one's
@@ -246,7 +218,7 @@ class SaveQueue:
                 commit._settle(errors.get(id(batch)))
         return unwritten
 
-    def _keep(self, write: _Write) -> None:
+    def _keep(self, write: Write) -> None:
         """A write that failed, or was held back, goes back in the open batch, before what came since."""
         newer = self._pending.get(write.key)
         if newer is None:
@@ -258,66 +230,10 @@ class SaveQueue:
         # else a newer replace supersedes the failed one
 
 
-def _virtual_time() -> bool:
-    """Under trio's MockClock (tests with autojump_clock), time jumps whenever every task waits, and it
-    would jump past every deadline while a thread writes; there the writes are done in the loop."""
-    return type(trio.lowlevel.current_clock()).__name__ == "MockClock"
-
-
-def _not_written() -> OSError:
-    return OSError(errno.EIO, "not written: an earlier write to the state directory failed")
-
-
-def _write_batches(batches: list[_Batch]) -> bool:
-    """Write batches in order (the caller holds the lock) until one fails; False if one did."""
-    for i, batch in enumerate(batches):
-        _write(batch)
-        if batch.failed or batch.held:  # a later batch never lands before an earlier one that failed
-            for later in batches[i + 1:]:
-                if not later.done:
-                    later.done = True
-                    later.held = list(later.writes)
-            return False
-    return True
-
-
-def _write(batch: _Batch) -> None:
-    """Do a batch's writes, stage by stage (the caller holds the lock); failures are noted in the batch."""
-    if batch.done:
-        return
-    batch.done = True
-    stages = [list(writes) for _, writes in itertools.groupby(batch.writes, key=lambda w: w.pending.stage)]
-    for i, writes in enumerate(stages):
-        if not _write_stage(writes, batch.failed):
-            # a later stage never lands before an earlier one that failed
-            batch.held.extend(w for later in stages[i + 1:] for w in later)
-            return
-
-
-def _write_stage(writes: list[_Write], failed: list) -> bool:
-    """One stage: appends, then replaces prepared, renamed, and made durable with one fsync per directory."""
-    ok, prepared = True, []
-    for w in writes:
-        try:
-            if w.append:
-                w.dir.append(w.name, w.data)
-            else:
-                prepared.append((w, w.dir.prepare(w.name, w.data)))
-        except OSError as exc:
-            failed.append((w, exc))
-            ok = False
-    put: dict[int, tuple[PrivateDir, list[_Write]]] = {}
-    for w, tmp in prepared:
-        try:
-            w.dir.put(tmp, w.name)
-            put.setdefault(id(w.dir), (w.dir, []))[1].append(w)
-        except OSError as exc:
-            failed.append((w, exc))
-            ok = False
-    for directory, renamed in put.values():
-        try:
-            directory.sync()
-        except OSError as exc:  # renamed but perhaps not durable: written again next time
-            failed.extend((w, exc) for w in renamed)
-            ok = False
-    return ok
+async def _off_loop(fn, *args, needed: bool = True):
+    """fn(*args) in a worker thread; in the loop when there is nothing to wait for, or under trio's
+    MockClock (tests with autojump_clock), where time would jump past every deadline while a thread
+    writes."""
+    if not needed or virtual_time():
+        return fn(*args)
+    return await trio.to_thread.run_sync(fn, *args)

@@ -145,15 +145,62 @@ async def test_a_restarted_server_restores_sessions_as_exited_with_their_queue(a
         nursery.cancel_scope.cancel()
 
 
+async def test_a_prompt_answered_before_its_toml_caught_up_is_queued_again_once_after_a_crash(autojump_clock, tmp_path):
+    """The state directory copied at the instant the prompt's write is answered is what a SIGKILL leaves:
+    the prompt log has the prompt and the .toml does not. A restart queues it from the log, saves it in
+    the .toml, deletes the log it read; a second restart has it once, and a record of another session
+    of the same name (removed, then made again) is never applied."""
+    import json
+    import shutil
+
+    from anvilfs.storage import AppendLog, PrivateDir
+
+    crashed = tmp_path / "crashed"
+    async with trio.open_nursery() as nursery:
+        first = App(state_dir=tmp_path / "state")
+        await nursery.start(first.run)
+        s = first.sessions.new("sim", "/tmp", name="bot1")
+        first.sessions.submit("bot1", "sim:hang", "glenda")
+        await until(lambda: s.state is State.RUNNING)
+        answer = first.sessions.submit("bot1", "answered, then the server died", "glenda")
+        await answer.wait()
+        shutil.copytree(tmp_path / "state", crashed)  # in the same tick: the save queue has not run
+        nursery.cancel_scope.cancel()
+    assert "answered, then" not in (crashed / "sessions" / "bot1.toml").read_text()
+    stranger = AppendLog(PrivateDir(crashed / "prompts"))
+    stranger.add(json.dumps({"session": "bot1", "conversation": "another", "seq": 9, "sender": "x", "at": "",
+                             "text": "for a session gone"}).encode())
+    stranger.flush()
+    stranger.close()
+    for restart in (1, 2):
+        async with trio.open_nursery() as nursery:
+            app = App(state_dir=crashed)
+            await nursery.start(app.run)
+            r = app.sessions.get("bot1")
+            assert [p.text for p in r.queue] == ["answered, then the server died"], f"restart {restart}"
+            assert ("prompts queued again from the prompt log" in app.events.text()) == (restart == 1)
+            assert r.prompt_seq == 2
+            nursery.cancel_scope.cancel()
+        assert "answered, then the server died" in (crashed / "sessions" / "bot1.toml").read_text()
+        assert PrivateDir(crashed / "prompts").names(".wal") == [], "the log read at the start is deleted"
+
+
 async def test_a_damaged_session_file_is_reported_not_fatal(autojump_clock, tmp_path):
     (tmp_path / "sessions").mkdir(mode=0o700)
     (tmp_path / "sessions" / "bad.toml").write_text("this is [not toml")
+    from anvilfs.storage import AppendLog, PrivateDir
+    log = AppendLog(PrivateDir(tmp_path / "prompts"))
+    log.add(b'{"session": "bad", "conversation": "c", "seq": 1, "sender": "x", "at": "", "text": "keep me"}')
+    log.flush()
+    log.close()
     async with trio.open_nursery() as nursery:
         app = App(state_dir=tmp_path)
         await nursery.start(app.run)
         assert app.sessions.all() == []
         assert "bad.toml: cannot be read" in app.events.text()
+        assert "the prompt log is kept for bad" in app.events.text()
         nursery.cancel_scope.cancel()
+    assert (tmp_path / "prompts" / "000001.wal").exists(), "its prompts wait until its .toml can be read"
 
 
 async def test_a_disk_that_refuses_writes_fails_the_request_not_the_server(autojump_clock, running, tmp_path):
@@ -176,8 +223,9 @@ async def test_a_disk_that_refuses_writes_fails_the_request_not_the_server(autoj
     await until(lambda: s.state is State.IDLE)
     (tmp_path / "sessions" / "ok.toml").unlink()
     (tmp_path / "sessions" / "ok.toml").mkdir()
+    (tmp_path / "prompts" / "000001.wal").mkdir()  # where the prompt log's first segment would go
     answer = app.sessions.submit("ok", "hello", "glenda")  # accepted; its write is answered once on disk
-    with pytest.raises(AnvilError, match=r"prompt for ok not queued: its save failed \(Is a directory\) in .*/sessions"):
+    with pytest.raises(AnvilError, match=r"prompt for ok not queued: its save failed \(Is a directory\) in .*/prompts"):
         await answer.wait()
     assert not s.queue and not s.incoming and not s.busy
     app.sessions.clear("ok")  # a change saved in the background fails too: reported, not fatal
@@ -434,9 +482,14 @@ async def test_a_hook_write_is_on_disk_before_it_is_answered(autojump_clock, run
     assert saved["agent"] == {"awaited": 1}, "the hook's await must be on disk when its write is answered"
 
 
-async def test_a_prompt_is_refused_while_the_answer_before_it_cannot_be_written(autojump_clock, running, tmp_path):
-    """The .toml never lands before the log it follows: else an answered prompt would be nowhere on disk."""
-    from anvilfs.errors import AnvilError
+async def test_a_prompt_answered_while_the_answer_before_it_cannot_be_written_is_in_the_prompt_log(
+        autojump_clock, running, tmp_path):
+    """The .toml never lands before the log it follows, so it cannot take the prompt that came after;
+    the prompt log has it, and a restart then would queue it again (its seq is past the .toml's)."""
+    import json
+    import tomllib
+
+    from anvilfs.storage import AppendLog, PrivateDir
 
     app = await running(state_dir=tmp_path)
     s = app.sessions.new("sim", "/tmp", name="bot1")
@@ -446,13 +499,12 @@ async def test_a_prompt_is_refused_while_the_answer_before_it_cannot_be_written(
     log.mkdir()  # appends to the transcript fail from now on
     app.sessions.submit("bot1", "one", "glenda")
     await until(lambda: s.state is State.AWAIT)
-    with pytest.raises(AnvilError, match="prompt for bot1 not queued: its save failed"):
-        await app.sessions.submit("bot1", "two", "glenda").wait()  # held behind the log that failed
-    import tomllib
+    await app.sessions.submit("bot1", "two", "glenda").wait()  # answered: on disk in the prompt log
     saved = tomllib.loads((tmp_path / "sessions" / "bot1.toml").read_text())
     assert saved["status"]["turns"] <= 1 and all(p["text"] != "two" for p in saved.get("queue", []))
-    log.rmdir()
-    app.sessions.submit("bot1", "two", "glenda")  # the disk is back: it is taken, after the log
+    records = [json.loads(r) for r in AppendLog(PrivateDir(tmp_path / "prompts")).records()[0]]
+    assert [r["seq"] for r in records if r["text"] == "two"] == [2] and saved["status"]["prompts"] < 2
+    log.rmdir()  # the disk is back: the transcript, then the .toml catch up
     await until(lambda: s.turn_count == 2 and s.state is State.AWAIT)
     await until(lambda: "--- answer 1" in log.read_text() if log.is_file() else False)
 

@@ -4,8 +4,8 @@ Each round restarts `anvilfs serve` on the same --state, restarts every
 session, and has several clients send one prompt to each session, each
 recording a prompt as acknowledged only once its Tclunk is answered; the
 turns then start together (the window where a prompt leaves the queue for
-the log). The server gets SIGKILL 0-15 ms after the last acknowledgement,
-or, every other round, in the middle of the burst. The next round's server
+the log). The server gets SIGKILL 0-150 ms after the last acknowledgement,
+or, every other round, in the middle of the burst (0-15 ms after some). The next round's server
 must show every acknowledged prompt in the session's `log` or `queue`.
 """
 
@@ -76,6 +76,8 @@ def test_no_acknowledged_prompt_is_lost_over_many_sigkills():
                 with connect(srv) as client:
                     for name in names:  # the killed server's sessions come back exited: run their queues
                         client.write_file(f"{name}/ctl", b"restart\n")
+                    for name in names:  # started (and their old queues run), so the burst's turns start at once
+                        client.read_file(f"{name}/wait")  # blocks while busy; the socket's timeout bounds it
             acked: list[tuple[str, str]] = []
             stop = threading.Event()
             senders = [threading.Thread(target=send_prompts, args=(srv, names[k::CLIENTS], round_no, acked, stop))
@@ -87,7 +89,9 @@ def test_no_acknowledged_prompt_is_lost_over_many_sigkills():
             deadline = time.monotonic() + 30
             while len(acked) < wanted and time.monotonic() < deadline:
                 time.sleep(0.001)  # polling another process's progress, bounded by the deadline
-            time.sleep(rng.uniform(0, 0.015))
+            # the prompts are acknowledged once in the prompt log; the turns they start reach the disk after,
+            # behind what the save thread still has to write: the kill falls anywhere in that window
+            time.sleep(rng.uniform(0, 0.15 if round_no % 2 == 0 else 0.015))
             srv.stop(sig=signal.SIGKILL)
             stop.set()
             for t in senders:
@@ -103,8 +107,8 @@ def test_no_acknowledged_prompt_is_lost_over_many_sigkills():
             total += len(acked)
             lost += [f"round {round_no}: {token}" for token in missing]
         assert not lost, f"{len(lost)} of {total} acknowledged prompts lost:\n" + "\n".join(lost[:20])
-        assert rounds_with_turns >= ROUNDS // 2, "too few rounds had turns start during the burst to test the race"
-        print(f"{total} acknowledged prompts over {ROUNDS} SIGKILLs: 0 lost")
+        assert rounds_with_turns >= ROUNDS // 4, "too few rounds had turns start during the burst to test the race"
+        print(f"{total} acknowledged prompts over {ROUNDS} SIGKILLs: 0 lost; turns had started in {rounds_with_turns} rounds")
     finally:
         if srv is not None:
             srv.stop()  # a failed round must not leave its server running

@@ -8,6 +8,7 @@ import threading
 import trio
 
 from anvilfs.storage import PrivateDir, Replace, SaveQueue
+from anvilfs.storage.writes import LAZY_SYNC
 
 
 class RecordingDir(PrivateDir):
@@ -18,17 +19,24 @@ class RecordingDir(PrivateDir):
         self.steps: list[str] = []
         self.threads: set[int] = set()
         self.refuse_appends = False
+        self.refuse_syncs = False
         self.synced = threading.Event()
 
     def _note(self, step: str) -> None:
         self.steps.append(step)
         self.threads.add(threading.get_ident())
 
-    def append(self, name, data):
+    def append(self, name, data, *, sync=True):
         if self.refuse_appends:
             raise OSError(errno.ENOSPC, "No space left on device")
-        self._note(f"append {name} {data.decode()}")
-        super().append(name, data)
+        self._note(f"append {name} {data.decode()}" + ("" if sync else " (lazy)"))
+        return super().append(name, data, sync=sync)
+
+    def sync_tail(self, name, start, data, *, rewrite=False):
+        if self.refuse_syncs:
+            raise OSError(errno.EIO, "Input/output error")
+        self._note(f"sync-tail {name} from {start}" + " (rewritten)" * rewrite)
+        super().sync_tail(name, start, data, rewrite=rewrite)
 
     def prepare(self, name, data):
         self._note(f"prepare {name} {data.decode()}")
@@ -203,3 +211,69 @@ async def test_commits_that_come_together_share_one_batch_and_one_directory_sync
         nursery.cancel_scope.cancel()
     assert d.steps == ["prepare a a", "prepare b b", "prepare c c", "put a", "put b", "put c", "sync"]
     assert threading.get_ident() not in d.threads
+
+
+def test_a_lazy_append_waits_for_its_fsync_until_the_next_replace_is_renamed(tmp_path):
+    d = RecordingDir(tmp_path / "st")
+    q = SaveQueue()
+    q.append("log", d, "a.log", b"output", stage=0, lazy=True)
+    q._write_locked([q._take(None)])  # the thread's batch: the transcript alone, no fsync of its own
+    assert d.steps == ["append a.log output (lazy)"]
+    q.append("log", d, "a.log", b" more", stage=0, lazy=True)
+    q.replace("state", _file(d, "a.toml", "turn ended"), stage=2)
+    q._write_locked([q._take(None)])
+    assert d.steps[1:] == ["append a.log  more (lazy)", "prepare a.toml turn ended", "sync-tail a.log from 0",
+                           "put a.toml", "sync"], "the .toml is renamed only once the transcript is on disk"
+    q.append("log", d, "a.log", b" then", stage=0)  # a durable append covers the file's lazy ones
+    q.replace("state", _file(d, "a.toml", "again"), stage=2)
+    q._write_locked([q._take(None)])
+    assert "sync-tail" not in " ".join(d.steps[6:]) and d.read("a.log") == b"output more then"
+
+
+async def test_a_lazy_append_alone_is_fsynced_within_lazy_sync(autojump_clock, tmp_path):
+    d = RecordingDir(tmp_path / "st")
+    q = SaveQueue()
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(q.run)
+        q.append("log", d, "a.log", b"output", stage=0, lazy=True)
+        await trio.sleep(LAZY_SYNC / 2)
+        assert d.steps == ["append a.log output (lazy)"]
+        await trio.sleep(LAZY_SYNC)
+        assert d.steps == ["append a.log output (lazy)", "sync-tail a.log from 0"]
+        nursery.cancel_scope.cancel()
+
+
+def test_a_refused_fsync_of_lazy_appends_holds_the_replace_and_writes_them_again(tmp_path):
+    d = RecordingDir(tmp_path / "st")
+    errors = []
+    q = SaveQueue(on_error=lambda key, exc: errors.append((key, exc.strerror)))
+    q.append("log", d, "a.log", b"output", stage=0, lazy=True)
+    q.replace("state", _file(d, "a.toml", "turn ended"), stage=2)
+    d.refuse_syncs = True
+    assert q.flush() == ["state", "log"]
+    assert d.read("a.toml") is None and ("state", "Input/output error") in errors
+    assert ("log", "Input/output error") in errors and "state" in q
+    d.refuse_syncs = False
+    assert q.flush() == []
+    assert "sync-tail a.log from 0 (rewritten)" in d.steps, "after a failed fsync the text is written again"
+    assert d.read("a.log") == b"output" and d.read("a.toml") == b"turn ended"
+
+
+def test_a_flush_of_some_keys_makes_their_lazy_appends_durable_only(tmp_path):
+    d = RecordingDir(tmp_path / "st")
+    q = SaveQueue()
+    q.append(("a", "log"), d, "a.log", b"a", stage=0, lazy=True)
+    q.append(("b", "log"), d, "b.log", b"b", stage=0, lazy=True)
+    assert q.flush(lambda key: key[0] == "a") == []
+    assert [s for s in d.steps if s.startswith("sync-tail")] == ["sync-tail a.log from 0"]
+
+
+def test_sync_tail_rewrites_what_began_at_start(tmp_path):
+    d = PrivateDir(tmp_path / "st")
+    d.append("f", b"kept ")
+    start = d.append("f", b"lazy", sync=False)
+    with open(tmp_path / "st" / "f", "ab") as f:
+        f.write(b" garbage")  # what a failed writeback may leave: the rewrite puts the tail back as it was
+    d.sync_tail("f", start, b"lazy", rewrite=True)
+    assert start == 5 and d.read("f") == b"kept lazy"
+    d.sync_tail("gone", 0, b"x")  # a file moved away since: nothing to do

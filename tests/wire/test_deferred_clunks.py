@@ -43,9 +43,7 @@ async def test_a_prompt_the_disk_refuses_is_an_error_at_its_clunk_and_not_queued
     async with served(App(state_dir=tmp_path)) as (app, [peer]):
         session = app.sessions.new("sim", "/tmp", name="bot1")
         await until(lambda: not session.busy)
-        toml = tmp_path / "sessions" / "bot1.toml"
-        toml.unlink()
-        toml.mkdir()  # the .toml cannot be replaced now
+        (tmp_path / "prompts" / "000001.wal").mkdir()  # the prompt log cannot be written now
         await peer.play(OPEN_IN + """
 > Tclunk tag 5 fid 1
 < Rerror tag 5 ename "i/o error: prompt for bot1 not queued: its save failed (Is a directory) in *"

@@ -1,0 +1,194 @@
+"""A write-ahead log: records that must be on disk before a request is answered, one fdatasync a group.
+
+What a request adds (a prompt) is appended here and made durable with one
+fdatasync, by a worker thread of its own, so its answer waits neither for
+the save queue's batch in flight (the same session's ended turn: several
+files and directories to fsync) nor for the event loop. The record's
+owner saves the same change in its own files later, in the background;
+after a crash it reads the log back (``records``) and applies what its
+files do not have yet. Records must therefore say enough to be applied
+twice safely (a sequence number the owner's files remember).
+
+    DIR/NNNNNN.wal   segments, each a run of lines: CRC32 (8 hex digits) SP record LF
+
+Group commit: the records added while the thread writes go out together in
+its next write, one fdatasync for all of them. A record's Commit is done
+once it is on disk, or failed with the disk's error; a failed write is cut
+off again (ftruncate), so a refused record is not replayed later.
+
+Segments: once a segment passes ``segment_bytes``, the next records go to a
+new one, and the old is deleted when ``covered()`` (the owner's Commit of
+everything it had pending then, which includes what the old segment holds)
+is done. ``retire()`` after a restart's replay, once the owner saved what it
+applied, deletes every segment read. A line that is torn (a crash in the
+middle of a write: never answered) or fails its CRC is left out of
+``records`` and reported.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import zlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import trio
+
+from .private import LogFile, PrivateDir
+from .writes import Commit, virtual_time
+
+SUFFIX = ".wal"
+
+
+@dataclass(slots=True)
+class _Group:
+    data: list[bytes] = field(default_factory=list)
+    commits: list[Commit] = field(default_factory=list)
+    done: bool = False
+    error: OSError | None = None
+
+
+class AppendLog:
+    """Durable records in segment files of one private directory; ``run`` writes them in a thread."""
+
+    def __init__(self, dir: PrivateDir, *, segment_bytes: int = 4 << 20,
+                 covered: Callable[[], Commit | None] = lambda: None):
+        self.dir = dir
+        self.segment_bytes = segment_bytes
+        self.covered = covered
+        self._read = dir.names(SUFFIX)  # the segments a restart found: deleted by retire()
+        last = max((_number(n) for n in self._read), default=0)
+        self._numbers = itertools.count(last + 1)
+        self._file: LogFile | None = None
+        self._full: list[str] = []  # segments written to the end: deleted once covered
+        self._open = _Group()
+        self._in_flight: _Group | None = None
+        self._wanted = trio.Event()
+        self._lock = threading.Lock()  # one writer at a time: the thread or a flush in the loop
+
+    # ------------------------------------------------------------ reading back
+
+    def records(self) -> tuple[list[bytes], list[str]]:
+        """The whole records of the segments found at the start, in order, and a line per damaged one."""
+        records, problems = [], []
+        for name in self._read:
+            lines = (self.dir.read(name) or b"").split(b"\n")
+            for i, line in enumerate(lines):
+                if not line:
+                    continue
+                record = _checked(line)
+                if record is not None:
+                    records.append(record)
+                elif i < len(lines) - 1:  # the last line without its LF is a torn write, never answered
+                    problems.append(f"{self.dir.path}/{name}: line {i + 1} is damaged (its CRC does not match); "
+                                    "left out")
+        return records, problems
+
+    def retire(self) -> None:
+        """Delete the segments found at the start: their records are saved elsewhere now."""
+        for name in self._read:
+            self.dir.remove(name)
+        self._read = []
+
+    # ------------------------------------------------------------ writing
+
+    def add(self, record: bytes) -> Commit:
+        """Append `record` (no LF in it) soon; the Commit is done once it is on disk."""
+        if b"\n" in record:
+            raise ValueError("a log record is one line")
+        commit = Commit()
+        self._open.data.append(b"%08x %s\n" % (zlib.crc32(record), record))
+        self._open.commits.append(commit)
+        self._wanted.set()
+        return commit
+
+    def flush(self) -> None:
+        """Write what is pending now, in the loop (a clean stop): the group in flight first."""
+        with self._lock:
+            groups = [g for g in (self._in_flight, self._open) if g is not None]
+            self._open = _Group()
+            for group in groups:
+                self._write(group)
+        for group in groups:
+            self._settle(group)
+
+    async def run(self) -> None:
+        """Write each group soon after its first record, in a worker thread, for ever."""
+        while True:
+            await self._wanted.wait()
+            self._wanted = trio.Event()
+            await trio.sleep(0)  # let the other woken tasks add their records to this group
+            group, self._open = self._open, _Group()
+            if not group.data:
+                continue
+            self._in_flight = group
+            try:
+                if virtual_time():  # trio's MockClock would jump past every deadline while a thread writes
+                    self._write_locked(group)
+                else:
+                    await trio.to_thread.run_sync(self._write_locked, group)
+            finally:
+                self._in_flight = None
+            self._settle(group)
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+    def _write_locked(self, group: _Group) -> None:
+        with self._lock:
+            self._write(group)
+
+    def _write(self, group: _Group) -> None:
+        """Append a group and fdatasync it (the caller holds the lock); a full segment is closed after."""
+        if group.done or not group.data:
+            return
+        group.done = True
+        try:
+            if self._file is None:
+                self._file = self.dir.open_log(f"{next(self._numbers):06d}{SUFFIX}")
+            self._file.write_durably(b"".join(group.data))
+        except OSError as exc:
+            group.error = exc
+            return
+        if self._file.size >= self.segment_bytes:
+            self._full.append(self._file.name)
+            self.close()  # the next group opens the next segment
+
+    def _settle(self, group: _Group) -> None:
+        """In the loop: the group's commits, then the full segments' deletion once they are covered."""
+        commits, group.commits = group.commits, []
+        for commit in commits:
+            commit._settle(group.error)
+        if self._full:
+            full, self._full = self._full, []
+            cover = self.covered()
+            if cover is None:
+                self._delete(full, None)
+            else:
+                cover.then(lambda error: self._delete(full, error))
+
+    def _delete(self, names: list[str], error: OSError | None) -> None:
+        if error is not None:  # not saved elsewhere yet: kept, and tried again with the next full segment
+            self._full[:0] = names
+            return
+        for name in names:
+            try:
+                self.dir.remove(name, sync=False)  # in the loop: no fsync for a deletion that may be undone
+            except OSError:  # a segment left behind is only read again after a restart, and applied twice safely
+                pass
+
+
+def _number(name: str) -> int:
+    stem = name.removesuffix(SUFFIX)
+    return int(stem) if stem.isdigit() else 0
+
+
+def _checked(line: bytes) -> bytes | None:
+    crc, _, record = line.partition(b" ")
+    try:
+        return record if len(crc) == 8 and int(crc, 16) == zlib.crc32(record) else None
+    except ValueError:
+        return None

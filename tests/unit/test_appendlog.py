@@ -1,0 +1,141 @@
+"""The prompt log's storage: records on disk before their commit is done, group-committed, read back whole."""
+
+from __future__ import annotations
+
+import errno
+import os
+
+import pytest
+import trio
+
+from anvilfs.storage import AppendLog, Commit, PrivateDir
+from anvilfs.storage.private import LogFile
+
+
+class CountingDir(PrivateDir):
+    """A real private directory that counts the durable writes of the logs it opens."""
+
+    def __init__(self, path):
+        super().__init__(path)
+        self.writes: list[bytes] = []
+
+    def open_log(self, name):
+        log = super().open_log(name)
+        writes = self.writes
+
+        class Counted(LogFile):
+            def write_durably(self, data):
+                writes.append(data)
+                super().write_durably(data)
+
+        log.__class__ = Counted
+        return log
+
+
+def _logged(d: PrivateDir, *records: bytes) -> None:
+    """Records written by a server that then stopped (a clean stop's flush, in the loop)."""
+    log = AppendLog(d)
+    for record in records:
+        log.add(record)
+    log.flush()
+    log.close()
+
+
+async def _written(log: AppendLog, *commits: Commit) -> None:
+    with trio.fail_after(10):
+        for commit in commits:
+            await commit.wait()
+
+
+async def test_records_added_in_one_tick_share_one_write_and_come_back_in_order(tmp_path):
+    d = CountingDir(tmp_path / "p")
+    log = AppendLog(d)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(log.run)
+        commits = [log.add(f"record {i}".encode()) for i in range(3)]
+        await _written(log, *commits)
+        later = log.add(b"record 3")
+        await _written(log, later)
+        nursery.cancel_scope.cancel()
+    log.close()
+    assert len(d.writes) == 2, "the three records of one tick are one write and one fdatasync"
+    records, problems = AppendLog(PrivateDir(tmp_path / "p")).records()
+    assert records == [b"record 0", b"record 1", b"record 2", b"record 3"] and problems == []
+
+
+def test_a_torn_last_line_is_left_out_quietly_and_a_damaged_one_is_reported(tmp_path):
+    _logged(PrivateDir(tmp_path / "p"), b"good")
+    with open(tmp_path / "p" / "000001.wal", "ab") as f:
+        f.write(b"00000000 damaged\n")   # whole, but its CRC is wrong
+        f.write(b"1c291ca3 to")          # a write the crash cut short: never answered
+    records, problems = AppendLog(PrivateDir(tmp_path / "p")).records()
+    assert records == [b"good"]
+    assert len(problems) == 1 and "000001.wal: line 2 is damaged" in problems[0]
+
+
+async def test_a_write_the_disk_refuses_fails_its_commits_and_leaves_nothing_behind(tmp_path, monkeypatch):
+    d = PrivateDir(tmp_path / "p")
+    log = AppendLog(d)
+    real = os.fdatasync
+    refuse = [True]
+
+    def fdatasync(fd):
+        if refuse[0]:
+            raise OSError(errno.EIO, "Input/output error")
+        real(fd)
+
+    monkeypatch.setattr(os, "fdatasync", fdatasync)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(log.run)
+        refused = log.add(b"refused")
+        with pytest.raises(OSError, match="Input/output error"):
+            await _written(log, refused)
+        refuse[0] = False
+        await _written(log, log.add(b"taken"))
+        nursery.cancel_scope.cancel()
+    log.close()
+    assert AppendLog(PrivateDir(tmp_path / "p")).records() == ([b"taken"], []), "the refused record was cut off"
+
+
+async def test_a_full_segment_is_deleted_once_what_it_holds_is_saved_elsewhere(tmp_path):
+    d = PrivateDir(tmp_path / "p")
+    covers: list[Commit] = []
+
+    def covered() -> Commit:
+        covers.append(Commit())
+        return covers[-1]
+
+    log = AppendLog(d, segment_bytes=100, covered=covered)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(log.run)
+        await _written(log, log.add(b"x" * 120))  # fills the first segment at once
+        assert d.names(".wal") == ["000001.wal"] and len(covers) == 1
+        covers[0]._settle(OSError(errno.ENOSPC, "No space left on device"))  # the owner's save failed
+        assert d.names(".wal") == ["000001.wal"], "kept while its records are nowhere else"
+        await _written(log, log.add(b"y" * 120))
+        assert d.names(".wal") == ["000001.wal", "000002.wal"] and len(covers) == 2
+        covers[1]._settle(None)
+        assert d.names(".wal") == [], "both are saved elsewhere now"
+        await _written(log, log.add(b"z"))
+        nursery.cancel_scope.cancel()
+    log.close()
+    assert d.names(".wal") == ["000003.wal"]
+    assert AppendLog(PrivateDir(tmp_path / "p")).records()[0] == [b"z"]
+
+
+def test_retire_deletes_what_a_restart_read_and_numbering_goes_on(tmp_path):
+    d = PrivateDir(tmp_path / "p")
+    _logged(d, b"before the crash")
+    again = AppendLog(d)
+    assert again.records()[0] == [b"before the crash"]
+    again.add(b"after")
+    again.flush()
+    again.retire()
+    again.close()
+    assert d.names(".wal") == ["000002.wal"]
+    assert AppendLog(d).records()[0] == [b"after"]
+
+
+def test_a_record_must_be_one_line(tmp_path):
+    with pytest.raises(ValueError, match="one line"):
+        AppendLog(PrivateDir(tmp_path / "p")).add(b"two\nlines")
