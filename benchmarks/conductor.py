@@ -218,7 +218,8 @@ def run(opts: Options, poll: float | None) -> dict[str, list[float]]:
         if opts.profile_server and not poll:
             spy = subprocess.Popen(spied(["-p", str(srv.proc.pid)], opts.profile_server), stdout=subprocess.DEVNULL)
         done = subprocess.run(argv, capture_output=True, text=True, cwd=opts.conductor_dir or REPO_ROOT,
-                              env=os.environ | {"PYTHONPATH": str(REPO_ROOT)}, timeout=600)
+                              env=os.environ | {"PYTHONPATH": os.pathsep.join(
+                                  filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")]))}, timeout=600)
         if done.returncode != 0:
             raise SystemExit(f"conductor failed: {done.stdout}{done.stderr[-2000:]}")
         time.sleep(0.2)  # let the observer take the last lines (a benchmark, not a test)
