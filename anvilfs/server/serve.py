@@ -90,13 +90,14 @@ class Server:
             self.connections -= 1
 
     async def listeners(self) -> tuple[trio.SocketListener, list[trio.SocketListener]]:
-        """The unix socket's listener, and the TCP ones."""
+        """The unix socket's listener, and the TCP ones. The TCP ones first: whoever waits for the
+        socket file to appear (scripts, the test harness) may use the TCP address as soon as it does."""
         prepare_namespace(self.options.namespace)
-        unix = await unix_listener(self.options.socket_path)
         tcp = []
         for address in self.options.listen:
             _warn_about(address, token=self.options.token, remote=self.options.allow_remote)
             tcp += await tcp_listeners(address, allow_remote=self.options.allow_remote)
+        unix = await unix_listener(self.options.socket_path)
         return unix, tcp
 
     def tcp_token(self) -> Token | None:

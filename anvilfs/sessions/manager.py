@@ -194,9 +194,10 @@ class Sessions:
         if not any(p is prompt for p in session.incoming):
             return  # dropped on its way (a stop): as if it had been queued, then dropped
         session.incoming = [p for p in session.incoming if p is not prompt]
+        # the .toml catches up: with the prompt, or past a refused one's seq (never to be replayed)
+        self.saver.landed(session)
         if error is None:
             self._queued(session, prompt)
-            self.saver.landed(session)
         else:
             session.changes.bump()  # `wait` readers: it is not coming
 
@@ -228,18 +229,22 @@ class Sessions:
         self._stop(name, kill=kill)
         self.publish(SessionEnded(name, "killed" if kill else "stopped"))
 
-    def _stop(self, name: str, *, kill: bool, save: bool = True) -> None:
+    def _stop(self, name: str, *, kill: bool, restarting: bool = False) -> None:
+        """Stop the agent; its queued prompts are dropped and the stop saved, unless `restarting` (a
+        restart keeps them, and is saved as a restart: never as a stop with an emptied queue, which a
+        crash right after would keep)."""
         session = self.get(name)
         session.restart_pending = False  # a stop cancels a restart on its way
         if session.state is State.STOPPED:
             raise Busy(f"session {name} is already stopped; 'restart' starts it")
-        dropped = len(session.queue) + len(session.incoming)
-        session.queue.clear()
-        session.incoming = []
+        dropped = 0 if restarting else len(session.queue) + len(session.incoming)
+        if not restarting:
+            session.queue.clear()
+            session.incoming = []
         self._cancel_runner(name)
         session.abort_turn("killed" if kill else "stopped")
         session.move(Event.STOP, f"{dropped} queued prompts dropped" if dropped else "")
-        if save:
+        if not restarting:
             self._save_answered(session)  # a stop answered is a stop a restarted server keeps
         self._nursery.start_soon(session.agent.kill if kill else session.agent.stop)
 
@@ -255,6 +260,7 @@ class Sessions:
         session = self.get(name)
         if session.state not in (State.STOPPED, State.EXITED):
             raise Busy(f"session {name} is {session.state.value}: write 'stop' to its ctl first, then 'remove'")
+        session.incoming = []  # a prompt still on its way to the log is dropped with the session
         where = self.saver.remove(session)
         self._cancel_runner(name)  # a restart on its way, for an exited session
         del self._sessions[name]
@@ -270,12 +276,7 @@ class Sessions:
         if session.definition.ephemeral:
             raise InvalidRequest(f"start a new session: {name} is ephemeral, it does one turn, so a restart is invalid")
         if session.state not in (State.STOPPED, State.EXITED, State.ERROR):
-            queue, incoming = list(session.queue), session.incoming
-            # the session lives on: what it holds stays held; and it is not saved stopped with its queue
-            # emptied, which a crash right after would keep
-            self._stop(name, kill=True, save=False)
-            session.queue.extend(queue)
-            session.incoming = incoming
+            self._stop(name, kill=True, restarting=True)  # the session lives on: what it holds stays held
         self._cancel_runner(name)
         session.move(Event.RESTART)
         session.agent = session.backend.agent(self.info(session.definition), session.agent.saved())
@@ -401,3 +402,6 @@ class Sessions:
             self.saver.replayed(took, retire=not unread)
         except AnvilError as exc:
             self.events.append(f"- restore: {exc.message}; the prompt log is kept and read again next time")
+        except OSError as exc:  # deleting what was read failed: read again next time, and applied once
+            self.events.append(f"- restore: the prompt log read could not be deleted ({exc.strerror or exc}); "
+                               "it is read again next time")

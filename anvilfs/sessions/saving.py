@@ -16,6 +16,8 @@ Without a store (tests), nothing is written.
 
 from __future__ import annotations
 
+import weakref
+
 import trio
 
 from ..errors import AnvilError
@@ -36,6 +38,7 @@ class SessionSaver:
         # a full segment of the prompt log goes once the .tomls pending then (with its prompts) are on disk
         self.prompts = store.prompt_log(covered=self.queue.commit) if store is not None else None
         self._reported: dict = {}  # the last refusal reported per pending write
+        self._removed: weakref.WeakSet[Session] = weakref.WeakSet()  # nothing of these is written again
 
     async def run(self) -> None:
         async with trio.open_nursery() as nursery:
@@ -94,13 +97,13 @@ class SessionSaver:
         return self.prompts.add(prompt_record(session, prompt))
 
     def landed(self, session: Session) -> None:
-        """A prompt of the session is in the log and its queue now: its .toml catches up soon."""
+        """A prompt of the session landed in the log (or was refused): its .toml catches up soon."""
         if self.store is not None:
             self._state_soon(session)
 
     def changed(self, session: Session) -> None:
         """A change to save soon; a turn that just began is sealed, so it lands before the turn's log lines."""
-        if self.store is None:
+        if self.store is None or session in self._removed:
             return
         self._state_soon(session)
         if session.turn is not None and session.turn.done:
@@ -112,6 +115,8 @@ class SessionSaver:
 
     def _state_soon(self, session: Session) -> None:
         """The .toml, rendered when the queue takes it: as the session is then."""
+        if session in self._removed:
+            return  # its files are in the history: a late change (a prompt landing) must not bring it back
         self.queue.replace((session, "state"), lambda: self.store.state_file(session), stage=_STATE)
 
     def logged(self, session: Session, text: str) -> None:
@@ -119,7 +124,7 @@ class SessionSaver:
         next `out` or .toml lands (a turn's end or start), before a save at once of the session is
         answered, and within a second otherwise; a crash in the middle of a turn can lose the last of its
         output, never a prompt or an answer."""
-        if self.store is not None:
+        if self.store is not None and session not in self._removed:
             self.queue.append((session, "log"), self.store.files, self.store.log_name(session), text.encode(),
                               stage=_LOG, lazy=True)
 
@@ -127,7 +132,10 @@ class SessionSaver:
         """Move a session's files to the history; returns where (empty without a store)."""
         if self.store is None:
             return ""
-        self.queue.flush(lambda key: key[0] is session)  # what is pending goes with it into the history
+        def mine(key) -> bool:
+            return key[0] is session
+
+        self.queue.flush(mine)  # what is pending goes with it into the history
         try:
             where = self.store.remove(session)
         except OSError as exc:
@@ -135,6 +143,8 @@ class SessionSaver:
                              f"{exc.strerror or exc}; it was not removed") from None
         for what in ("state", "log", "out"):
             self.queue.discard((session, what))
+        self.queue.forget_lazy(mine)  # a transcript tail the disk refused stays behind, not in a new NAME.log
+        self._removed.add(session)
         return where
 
     def _failed(self, key, exc: OSError) -> None:

@@ -58,6 +58,7 @@ class AppendLog:
         self.segment_bytes = segment_bytes
         self.covered = covered
         self._read = dir.names(SUFFIX)  # the segments a restart found: deleted by retire()
+        self._damaged: set[str] = set()  # of those, the ones with a line that cannot be read
         last = max((_number(n) for n in self._read), default=0)
         self._numbers = itertools.count(last + 1)
         self._file: LogFile | None = None
@@ -73,7 +74,12 @@ class AppendLog:
         """The whole records of the segments found at the start, in order, and a line per damaged one."""
         records, problems = [], []
         for name in self._read:
-            lines = (self.dir.read(name) or b"").split(b"\n")
+            try:
+                lines = (self.dir.read(name) or b"").split(b"\n")
+            except OSError as exc:  # not a file of ours (a directory, another user's): reported, kept aside
+                problems.append(f"{self.dir.path}/{name}: cannot be read ({exc}); left out")
+                self._damaged.add(name)
+                continue
             for i, line in enumerate(lines):
                 if not line:
                     continue
@@ -82,13 +88,18 @@ class AppendLog:
                     records.append(record)
                 elif i < len(lines) - 1:  # the last line without its LF is a torn write, never answered
                     problems.append(f"{self.dir.path}/{name}: line {i + 1} is damaged (its CRC does not match); "
-                                    "left out")
+                                    f"left out, and the segment kept as {name}.damaged")
+                    self._damaged.add(name)
         return records, problems
 
     def retire(self) -> None:
-        """Delete the segments found at the start: their records are saved elsewhere now."""
+        """Delete the segments found at the start: their records are saved elsewhere now. One with a
+        damaged line is kept as NAME.damaged, for a person to look at."""
         for name in self._read:
-            self.dir.remove(name)
+            if name in self._damaged:
+                self.dir.move(name, self.dir, name + ".damaged")
+            else:
+                self.dir.remove(name)
         self._read = []
 
     # ------------------------------------------------------------ writing
@@ -152,6 +163,9 @@ class AppendLog:
             self._file.write_durably(b"".join(group.data))
         except OSError as exc:
             group.error = exc
+            if self._file is not None:  # what the cut-off left, if it failed too, stays a torn last line
+                self._full.append(self._file.name)
+                self.close()
             return
         if self._file.size >= self.segment_bytes:
             self._full.append(self._file.name)

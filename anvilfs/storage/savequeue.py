@@ -108,6 +108,12 @@ class SaveQueue:
         """Forget a pending write (its object is gone, or was just written another way)."""
         self._pending.pop(key, None)
 
+    def forget_lazy(self, only: Callable[[Hashable], bool]) -> None:
+        """Forget the unsynced lazy appends of the keys `only` picks (their file moved away with its
+        object): a later fsync must not write them into a new file of the same name."""
+        with self._lock:
+            self._unsynced.forget(only)
+
     def __contains__(self, key: Hashable) -> bool:
         return key in self._pending
 
@@ -216,6 +222,10 @@ class SaveQueue:
             commits, batch.commits = batch.commits, []
             for commit in commits:
                 commit._settle(errors.get(id(batch)))
+        if errors:  # what was kept is written after the batches sealed meanwhile: their commits wait for it
+            for batch in self._sealed:
+                self._commits.extend(batch.commits)
+                batch.commits = []
         return unwritten
 
     def _keep(self, write: Write) -> None:

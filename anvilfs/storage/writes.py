@@ -119,6 +119,10 @@ class Unsynced:
         tail = self._tails.setdefault((id(dir), name), _Tail(key, dir, name, start))
         tail.parts.append(data)
 
+    def forget(self, only: Callable[[Hashable], bool]) -> None:
+        for where in [w for w, tail in self._tails.items() if only(tail.key)]:
+            del self._tails[where]
+
     def synced(self, dir: PrivateDir, name: str) -> None:
         """An fsync of the file (a durable append to it) covered its lazy appends too."""
         self._tails.pop((id(dir), name), None)

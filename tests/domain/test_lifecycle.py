@@ -145,27 +145,36 @@ async def test_a_restarted_server_restores_sessions_as_exited_with_their_queue(a
         nursery.cancel_scope.cancel()
 
 
-async def test_a_prompt_answered_before_its_toml_caught_up_is_queued_again_once_after_a_crash(autojump_clock, tmp_path):
-    """The state directory copied at the instant the prompt's write is answered is what a SIGKILL leaves:
-    the prompt log has the prompt and the .toml does not. A restart queues it from the log, saves it in
-    the .toml, deletes the log it read; a second restart has it once, and a record of another session
-    of the same name (removed, then made again) is never applied."""
-    import json
+async def _copied_at_the_answer(tmp_path, text: str, meanwhile=lambda app, session: None):
+    """The state directory as a SIGKILL at a prompt's answer leaves it: `bot1` runs a turn, `text` is
+    prompted (`meanwhile(app, session)` runs in the same tick), and the directory is copied to
+    tmp_path/crashed in the tick the prompt's write is answered, before the save queue runs."""
     import shutil
 
-    from anvilfs.storage import AppendLog, PrivateDir
-
-    crashed = tmp_path / "crashed"
     async with trio.open_nursery() as nursery:
         first = App(state_dir=tmp_path / "state")
         await nursery.start(first.run)
         s = first.sessions.new("sim", "/tmp", name="bot1")
         first.sessions.submit("bot1", "sim:hang", "glenda")
         await until(lambda: s.state is State.RUNNING)
-        answer = first.sessions.submit("bot1", "answered, then the server died", "glenda")
+        answer = first.sessions.submit("bot1", text, "glenda")
+        meanwhile(first, s)
         await answer.wait()
-        shutil.copytree(tmp_path / "state", crashed)  # in the same tick: the save queue has not run
+        shutil.copytree(tmp_path / "state", tmp_path / "crashed")
         nursery.cancel_scope.cancel()
+    return tmp_path / "crashed"
+
+
+async def test_a_prompt_answered_before_its_toml_caught_up_is_queued_again_once_after_a_crash(autojump_clock, tmp_path):
+    """The state directory copied at the instant the prompt's write is answered is what a SIGKILL leaves:
+    the prompt log has the prompt and the .toml does not. A restart queues it from the log, saves it in
+    the .toml, deletes the log it read; a second restart has it once, and a record of another session
+    of the same name (removed, then made again) is never applied."""
+    import json
+
+    from anvilfs.storage import AppendLog, PrivateDir
+
+    crashed = await _copied_at_the_answer(tmp_path, "answered, then the server died")
     assert "answered, then" not in (crashed / "sessions" / "bot1.toml").read_text()
     stranger = AppendLog(PrivateDir(crashed / "prompts"))
     stranger.add(json.dumps({"session": "bot1", "conversation": "another", "seq": 9, "sender": "x", "at": "",
@@ -183,6 +192,82 @@ async def test_a_prompt_answered_before_its_toml_caught_up_is_queued_again_once_
             nursery.cancel_scope.cancel()
         assert "answered, then the server died" in (crashed / "sessions" / "bot1.toml").read_text()
         assert PrivateDir(crashed / "prompts").names(".wal") == [], "the log read at the start is deleted"
+
+
+async def test_a_toml_saved_while_a_prompt_is_on_its_way_does_not_claim_it(autojump_clock, tmp_path):
+    """The .toml's `prompts` stops before the first prompt still on its way to the log: a save at once
+    then (a hook, a ctl command), followed by a crash at the prompt's answer, leaves it to the log."""
+    # the save at once comes while the prompt is incoming, not yet in the log
+    crashed = await _copied_at_the_answer(tmp_path, "on its way", lambda app, s: app.sessions.saver.save_now(s))
+    async with trio.open_nursery() as nursery:
+        app = App(state_dir=crashed)
+        await nursery.start(app.run)
+        assert [p.text for p in app.sessions.get("bot1").queue] == ["on its way"]
+        nursery.cancel_scope.cancel()
+
+
+async def test_the_prompts_a_restart_queued_from_the_log_are_saved_before_the_log_goes(autojump_clock, tmp_path):
+    import shutil
+
+    await _copied_at_the_answer(tmp_path, "answered")
+    async with trio.open_nursery() as nursery:  # restarted, and killed as soon as it has started
+        second = App(state_dir=tmp_path / "crashed")
+        await nursery.start(second.run)
+        shutil.copytree(tmp_path / "crashed", tmp_path / "again")
+        nursery.cancel_scope.cancel()
+    async with trio.open_nursery() as nursery:
+        third = App(state_dir=tmp_path / "again")
+        await nursery.start(third.run)
+        assert [p.text for p in third.sessions.get("bot1").queue] == ["answered"]
+        nursery.cancel_scope.cancel()
+
+
+async def test_a_restart_of_a_running_session_never_leaves_it_saved_stopped_without_its_queue(
+        autojump_clock, tmp_path):
+    import shutil
+
+    async with trio.open_nursery() as nursery:
+        app = App(state_dir=tmp_path / "state")
+        await nursery.start(app.run)
+        s = app.sessions.new("sim", "/tmp", name="bot1")
+        app.sessions.submit("bot1", "sim:hang", "glenda")
+        await until(lambda: s.state is State.RUNNING)
+        await app.sessions.submit("bot1", "queued", "glenda").wait()
+        await until(lambda: "queued" in (tmp_path / "state" / "sessions" / "bot1.toml").read_text())
+        app.sessions.restart("bot1")
+        shutil.copytree(tmp_path / "state", tmp_path / "crashed")  # a crash right after the restart
+        nursery.cancel_scope.cancel()
+    async with trio.open_nursery() as nursery:
+        again = App(state_dir=tmp_path / "crashed")
+        await nursery.start(again.run)
+        r = again.sessions.get("bot1")
+        assert r.state is not State.STOPPED and [p.text for p in r.queue] == ["queued"]
+        nursery.cancel_scope.cancel()
+
+
+async def test_a_session_removed_while_a_prompt_is_on_its_way_stays_removed(autojump_clock, tmp_path):
+    """The prompt lands after the remove: it must not write the removed session's .toml back, nor over
+    the .toml of a new session of the same name."""
+    async with trio.open_nursery() as nursery:
+        app = App(state_dir=tmp_path, restart=RestartPolicy(enabled=False))
+        await nursery.start(app.run)
+        s = app.sessions.new("sim", "/tmp", name="bot1")
+        app.sessions.submit("bot1", "sim:exit", "glenda")
+        await until(lambda: s.state is State.EXITED)
+        late = app.sessions.submit("bot1", "late", "glenda")  # an exited session takes prompts
+        app.sessions.remove("bot1")  # in the same tick: the prompt is still on its way
+        await late.wait()
+        await trio.sleep(5)  # the save queue has written whatever it was going to
+        assert not (tmp_path / "sessions" / "bot1.toml").exists(), "the removed session's .toml is back"
+        new = app.sessions.new("sim", "/tmp", name="bot1")
+        await until(lambda: new.state is State.IDLE)
+        nursery.cancel_scope.cancel()
+    async with trio.open_nursery() as nursery:
+        app = App(state_dir=tmp_path)
+        await nursery.start(app.run)
+        [restored] = app.sessions.all()
+        assert restored.definition.conversation == new.definition.conversation and not restored.queue
+        nursery.cancel_scope.cancel()
 
 
 async def test_a_damaged_session_file_is_reported_not_fatal(autojump_clock, tmp_path):

@@ -6,12 +6,14 @@ recording a prompt as acknowledged only once its Tclunk is answered; the
 turns then start together (the window where a prompt leaves the queue for
 the log). The server gets SIGKILL 0-150 ms after the last acknowledgement,
 or, every other round, in the middle of the burst (0-15 ms after some). The next round's server
-must show every acknowledged prompt in the session's `log` or `queue`.
+must show every acknowledged prompt in the session's `log` or `queue`, and
+none run twice (its header twice in the log, or in the log and queued).
 """
 
 from __future__ import annotations
 
 import random
+import re
 import shutil
 import signal
 import socket
@@ -59,12 +61,26 @@ def missing_prompts(srv: AnvilServer, acked: list[tuple[str, str]]) -> list[str]
     return [token for name, token in acked if f"{token} please" not in seen[name]]
 
 
+def twice_run_or_queued(srv: AnvilServer, names: list[str], round_no: int) -> list[str]:
+    """This round's prompts that a turn took more than once, or that are both in the log and queued."""
+    twice = []
+    with connect(srv) as client:
+        for name in names:
+            token = f"r{round_no}-{name} please"
+            ran = len(re.findall(r"--- prompt \d+ from durability at \S+\n" + re.escape(token) + "\n",
+                                 client.read_file(f"{name}/log").decode()))
+            queued = token in client.read_file(f"{name}/queue").decode()
+            if ran > 1 or (ran and queued):
+                twice.append(f"{token}: run {ran} times, queued: {queued}")
+    return twice
+
+
 @pytest.mark.timeout(900)  # 20 server starts; under load more than the default backstop
 def test_no_acknowledged_prompt_is_lost_over_many_sigkills():
     base = Path(tempfile.mkdtemp(prefix="anvd.", dir="/tmp"))
     rng = random.Random(1234)
     names = [f"d{i}" for i in range(SESSIONS)]
-    total, lost, rounds_with_turns, srv = 0, [], 0, None
+    total, lost, doubled, rounds_with_turns, srv = 0, [], [], 0, None
     try:
         srv = start_server(base, trace=False)
         with connect(srv) as client:
@@ -100,6 +116,7 @@ def test_no_acknowledged_prompt_is_lost_over_many_sigkills():
             assert len(acked) >= wanted, f"round {round_no}: only {len(acked)} prompts acknowledged in 30 s"
             srv = start_server(base, trace=False, log_name=f"check{round_no}.trace")
             missing = missing_prompts(srv, list(acked))
+            doubled += twice_run_or_queued(srv, names, round_no)
             with connect(srv) as client:
                 logs = "".join(client.read_file(f"{n}/log").decode() for n in names)
             rounds_with_turns += f"r{round_no}-d" in logs
@@ -107,6 +124,7 @@ def test_no_acknowledged_prompt_is_lost_over_many_sigkills():
             total += len(acked)
             lost += [f"round {round_no}: {token}" for token in missing]
         assert not lost, f"{len(lost)} of {total} acknowledged prompts lost:\n" + "\n".join(lost[:20])
+        assert not doubled, "prompts run twice after a restart:\n" + "\n".join(doubled[:20])
         assert rounds_with_turns >= ROUNDS // 4, "too few rounds had turns start during the burst to test the race"
         print(f"{total} acknowledged prompts over {ROUNDS} SIGKILLs: 0 lost; turns had started in {rounds_with_turns} rounds")
     finally:

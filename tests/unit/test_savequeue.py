@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import os
 import threading
 
 import trio
@@ -277,3 +278,44 @@ def test_sync_tail_rewrites_what_began_at_start(tmp_path):
     d.sync_tail("f", start, b"lazy", rewrite=True)
     assert start == 5 and d.read("f") == b"kept lazy"
     d.sync_tail("gone", 0, b"x")  # a file moved away since: nothing to do
+
+
+def test_commits_sealed_while_a_failing_batch_is_written_wait_for_what_it_kept(tmp_path):
+    # A prompt-log segment is deleted once its covering commit is done: that commit must not be done
+    # while a .toml of the batch before it (holding a prompt of the segment) is still refused.
+    d = PrivateDir(tmp_path / "st")
+    (tmp_path / "st" / "x.toml").mkdir()  # x's .toml cannot be renamed into place
+    q = SaveQueue()
+    q.replace("x", _file(d, "x.toml", "x with the prompt"), stage=2)
+    q.seal()
+    in_flight, q._sealed = q._sealed, []  # run(): batch 1 handed to the thread
+    q._in_flight = in_flight
+    q.replace("y", _file(d, "y.toml", "y"), stage=2)
+    covered = q.commit()
+    q.seal()  # another session's turn began meanwhile: sealed behind batch 1
+    q._write_locked(in_flight)
+    q._in_flight = []
+    q._settle(in_flight)  # batch 1 failed: x is kept
+    q.seal()
+    batches, q._sealed = q._sealed, []  # run()'s next round
+    q._write_locked(batches)
+    q._settle(batches)
+    assert "x" in q
+    assert covered.done.is_set() and covered.error is not None, "done while x is nowhere on disk"
+    (tmp_path / "st" / "x.toml").rmdir()
+    assert q.flush() == [] and d.read("x.toml") == b"x with the prompt"
+
+
+def test_a_forgotten_tail_is_not_written_into_a_new_file_of_the_same_name(tmp_path):
+    d = RecordingDir(tmp_path / "st")
+    q = SaveQueue()
+    q.append(("old", "log"), d, "a.log", b"OLD-TAIL", stage=0, lazy=True)
+    q._write_locked([q._take(None)])
+    d.refuse_syncs = True
+    q.flush(lambda key: key[0] == "old")  # refused: the tail is to be written again
+    d.refuse_syncs = False
+    os.rename(tmp_path / "st" / "a.log", tmp_path / "moved.log")  # the session's files went to the history
+    q.forget_lazy(lambda key: key[0] == "old")
+    q.append(("new", "log"), d, "a.log", b"new", stage=0, lazy=True)  # a new session of that name
+    q._write_locked([q._take(None)])
+    assert q.flush() == [] and d.read("a.log") == b"new"
