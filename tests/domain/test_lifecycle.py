@@ -270,6 +270,35 @@ async def test_a_session_removed_while_a_prompt_is_on_its_way_stays_removed(auto
         nursery.cancel_scope.cancel()
 
 
+async def test_at_every_answer_each_answered_prompt_is_on_disk_while_log_segments_come_and_go(
+        autojump_clock, tmp_path):
+    """Small segments of the prompt log fill up and are deleted once the .tomls pending then are on
+    disk; the state directory copied at each prompt's answer, restarted, has every prompt answered."""
+    import shutil
+
+    async with trio.open_nursery() as nursery:
+        app = App(state_dir=tmp_path / "state")
+        await nursery.start(app.run)
+        app.sessions.saver.prompts.segment_bytes = 250  # a segment holds about one prompt
+        s = app.sessions.new("sim", "/tmp", name="bot1")
+        app.sessions.submit("bot1", "sim:hang", "glenda")
+        await until(lambda: s.state is State.RUNNING)
+        for i in range(6):
+            await app.sessions.submit("bot1", f"prompt {i} " + "x" * 100, "glenda").wait()
+            shutil.copytree(tmp_path / "state", tmp_path / f"at{i}")
+            await trio.sleep(0.5)  # the .toml, and the deletion of full segments, in between
+        segments = (tmp_path / "state" / "prompts").iterdir()
+        nursery.cancel_scope.cancel()
+    assert len(list(segments)) < 6, "full segments were deleted"
+    for i in range(6):
+        async with trio.open_nursery() as nursery:
+            again = App(state_dir=tmp_path / f"at{i}")
+            await nursery.start(again.run)
+            texts = [p.text.split()[1] for p in again.sessions.get("bot1").queue]
+            assert texts == [str(k) for k in range(i + 1)], f"at the answer of prompt {i}"
+            nursery.cancel_scope.cancel()
+
+
 async def test_a_damaged_session_file_is_reported_not_fatal(autojump_clock, tmp_path):
     (tmp_path / "sessions").mkdir(mode=0o700)
     (tmp_path / "sessions" / "bad.toml").write_text("this is [not toml")
