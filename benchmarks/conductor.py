@@ -36,6 +36,11 @@ blocks on each session's `wait`) and, with --poll S, polling `queue` and
 `status` every S seconds. Both stamps come from the same observer, so its
 own delay cancels out to within its scheduling.
 
+After each run it prints the flush requests the disk under the server's
+state completed meanwhile (from /sys/dev/block; the conductor's record is
+on the same disk unless --server-state moves the server's), per second and
+per turn: what the latency's tail follows.
+
 --server-state /dev/shm keeps the server's state on tmpfs, where its fsyncs
 cost nothing (the conductor's record stays on the disk): what is left is
 the conductor's part and the machine's CPU. --profile records the
@@ -191,6 +196,21 @@ class Options:
     conductor_dir: str | None
 
 
+def device_flushes(path: Path) -> int | None:
+    """Flush requests the block device under `path` has completed (/sys/dev/block/M:N/stat, field 16,
+    Linux 5.5 and later; a partition's whole disk), or None where that cannot be read (tmpfs)."""
+    dev = os.stat(path).st_dev
+    where = Path(f"/sys/dev/block/{os.major(dev)}:{os.minor(dev)}")
+    try:
+        where = where.resolve()
+        if (where / "partition").exists():
+            where = where.parent
+        fields = (where / "stat").read_text().split()
+        return int(fields[15]) if len(fields) > 15 else None
+    except OSError:
+        return None
+
+
 def spied(argv: list[str], out: str) -> list[str]:
     return [PYSPY, "record", "-r", "500", "-f", "raw" if out.endswith(".txt") else "flamegraph", "-o", out, *argv]
 
@@ -217,11 +237,17 @@ def run(opts: Options, poll: float | None) -> dict[str, list[float]]:
             argv = spied(["--", *argv], opts.profile)
         if opts.profile_server and not poll:
             spy = subprocess.Popen(spied(["-p", str(srv.proc.pid)], opts.profile_server), stdout=subprocess.DEVNULL)
+        flushes, began = device_flushes(srv.state), time.monotonic()
         done = subprocess.run(argv, capture_output=True, text=True, cwd=opts.conductor_dir or REPO_ROOT,
                               env=os.environ | {"PYTHONPATH": os.pathsep.join(
                                   filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")]))}, timeout=600)
         if done.returncode != 0:
             raise SystemExit(f"conductor failed: {done.stdout}{done.stderr[-2000:]}")
+        if flushes is not None:  # what the disk under the server's state did (the conductor's too, if shared)
+            flushes = device_flushes(srv.state) - flushes
+            print(f"  device flushes under the server's state during the run: {flushes} "
+                  f"({flushes / (time.monotonic() - began):.0f}/s, {flushes / (opts.sessions * opts.rounds):.1f} "
+                  "per turn)")
         time.sleep(0.2)  # let the observer take the last lines (a benchmark, not a test)
     finally:
         if spy is not None:
