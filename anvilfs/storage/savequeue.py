@@ -25,11 +25,12 @@ newer.
 Seals and commits: ``seal()`` renders what is pending now, as it is now,
 and puts it ahead of everything queued after it (a session's turn start:
 its .toml must land before the turn's log lines, which a later stage-0
-append would otherwise overtake). ``commit()`` seals and returns a Commit
-that is done once that much is on disk: a request that must be answered
-only then (a prompt) waits on it instead of fsyncing in the event loop, and
-all the commits that come while the thread writes share its next batch (a
-group commit: one fsync per file and one per directory for all of them).
+append would otherwise overtake). ``commit()`` returns a Commit that is
+done once everything pending then is on disk, without an fsync in the
+event loop (the sessions' prompt log waits on one before it deletes a full
+segment, whose prompts the pending .tomls hold); the commits that come
+while the thread writes share its next batch. A commit never settles
+before a write it follows that was refused and kept.
 
 Lazy appends (``append(..., lazy=True)``: a running turn's transcript) are
 written without an fsync of their own, and made durable before the next
