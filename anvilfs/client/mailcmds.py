@@ -142,7 +142,7 @@ def _answer(client: Client, root: str, wanted: str, approved: bool, reason: str)
                                              "body": reason, "re": request_id}))
             return 0
     try:  # a bead that waits for approval without a request (sent before mail existed, say)
-        client.write_file(_join(root, f"beads/{wanted}/ctl"), (f"approve\n" if approved else f"reject {reason}\n").encode())
+        client.write_file(_join(root, f"beads/{wanted}/ctl"), ("approve\n" if approved else f"reject {reason}\n").encode())
     except ServerError as exc:
         raise ServerError(f"{wanted} is neither a waiting request (human/approvals) nor a bead that can take it: {exc}") from None
     return 0

@@ -6,7 +6,7 @@ from ..beads import Board, Convoys
 from ..errors import NotPermitted
 from ..journal import Journal
 from ..mail import PostOffice
-from ..sessions import Session, Sessions
+from ..sessions import Sessions
 from ..tree import Args, Caller, Command, CommandTable, CtlFile, Directory, Node, StreamFile, TextFile
 from ..tree.objects import ObjectDirectories
 from .beads_dir import beads_directory, convoys_directory
