@@ -24,7 +24,7 @@ from ..waitable import Later
 from .backend import Backend, SessionInfo
 from .options import NAME, RestartPolicy, SessionLimits, check_new
 from .owned import Owners
-from .restore import restore_session
+from .restore import restore_all
 from .runner import finish_turn, run_session
 from .session import Definition, Prompt, Session
 from .states import ACCEPTS_PROMPTS, Event, State
@@ -72,7 +72,7 @@ class Sessions:
             async with trio.open_nursery() as nursery:
                 self._nursery = nursery
                 if self.store is not None:
-                    await self._restore_all()
+                    await restore_all(self)
                     nursery.start_soon(self.saver.run)
                 task_status.started()
                 await trio.sleep_forever()
@@ -380,28 +380,3 @@ class Sessions:
                 self.restart(session.name)
 
         self._nursery.start_soon(restart_later)
-
-    async def _restore_all(self) -> None:
-        saved_sessions, problems = self.store.load_all()
-        logged, damaged = self.saver.found_prompts()
-        for problem in problems + damaged:
-            self.events.append(f"- restore: {problem}")
-        took = []
-        for saved in saved_sessions:
-            definition = saved.definition
-            replay = [p for p in logged.get((definition.name, definition.conversation), []) if p.seq > saved.prompts]
-            await restore_session(self, saved, replay)
-            if replay:
-                took.append(self._sessions[definition.name])
-        loaded = {saved.definition.name for saved in saved_sessions}
-        unread = sorted({name for name, _ in logged if name not in loaded and self.store.has_files(name)})
-        if unread:  # its .toml could not be read: the log keeps its prompts until it can
-            self.events.append(f"- restore: the prompt log is kept for {', '.join(unread)}, whose files could not "
-                               "be read; it is read again at the next start")
-        try:
-            self.saver.replayed(took, retire=not unread)
-        except AnvilError as exc:
-            self.events.append(f"- restore: {exc.message}; the prompt log is kept and read again next time")
-        except OSError as exc:  # deleting what was read failed: read again next time, and applied once
-            self.events.append(f"- restore: the prompt log read could not be deleted ({exc.strerror or exc}); "
-                               "it is read again next time")

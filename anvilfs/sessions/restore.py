@@ -3,7 +3,9 @@
 Agents that can outlive the server (tmux) are adopted where they still run
 and carry on in the state they had, and so is every external session (its
 owner is outside; there is no process to lose). The rest come back
-`exited`, with their queued prompts kept: `restart` runs them.
+`exited`, with their queued prompts kept: `restart` runs them. The prompts
+answered before the server stopped and not yet in a .toml come from the
+prompt log, at the end of their session's queue.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..domain_events import SessionEnded
+from ..errors import AnvilError
 from ..journal import timestamp
 from .backend import Agent, AgentFailed, Backend, SessionInfo
 from .session import Prompt, Turn, prompt_header
@@ -47,6 +50,38 @@ class _NoAgent(Agent):
 
     async def kill(self) -> None:
         return None
+
+
+async def restore_all(sessions: Sessions) -> None:
+    """Every saved session, with the prompts the prompt log has that its .toml lacks (matched on name
+    and conversation, past the .toml's count); then the log read is deleted, once they are saved."""
+    saved_sessions, problems = sessions.store.load_all()
+    logged, damaged = sessions.saver.found_prompts()
+    for problem in problems + damaged:
+        sessions.events.append(f"- restore: {problem}")
+    took = []
+    for saved in saved_sessions:
+        definition = saved.definition
+        replay = [p for p in logged.get((definition.name, definition.conversation), []) if p.seq > saved.prompts]
+        await restore_session(sessions, saved, replay)
+        if replay:
+            took.append(sessions.get(definition.name))
+    loaded = {saved.definition.name for saved in saved_sessions}
+    unread = sorted({name for name, _ in logged if name not in loaded and sessions.store.has_files(name)})
+    if unread:  # its .toml could not be read: the log keeps its prompts until it can
+        sessions.events.append(f"- restore: the prompt log is kept for {', '.join(unread)}, whose files could not "
+                               "be read; it is read again at the next start")
+    _save_replayed(sessions, took, retire=not unread)
+
+
+def _save_replayed(sessions: Sessions, took: list, *, retire: bool) -> None:
+    try:
+        sessions.saver.replayed(took, retire=retire)
+    except AnvilError as exc:
+        sessions.events.append(f"- restore: {exc.message}; the prompt log is kept and read again next time")
+    except OSError as exc:  # deleting what was read failed: read again next time, and applied once
+        sessions.events.append(f"- restore: the prompt log read could not be deleted ({exc.strerror or exc}); "
+                               "it is read again next time")
 
 
 def _log_turn_prompt(session) -> None:
