@@ -53,6 +53,8 @@ class SessionStore:
         self.files = state.subdir("sessions")
         self.dir = self.files.path
         self.prompt_dir = state.subdir("prompts")
+        # each session's [session] table as last rendered, with the Definition it was rendered from
+        self._definitions: dict[str, tuple[Definition, tomlwrite.Rendered]] = {}
 
     def prompt_log(self, covered: Callable[[], Commit | None]) -> AppendLog:
         return AppendLog(self.prompt_dir, covered=covered)
@@ -64,7 +66,7 @@ class SessionStore:
     def state_file(self, session: Session) -> Replace:
         """The .toml as the session is now (rendered in the loop; written now, or later by the save queue)."""
         doc = {
-            "session": asdict(session.definition),
+            "session": self._session_table(session.definition),
             "status": {
                 "state": session.state.value, "detail": session.detail, "turns": session.turn_count,
                 "restarts": session.restarts, "role_pending": session.role_pending,
@@ -79,6 +81,13 @@ class SessionStore:
         text = tomlwrite.dumps(doc, comment="anvilfs session; rewritten by the server on every change")
         return Replace(self.files, f"{session.name}.toml", text.encode())
 
+    def _session_table(self, definition: Definition) -> tomlwrite.Rendered:
+        """The [session] table, rendered once per Definition: it is frozen, so a changed one is a new object."""
+        kept = self._definitions.get(definition.name)
+        if kept is None or kept[0] is not definition:
+            kept = self._definitions[definition.name] = (definition, tomlwrite.rendered(asdict(definition)))
+        return kept[1]
+
     def out_file(self, session: Session) -> Replace:
         return Replace(self.files, f"{session.name}.out", session.out.encode())
 
@@ -87,6 +96,7 @@ class SessionStore:
 
     def remove(self, session: Session) -> str:
         """Move the session's files to `removed/NAME.TIME.*` (a history, never read back); returns where."""
+        self._definitions.pop(session.name, None)
         history = self.state.subdir("removed")
         stamp = timestamp().replace(":", "")
         for suffix in (".log", ".out", ".toml"):  # the .toml last: while it is there, the name is taken

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import tomllib
 
 from hypothesis import given
 from hypothesis import strategies as st
 
-from anvilfs.storage.tomlwrite import dumps
+from anvilfs.storage.tomlwrite import dumps, rendered
 
 keys = st.text(min_size=1, max_size=12)
 scalars = st.one_of(st.booleans(), st.integers(-(2**63), 2**63 - 1), st.text(), st.floats(allow_nan=False, allow_infinity=False))
@@ -27,3 +28,14 @@ def test_prompts_with_every_awkward_character_survive():
     text = 'line one\nquote " backslash \\ tab \t del \x7f nul \x00 é 😀 \u2028 """ \'\'\''
     back = tomllib.loads(dumps({"queue": [{"text": text}]}))
     assert back["queue"][0]["text"] == text
+
+
+@given(table=tables, rest=tables)
+def test_a_rendered_table_is_written_as_the_dict_would_be(table, rest):
+    assert dumps({"a": rendered(table), "b": rest}) == dumps({"a": table, "b": rest})
+
+
+@given(text=st.text())
+def test_strings_are_escaped_as_json_dumps_does_but_for_del(text):
+    expected = json.dumps(text, ensure_ascii=False).replace("\x7f", "\\u007f")
+    assert dumps({"t": {"s": text}}) == f"\n[t]\ns = {expected}\n"
