@@ -57,7 +57,7 @@ async def restore_all(sessions: Sessions) -> None:
     and conversation, past the .toml's count); then the log read is deleted, once they are saved."""
     saved_sessions, problems = sessions.store.load_all()
     logged, damaged = sessions.saver.found_prompts()
-    for problem in problems + damaged:
+    for problem in sessions.store.recovered + problems + damaged:  # the redo log's replay came first
         sessions.events.append(f"- restore: {problem}")
     took = []
     for saved in saved_sessions:

@@ -34,10 +34,11 @@ class SessionSaver:
     def __init__(self, store: SessionStore | None, events: Journal):
         self.store = store
         self.events = events
-        self.queue = SaveQueue(on_error=self._failed)
+        self.queue = SaveQueue(on_error=self._failed, redo=store.redo if store is not None else None)
         # a full segment of the prompt log goes once the .tomls pending then (with its prompts) are on disk
         self.prompts = store.prompt_log(covered=self.queue.commit) if store is not None else None
         self._reported: dict = {}  # the last refusal reported per pending write
+        self._refusals: list[OSError] | None = None  # during a save at once: what the disk said
         self._removed: weakref.WeakSet[Session] = weakref.WeakSet()  # nothing of these is written again
 
     async def run(self) -> None:
@@ -46,13 +47,16 @@ class SessionSaver:
             nursery.start_soon(self.queue.run)
 
     def flush(self) -> None:
+        """A clean stop: everything on disk, in place (no redo log left to replay)."""
         if self.prompts is not None:
             self.prompts.flush()  # first: a prompt that lands joins its .toml, which the queue writes next
         self.queue.flush()
+        self.queue.checkpoint()
 
     def close(self) -> None:
         if self.prompts is not None:
             self.prompts.close()
+            self.store.redo.close()
 
     def found_prompts(self) -> tuple[dict[tuple[str, str], list[Prompt]], list[str]]:
         """What the prompt log holds after a restart, by (session, conversation); and what is damaged."""
@@ -69,17 +73,20 @@ class SessionSaver:
             self.prompts.retire()
 
     def save_now(self, session: Session) -> None:
-        """Save at once; raises AnvilError (EIO) if the disk refuses."""
+        """Save at once, through the queue (its transcript and `out` first, and in the redo log, which a
+        direct write of the .toml would overtake); raises AnvilError (EIO) if the disk refuses."""
         if self.store is None:
             return
+        self._state_soon(session)
+        refused: list[OSError] = []
+        self._refusals = refused
         try:
-            if self.queue.flush(lambda key: key[0] is session and key[1] != "state"):
-                # the .toml must not land before the log and `out` it follows (a turn's answer)
-                raise OSError(f"the transcript or answer of {session.name} could not be written first")
-            self.store.save(session)
-        except OSError as exc:
-            raise AnvilError(f"cannot save session {session.name} in {self.store.dir}: {exc.strerror or exc}") from None
-        self.queue.discard((session, "state"))
+            unwritten = self.queue.flush(lambda key: key[0] is session)
+        finally:
+            self._refusals = None
+        if unwritten:
+            why = refused[0] if refused else OSError("an earlier write to the state directory failed")
+            raise AnvilError(f"cannot save session {session.name} in {self.store.dir}: {why.strerror or why}")
 
     def commit_prompt(self, session: Session, prompt: Prompt) -> Commit | None:
         """Put `prompt` in the session's incoming prompts and in the prompt log: a Commit done once it is
@@ -141,6 +148,11 @@ class SessionSaver:
         except OSError as exc:
             raise AnvilError(f"cannot move the files of session {session.name} out of {self.store.dir}: "
                              f"{exc.strerror or exc}; it was not removed") from None
+        try:  # after the move, so that a crash before it keeps the session; a replay must not bring it back
+            self.queue.gone(self.store.files, self.store.file_names(session))
+        except OSError as exc:
+            self.events.append(f"- state: the redo log refused the record of {session.name}'s removal "
+                               f"({exc.strerror or exc}): a crash before its next checkpoint could bring it back")
         for what in ("state", "log", "out"):
             self.queue.discard((session, what))
         self.queue.forget_lazy(mine)  # a transcript tail the disk refused stays behind, not in a new NAME.log
@@ -149,8 +161,13 @@ class SessionSaver:
 
     def _failed(self, key, exc: OSError) -> None:
         """Report a background save the disk refused; it is retried every second, so say it once."""
-        session, what = key
-        text = f"cannot save the {({'out': 'answer'}).get(what, what)} of {session.name}: {exc.strerror or exc}"
+        if self._refusals is not None:
+            self._refusals.append(exc)
+        owner, what = key
+        if owner == "redo":
+            text = f"cannot make the redo log's writes durable in place (a checkpoint): {exc.strerror or exc}"
+        else:
+            text = f"cannot save the {({'out': 'answer'}).get(what, what)} of {owner.name}: {exc.strerror or exc}"
         if self._reported.get(key) != text:
             self._reported[key] = text
             self.events.append(f"- state: {text}; will try again")

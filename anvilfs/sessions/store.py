@@ -4,11 +4,13 @@
     STATE/sessions/NAME.log    the transcript, appended as it grows
     STATE/sessions/NAME.out    the last answer
     STATE/prompts/NNNNNN.wal   the prompt log: each prompt, on disk before its write is answered
+    STATE/redo/NNNNNN.redo     the save queue's redo log: the writes above not yet fsynced in place
     STATE/removed/NAME.TIME.*  the files of a session that was removed, kept as history
 
 Every file goes through the storage module (anvilfs.storage): private
 (0600 in a 0700 directory, no symbolic link followed), replaced atomically
-or appended, and fsynced. What the manager decides is *when*: a prompt is
+or appended, and durable: through the redo log (storage/redolog.py), which a
+restart replays before the files are read. What the manager decides is *when*: a prompt is
 in the prompt log before its write is answered, and its session's .toml
 follows in the background (`prompts` in it counts the prompts it has, so a
 restart applies from the log what the .toml lacks, and nothing twice); at a
@@ -25,7 +27,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
 from ..journal import timestamp
-from ..storage import AppendLog, Commit, PrivateDir, Replace, tomlread, tomlwrite
+from ..storage import AppendLog, Commit, PrivateDir, RedoLog, Replace, tomlread, tomlwrite
 from .session import Definition, Prompt, Session
 
 
@@ -53,6 +55,8 @@ class SessionStore:
         self.files = state.subdir("sessions")
         self.dir = self.files.path
         self.prompt_dir = state.subdir("prompts")
+        self.redo = RedoLog(state.subdir("redo"), {"sessions": self.files})
+        self.recovered = self.redo.recover()  # before anything reads the files: a line per problem
         # each session's [session] table as last rendered, with the Definition it was rendered from
         self._definitions: dict[str, tuple[Definition, tomlwrite.Rendered]] = {}
 
@@ -93,6 +97,9 @@ class SessionStore:
 
     def log_name(self, session: Session) -> str:
         return f"{session.name}.log"
+
+    def file_names(self, session: Session) -> list[str]:
+        return [f"{session.name}{suffix}" for suffix in (".log", ".out", ".toml")]
 
     def remove(self, session: Session) -> str:
         """Move the session's files to `removed/NAME.TIME.*` (a history, never read back); returns where."""

@@ -6,6 +6,8 @@
                  answered, one fdatasync per group, read back after a crash
     SaveQueue    background writes, coalesced, in stages, written by a worker
                  thread in groups, retried on failure
+    RedoLog      the save queue's batches, one record and one fdatasync each,
+                 the files fsynced at checkpoints, replayed after a crash
     TomlObjects  one TOML file per object, comments people add kept
     GitHistory   the state directory as a git repository: recorded changes
                  committed soon after, in groups, each with its message
@@ -22,6 +24,7 @@ from .appendlog import AppendLog
 from .history import GitHistory
 from .objects import BrokenFile, TomlObjects
 from .private import PrivateDir, StorageError, ensure_private_dir
+from .redolog import RedoLog
 from .savequeue import Commit, Replace, SaveQueue
 
-__all__ = ["AppendLog", "BrokenFile", "Commit", "GitHistory", "PrivateDir", "Replace", "SaveQueue", "StorageError", "TomlObjects", "ensure_private_dir"]
+__all__ = ["AppendLog", "BrokenFile", "Commit", "GitHistory", "PrivateDir", "RedoLog", "Replace", "SaveQueue", "StorageError", "TomlObjects", "ensure_private_dir"]

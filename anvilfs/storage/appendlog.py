@@ -29,12 +29,12 @@ from __future__ import annotations
 
 import itertools
 import threading
-import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import trio
 
+from .loglines import checked_line, crc_line
 from .private import LogFile, PrivateDir
 from .writes import Commit, virtual_time
 
@@ -83,7 +83,7 @@ class AppendLog:
             for i, line in enumerate(lines):
                 if not line:
                     continue
-                record = _checked(line)
+                record = checked_line(line)
                 if record is not None:
                     records.append(record)
                 elif i < len(lines) - 1:  # the last line without its LF is a torn write, never answered
@@ -109,7 +109,7 @@ class AppendLog:
         if b"\n" in record:
             raise ValueError("a log record is one line")
         commit = Commit()
-        self._open.data.append(b"%08x %s\n" % (zlib.crc32(record), record))
+        self._open.data.append(crc_line(record))
         self._open.commits.append(commit)
         self._wanted.set()
         return commit
@@ -198,11 +198,3 @@ class AppendLog:
 def _number(name: str) -> int:
     stem = name.removesuffix(SUFFIX)
     return int(stem) if stem.isdigit() else 0
-
-
-def _checked(line: bytes) -> bytes | None:
-    crc, _, record = line.partition(b" ")
-    try:
-        return record if len(crc) == 8 and int(crc, 16) == zlib.crc32(record) else None
-    except ValueError:
-        return None

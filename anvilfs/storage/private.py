@@ -84,11 +84,12 @@ class PrivateDir:
         self.put(self.prepare(name, data), name)
         self.sync()
 
-    def prepare(self, name: str, data: bytes) -> str:
+    def prepare(self, name: str, data: bytes, *, sync: bool = True) -> str:
         """The first half of a replace: `data` in a new temporary file, on disk; returns its name.
 
         `put` then renames it over `name`, and `sync` makes the rename durable: a group of
         replaces (the save queue's) shares one `sync` of the directory instead of one each.
+        With `sync=False` the data is not fsynced (a redo log holds it until a checkpoint does).
         """
         _check_name(name)
         tmp = f".{name}.{secrets.token_hex(6)}{_TMP_SUFFIX}"
@@ -96,7 +97,8 @@ class PrivateDir:
         try:
             try:
                 _write_all(fd, data)
-                os.fsync(fd)
+                if sync:
+                    os.fsync(fd)
             finally:
                 os.close(fd)
         except BaseException:
@@ -156,6 +158,58 @@ class PrivateDir:
             os.ftruncate(fd, start)
             os.lseek(fd, start, os.SEEK_SET)
             _write_all(fd, data)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+    def write_at(self, name: str, offset: int, data: bytes) -> None:
+        """Put `data` at `offset` of `name` (made 0600 if new), without fsync; done twice, it leaves the
+        same bytes (a redo log's append, applied again after a crash)."""
+        _check_name(name)
+        fd = self._open(name, os.O_WRONLY | os.O_CREAT)
+        try:
+            _own_file(fd, self.path, name)
+            size = os.fstat(fd).st_size
+            view = memoryview(data)
+            try:
+                while view:
+                    offset += (n := os.pwrite(fd, view, offset))
+                    view = view[n:]
+            except OSError:
+                os.ftruncate(fd, size)  # no torn fragment past the old end: the retry starts there again
+                raise
+        finally:
+            os.close(fd)
+
+    def cut(self, name: str, size: int) -> None:
+        """Shorten `name` to `size` bytes if it is longer (what a power cut left past a log's last append)."""
+        _check_name(name)
+        try:
+            fd = self._open(name, os.O_WRONLY)
+        except FileNotFoundError:
+            return
+        try:
+            if os.fstat(fd).st_size > size:
+                os.ftruncate(fd, size)
+        finally:
+            os.close(fd)
+
+    def size(self, name: str) -> int:
+        """How long `name` is (0 if there is none): where an append to it would begin."""
+        _check_name(name)
+        try:
+            return os.stat(name, dir_fd=self._fd, follow_symlinks=False).st_size
+        except FileNotFoundError:
+            return 0
+
+    def sync_file(self, name: str) -> None:
+        """fsync what `name` holds now (a checkpoint); a file that is gone since is no error."""
+        _check_name(name)
+        try:
+            fd = self._open(name, os.O_RDONLY)
+        except FileNotFoundError:
+            return
+        try:
             os.fsync(fd)
         finally:
             os.close(fd)

@@ -32,6 +32,13 @@ segment, whose prompts the pending .tomls hold); the commits that come
 while the thread writes share its next batch. A commit never settles
 before a write it follows that was refused and kept.
 
+With a redo log (``redo=``: the sessions' queue has one), a batch is not
+written file by file with an fsync each: it goes in one record of the log,
+fdatasynced, and then into its files without fsync; checkpoints fsync the
+files now and then and delete the log (redolog.py). The stages still order
+the writes in place, and everything said here of "on disk" holds of the
+record.
+
 Lazy appends (``append(..., lazy=True)``: a running turn's transcript) are
 written without an fsync of their own, and made durable before the next
 replace lands, by a ``flush`` that picks their key, or within LAZY_SYNC
@@ -52,6 +59,7 @@ from collections.abc import Callable, Hashable
 import trio
 
 from .private import PrivateDir
+from .redolog import CHECKPOINT_BYTES, CHECKPOINT_SECONDS, Op, RedoLog
 from .writes import (LAZY_SYNC, Batch, Commit, Pending, Replace, Unsynced, Write, not_written, virtual_time,
                      write_batch, write_batches)
 
@@ -61,8 +69,11 @@ __all__ = ["Commit", "Replace", "SaveQueue"]
 class SaveQueue:
     """Pending writes by key; ``flush`` writes them now; ``run`` writes them soon after each change."""
 
-    def __init__(self, on_error: Callable[[Hashable, OSError], None] = lambda key, exc: None):
+    def __init__(self, on_error: Callable[[Hashable, OSError], None] = lambda key, exc: None,
+                 redo: RedoLog | None = None):
         self.on_error = on_error
+        self.redo = redo  # with one, a batch is one record of it, and checkpoints fsync the files
+        self._checkpoint_due: float | None = None  # when the redo log's era is made durable in place
         self._pending: dict[Hashable, Pending] = {}  # the open batch: coalesced, rendered when taken
         self._commits: list[Commit] = []  # the open batch's: settled once it is written
         self._sealed: list[Batch] = []  # rendered already, each to land before the ones after it
@@ -132,19 +143,34 @@ class SaveQueue:
         """
         with self._lock:
             batches, self._sealed = self._in_flight + self._sealed, []
-            if write_batches(batches, self._unsynced):
+            if write_batches(batches, self._unsynced, self.redo):
                 batches.append(self._take(only))
-                write_batch(batches[-1], self._unsynced)
-            refused = self._unsynced.sync(only)  # the lazy appends it picks are on disk too
+                write_batch(batches[-1], self._unsynced, self.redo)
+            refused = self._unsynced.sync(only, self.redo)  # the lazy appends it picks are on disk too
         unwritten = self._settle(batches)
         for key, exc in refused:
             self.on_error(key, exc)
         return unwritten + [key for key, _ in refused]
 
+    def gone(self, dir: PrivateDir, names: list[str]) -> None:
+        """Files moved away or deleted (a removed session's), after the fact: with a redo log, a record that
+        says so, so that a replay after a crash does not bring them back. Raises OSError."""
+        if self.redo is not None:
+            with self._lock:
+                self.redo.log([Op("g", dir, name) for name in names])
+
+    def checkpoint(self) -> None:
+        """Make everything the redo log holds durable in its files now, and delete it (a clean stop)."""
+        if self.redo is not None:
+            with self._lock:
+                era = self.redo.begin_checkpoint()
+                self._end_checkpoint(era, self._sync_era(era))
+
     async def run(self) -> None:
         """Write soon after every change, in a worker thread, for ever; a clean stop should flush once more."""
         while True:
-            with trio.move_on_at(math.inf if self._sync_due is None else self._sync_due):
+            due = min(math.inf if t is None else t for t in (self._sync_due, self._checkpoint_due))
+            with trio.move_on_at(due):
                 await self._wanted.wait()
             refused = False
             if self._wanted.is_set():
@@ -157,6 +183,8 @@ class SaveQueue:
                 self._sync_due = None
             elif self._sync_due is None:
                 self._sync_due = trio.current_time() + LAZY_SYNC
+            if self.redo is not None:
+                await self._checkpoint_when_due()
             if refused:  # the disk refused: try again later, not in a busy loop
                 await trio.sleep(1)
                 self._wanted.set()
@@ -171,7 +199,8 @@ class SaveQueue:
         finally:
             if self._in_flight is batches:
                 self._in_flight = []
-        return bool(self._settle(batches))
+        unapplied = any(batch.unapplied for batch in batches)  # in the redo log, refused in place: again
+        return bool(self._settle(batches)) or unapplied
 
     async def _sync_lazy(self) -> bool:
         """fsync the lazy appends that have waited LAZY_SYNC; True if the disk refused."""
@@ -180,13 +209,50 @@ class SaveQueue:
             self.on_error(key, exc)
         return bool(refused)
 
+    async def _checkpoint_when_due(self) -> None:
+        """The redo log's era made durable in place once it is CHECKPOINT_SECONDS old or CHECKPOINT_BYTES
+        long; batches go on meanwhile (the fsyncs are made without the lock)."""
+        redo, now = self.redo, trio.current_time()
+        if not redo.era.segments:
+            self._checkpoint_due = None
+            return
+        if self._checkpoint_due is None:
+            self._checkpoint_due = now + CHECKPOINT_SECONDS
+        if now < self._checkpoint_due and redo.era.bytes < CHECKPOINT_BYTES:
+            return
+        if not redo.checkpoint_possible:  # a write its file refused holds it back: look again in a second
+            self._checkpoint_due = now + 1
+            return
+        with self._lock:
+            era = redo.begin_checkpoint()
+        error = await _off_loop(self._sync_era, era)
+        with self._lock:
+            self._end_checkpoint(era, error)
+        self._checkpoint_due = None if error is None else now + 1  # refused: again in a second
+
+    def _sync_era(self, era) -> OSError | None:
+        try:
+            self.redo.sync(era)
+        except OSError as exc:
+            return exc
+        return None
+
+    def _end_checkpoint(self, era, error: OSError | None) -> None:
+        try:
+            self.redo.end_checkpoint(era, error)
+        except OSError as exc:  # a segment not deleted: kept for the next checkpoint, never replayed alone
+            self.redo.end_checkpoint(era, exc)
+            error = exc
+        if error is not None:
+            self.on_error(("redo", "checkpoint"), error)
+
     def _write_locked(self, batches: list[Batch]) -> None:
         with self._lock:
-            write_batches(batches, self._unsynced)
+            write_batches(batches, self._unsynced, self.redo)
 
     def _sync_locked(self) -> list:
         with self._lock:
-            return self._unsynced.sync()
+            return self._unsynced.sync(None, self.redo)
 
     def _take(self, only: Callable[[Hashable], bool] | None) -> Batch:
         """Render the pending writes (all, or those `only` picks) into a batch; they leave the queue."""
@@ -211,10 +277,11 @@ class SaveQueue:
         once, whether the thread or a flush wrote it."""
         unwritten, errors = [], {}
         for batch in reversed(batches):  # the newest first: each text goes back before what came since
-            for write in [*batch.held, *(w for w, _ in batch.failed)]:
+            for write in [*batch.held, *(w for w, _ in batch.failed), *(w for w, _ in batch.unapplied)]:
                 self._keep(write)
-            for write, exc in batch.failed:
+            for write, exc in batch.failed + batch.unapplied:  # unapplied: on disk (the redo log), not in place
                 self.on_error(write.key, exc)
+            batch.unapplied = []
             if batch.failed or batch.held:
                 errors[id(batch)] = batch.failed[0][1] if batch.failed else not_written()
                 unwritten[:0] = [w.key for w, _ in batch.failed] + [w.key for w in batch.held]

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 import trio
 
 from .private import PrivateDir
+from .redolog import Op, RedoLog
 
 LAZY_SYNC = 1.0  # s: the longest a lazy append waits for its fsync
 
@@ -92,6 +93,7 @@ class Batch:
     done: bool = False
     failed: list[tuple[Write, OSError]] = field(default_factory=list)
     held: list[Write] = field(default_factory=list)  # a later stage than one that failed: not tried
+    unapplied: list[tuple[Write, OSError]] = field(default_factory=list)  # in the redo log, not in its file
 
 
 @dataclass(slots=True)
@@ -127,8 +129,30 @@ class Unsynced:
         """An fsync of the file (a durable append to it) covered its lazy appends too."""
         self._tails.pop((id(dir), name), None)
 
-    def sync(self, only: Callable[[Hashable], bool] | None = None) -> list[tuple[Hashable, OSError]]:
-        """fsync the files (all, or those whose key `only` picks); what fails stays, with its error."""
+    def ops(self, only: Callable[[Hashable], bool] | None = None) -> list[tuple[tuple[int, str], Op]]:
+        """The tails (all, or those whose key `only` picks) as writes of a redo log's record."""
+        return [(where, Op("a", tail.dir, tail.name, b"".join(tail.parts), tail.start))
+                for where, tail in self._tails.items() if only is None or only(tail.key)]
+
+    def logged(self, ops: list[tuple[tuple[int, str], Op]], redo: RedoLog) -> None:
+        """The tails of `ops` are in the redo log: durable, and a checkpoint's to fsync in place. One whose
+        fsync failed before is written again (the kernel may have dropped its pages)."""
+        for where, op in ops:
+            tail = self._tails.pop(where)
+            error = None
+            if tail.rewrite:
+                try:
+                    op.do()
+                except OSError as exc:
+                    error = exc
+            redo.applied(op, error)
+
+    def sync(self, only: Callable[[Hashable], bool] | None = None,
+             redo: RedoLog | None = None) -> list[tuple[Hashable, OSError]]:
+        """Make the tails durable (all, or those whose key `only` picks): in one record of `redo`, or
+        else by an fsync each; what fails stays, with its error."""
+        if redo is not None:
+            return self._log(only, redo)
         failed = []
         for where, tail in list(self._tails.items()):
             if only is not None and not only(tail.key):
@@ -142,6 +166,19 @@ class Unsynced:
             del self._tails[where]
         return failed
 
+    def _log(self, only, redo: RedoLog) -> list[tuple[Hashable, OSError]]:
+        ops = self.ops(only)
+        if not ops:
+            return []
+        try:
+            redo.log([op for _, op in ops])
+        except OSError as exc:
+            for where, _ in ops:
+                self._tails[where].rewrite = True
+            return [(self._tails[where].key, exc) for where, _ in ops]
+        self.logged(ops, redo)
+        return []
+
 
 def virtual_time() -> bool:
     """Under trio's MockClock (tests with autojump_clock), time jumps whenever every task waits, and it
@@ -153,10 +190,10 @@ def not_written() -> OSError:
     return OSError(errno.EIO, "not written: an earlier write to the state directory failed")
 
 
-def write_batches(batches: list[Batch], unsynced: Unsynced) -> bool:
+def write_batches(batches: list[Batch], unsynced: Unsynced, redo: RedoLog | None = None) -> bool:
     """Write batches in order (the caller holds the lock) until one fails; False if one did."""
     for i, batch in enumerate(batches):
-        write_batch(batch, unsynced)
+        write_batch(batch, unsynced, redo)
         if batch.failed or batch.held:  # a later batch never lands before an earlier one that failed
             for later in batches[i + 1:]:
                 if not later.done:
@@ -166,11 +203,15 @@ def write_batches(batches: list[Batch], unsynced: Unsynced) -> bool:
     return True
 
 
-def write_batch(batch: Batch, unsynced: Unsynced) -> None:
-    """Do a batch's writes, stage by stage (the caller holds the lock); failures are noted in the batch."""
+def write_batch(batch: Batch, unsynced: Unsynced, redo: RedoLog | None = None) -> None:
+    """Do a batch's writes, stage by stage (the caller holds the lock); failures are noted in the batch.
+    With a redo log, a batch with anything but lazy appends goes in one record of it instead."""
     if batch.done:
         return
     batch.done = True
+    if redo is not None and not all(w.append and w.pending.lazy for w in batch.writes):
+        _write_logged(batch, unsynced, redo)
+        return
     stages = [list(writes) for _, writes in itertools.groupby(batch.writes, key=lambda w: w.pending.stage)]
     for i, writes in enumerate(stages):
         if not _write_stage(writes, batch.failed, unsynced):
@@ -214,3 +255,33 @@ def _write_stage(writes: list[Write], failed: list, unsynced: Unsynced) -> bool:
             failed.extend((w, exc) for w in renamed)
             ok = False
     return ok
+
+
+def _write_logged(batch: Batch, unsynced: Unsynced, redo: RedoLog) -> None:
+    """The batch's writes, and the lazy appends not yet durable, in one record of the redo log (one
+    fdatasync), then done on the files without fsync, in stage order. Once the record is on disk the
+    batch is written, whatever the files do; a write a file refuses is noted `unapplied`, to be done
+    again (it is in the log meanwhile, and no checkpoint deletes its record)."""
+    tails, writes, ends = unsynced.ops(), [], {}
+    try:
+        for w in batch.writes:
+            if w.append:
+                where = (id(w.dir), w.name)
+                start = ends[where] if where in ends else w.dir.size(w.name)
+                ends[where] = start + len(w.data)
+                writes.append((w, Op("a", w.dir, w.name, w.data, start)))
+            else:
+                writes.append((w, Op("p", w.dir, w.name, w.data)))
+        redo.log([op for _, op in tails] + [op for _, op in writes])
+    except OSError as exc:
+        batch.failed.extend((w, exc) for w in batch.writes)
+        return
+    unsynced.logged(tails, redo)
+    for w, op in writes:
+        try:
+            op.do()
+        except OSError as exc:
+            batch.unapplied.append((w, exc))
+            redo.applied(op, exc)
+            continue
+        redo.applied(op, None)

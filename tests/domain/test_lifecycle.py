@@ -167,15 +167,15 @@ async def test_a_disk_that_refuses_writes_fails_the_request_not_the_server(autoj
     from anvilfs.errors import AnvilError
 
     app = await running(state_dir=tmp_path)
-    files = app.sessions.store.files
-    real_write = files.write_atomic
+    redo = app.sessions.store.redo  # where a save at once goes first
+    real_log = redo.log
 
-    def disk_full(name, data):
-        if name.startswith("boom."):
+    def disk_full(ops):
+        if any(op.name.startswith("boom.") for op in ops):
             raise OSError(28, "No space left on device")
-        real_write(name, data)
+        real_log(ops)
 
-    files.write_atomic = disk_full  # the save of session boom cannot happen
+    redo.log = disk_full  # the save of session boom cannot happen
     with pytest.raises(AnvilError, match="cannot save session boom"):
         app.sessions.new("sim", "/tmp", name="boom")
     assert app.sessions.find("boom") is None  # not half made

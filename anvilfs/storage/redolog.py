@@ -1,0 +1,258 @@
+"""The save queue's redo log: a batch of writes is on disk once its one record is, not once each file is.
+
+    DIR/NNNNNN.redo   segments of CRC-checked lines (loglines.py), a line per batch:
+                      a JSON list of ops: ["p", DIR, NAME, DATA]          NAME replaced by DATA
+                                          ["a", DIR, NAME, OFFSET, DATA]  DATA written at OFFSET
+                                          ["g", DIR, NAME]                NAME removed
+                      (DIR: the key of one of the directories it serves; DATA: base64)
+
+Why: a session's turn touches three files (its transcript, `out`, the .toml),
+and made durable one by one that is an fsync per file and per rename, about
+nine device flushes a turn; with a hundred agents the disk is busy with
+flushes and every answer waits in that queue. Here the batch's writes go in
+one record, written and fdatasynced: one flush for the batch, whatever its
+files. They are then done on the files without fsync, and the page cache
+writes them back when it will.
+
+A checkpoint (the queue asks for one every CHECKPOINT_SECONDS, or once the
+segments pass CHECKPOINT_BYTES, and at a clean stop) fsyncs every file and
+directory written since the last one, then deletes the segments whose
+writes that made durable. It runs without the queue's lock held, so batches
+go on meanwhile, into a new segment: a file fsynced in the middle of a newer
+write is either that newer write's (whose record is in the new segment) or
+older, which the new segment's replay brings forward.
+
+After a crash or a power cut, ``recover`` (before anything reads the files)
+does the writes of the segments left, in order: a replace whole, a write at
+its offset, a removal, each safe to do twice. A file whose last write was
+an append is cut where that append ended: what follows was never made
+durable (the lazy appends of a turn in progress, at most LAZY_SYNC of
+them) and may be zeros after a power cut. Then it fsyncs them and deletes
+the segments. A torn last line (a crash in the middle of a record:
+its batch was never answered) is left out. A line that fails its CRC in the
+middle of a segment stops the replay there: what follows it could depend on
+it. That segment and every later one are kept as NAME.damaged, for a person.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import itertools
+import json
+from dataclasses import dataclass, field
+
+from .loglines import checked_line, crc_line
+from .private import LogFile, PrivateDir, StorageError
+
+SUFFIX = ".redo"
+CHECKPOINT_SECONDS = 30.0  # the longest the segments grow before their writes are fsynced in place
+CHECKPOINT_BYTES = 16 << 20  # or once they hold this much
+
+
+@dataclass(frozen=True, slots=True)
+class Op:
+    """One write of a batch: kind "p" (replace), "a" (write at `offset`) or "g" (remove)."""
+
+    kind: str
+    dir: PrivateDir
+    name: str
+    data: bytes = b""
+    offset: int = 0
+
+    def do(self) -> None:
+        """The write itself, without fsync."""
+        if self.kind == "p":
+            self.dir.put(self.dir.prepare(self.name, self.data, sync=False), self.name)
+        elif self.kind == "a":
+            self.dir.write_at(self.name, self.offset, self.data)
+        else:
+            self.dir.remove(self.name, sync=False)
+
+
+@dataclass(slots=True)
+class Era:
+    """What the writes since the last checkpoint left to make durable: their files and segments."""
+
+    segments: list[str] = field(default_factory=list)
+    touched: set[tuple[str, str]] = field(default_factory=set)  # (directory key, file name)
+    bytes: int = 0
+
+
+class RedoLog:
+    """Records of batches in one private directory; the caller (the save queue) holds its lock around
+    ``log``, ``applied``, ``begin_checkpoint`` and ``end_checkpoint``."""
+
+    def __init__(self, dir: PrivateDir, dirs: dict[str, PrivateDir]):
+        self.dir = dir
+        self._dirs = dict(dirs)
+        self._keys = {id(d): key for key, d in dirs.items()}
+        self._found = dir.names(SUFFIX)  # a crash's leftovers, for recover()
+        self._numbers = itertools.count(max((_number(n) for n in self._found), default=0) + 1)
+        self._file: LogFile | None = None
+        self.era = Era()
+        self._unapplied: set[tuple[str, str]] = set()  # logged, refused by the file: no checkpoint meanwhile
+
+    # ------------------------------------------------------------ writing
+
+    def log(self, ops: list[Op]) -> None:
+        """One record of `ops`, written and fdatasynced; raises OSError, and then none of it counts."""
+        record = json.dumps([self._encoded(op) for op in ops], separators=(",", ":")).encode()
+        if self._file is None:
+            self._file = self.dir.open_log(f"{next(self._numbers):06d}{SUFFIX}")
+            self.era.segments.append(self._file.name)
+        data = crc_line(record)
+        try:
+            self._file.write_durably(data)
+        except OSError:
+            self._close()  # the next record goes to a new segment, after whatever the cut-off left
+            raise
+        self.era.bytes += len(data)
+
+    def applied(self, op: Op, error: OSError | None) -> None:
+        """A logged op was done on its file (or refused: then no checkpoint until its file's next op is
+        done, since deleting its record would lose it)."""
+        where = (self._keys[id(op.dir)], op.name)
+        if error is not None:
+            self._unapplied.add(where)
+            return
+        self._unapplied.discard(where)
+        self.era.touched.add(where)
+
+    @property
+    def checkpoint_possible(self) -> bool:
+        return bool(self.era.segments) and not self._unapplied
+
+    def begin_checkpoint(self) -> Era:
+        """Take the era to make durable; what is logged from here on goes to a new segment."""
+        era, self.era = self.era, Era()
+        self._close()
+        return era
+
+    def sync(self, era: Era) -> None:
+        """fsync every file and directory `era` wrote (without the lock); raises OSError."""
+        for key, name in sorted(era.touched):
+            self._dirs[key].sync_file(name)
+        for key in sorted({key for key, _ in era.touched}):
+            self._dirs[key].sync()
+
+    def end_checkpoint(self, era: Era, error: OSError | None) -> None:
+        """Delete the era's segments once `sync` made their writes durable; else they join the current
+        era, to be tried again."""
+        if error is not None:
+            self.era.segments[:0] = era.segments
+            self.era.touched |= era.touched
+            self.era.bytes += era.bytes
+            return
+        for name in era.segments:
+            self.dir.remove(name, sync=False)
+        self.dir.sync()
+
+    def close(self) -> None:
+        self._close()
+
+    def _close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+    def _encoded(self, op: Op) -> list:
+        data = base64.b64encode(op.data).decode()
+        key = self._keys[id(op.dir)]
+        if op.kind == "p":
+            return ["p", key, op.name, data]
+        if op.kind == "a":
+            return ["a", key, op.name, op.offset, data]
+        return ["g", key, op.name]
+
+    # ------------------------------------------------------------ after a crash
+
+    def recover(self) -> list[str]:
+        """Do the writes of the segments a crash left, make them durable and delete the segments; a line
+        per problem. Raises StorageError if what it wrote cannot be made durable (the segments stay)."""
+        problems, touched, ends, damaged_from = [], set(), {}, None
+        for i, name in enumerate(self._found):
+            stop = self._replay_segment(name, touched, ends, problems)
+            if stop:
+                damaged_from = i
+                break
+        for (key, file), end in ends.items():  # past its last append: what the cut left unwritten (zeros)
+            try:
+                self._dirs[key].cut(file, end)
+            except OSError as exc:
+                problems.append(f"{self._dirs[key].path}/{file}: cannot cut it to its last logged append "
+                                f"({exc.strerror})")
+        try:
+            for key, file in sorted(touched):
+                self._dirs[key].sync_file(file)
+            for key in sorted({key for key, _ in touched}):
+                self._dirs[key].sync()
+        except OSError as exc:
+            raise StorageError(exc.errno, f"cannot make the replayed writes of {self.dir.path} durable: "
+                                          f"{exc.strerror}; the state directory's disk refuses fsync") from None
+        for i, name in enumerate(self._found):
+            if damaged_from is not None and i >= damaged_from:
+                self.dir.move(name, self.dir, name + ".damaged")
+            else:
+                self.dir.remove(name, sync=False)
+        self.dir.sync()
+        self._found = []
+        return problems
+
+    def _replay_segment(self, name: str, touched: set, ends: dict, problems: list[str]) -> bool:
+        """Apply one segment's records; True if a damaged one stopped the replay."""
+        where = f"{self.dir.path}/{name}"
+        try:
+            lines = (self.dir.read(name) or b"").split(b"\n")
+        except OSError as exc:
+            problems.append(f"{where}: cannot be read ({exc}); the replay stops before it, kept as .damaged")
+            return True
+        for number, line in enumerate(lines, 1):
+            if not line:
+                continue
+            record = checked_line(line)
+            if record is None and number == len(lines):
+                return False  # a torn last line: its batch was never answered
+            ops = self._decoded(record) if record is not None else None
+            if ops is None:
+                problems.append(f"{where}: line {number} is damaged; the replay stops there, and this segment "
+                                "and the later ones are kept as .damaged")
+                return True
+            for op in ops:
+                try:
+                    op.do()
+                except (OSError, ValueError) as exc:  # ValueError: a name that is not a file's
+                    exc = exc if isinstance(exc, OSError) else OSError(0, str(exc))
+                    problems.append(f"{where}: line {number}: cannot write {op.dir.path}/{op.name} ({exc.strerror}); "
+                                    "left as it was")
+                    continue
+                where = (self._keys[id(op.dir)], op.name)
+                touched.add(where)
+                if op.kind == "a":
+                    ends[where] = op.offset + len(op.data)
+                else:
+                    ends.pop(where, None)
+        return False
+
+    def _decoded(self, record: bytes) -> list[Op] | None:
+        try:
+            ops = []
+            for item in json.loads(record):
+                kind, key, name = item[0], item[1], item[2]
+                where = self._dirs[key]
+                if kind == "p":
+                    ops.append(Op("p", where, name, base64.b64decode(item[3], validate=True)))
+                elif kind == "a":
+                    ops.append(Op("a", where, name, base64.b64decode(item[4], validate=True), int(item[3])))
+                elif kind == "g":
+                    ops.append(Op("g", where, name))
+                else:
+                    return None
+            return ops
+        except (ValueError, KeyError, IndexError, TypeError, binascii.Error):
+            return None
+
+
+def _number(name: str) -> int:
+    stem = name.removesuffix(SUFFIX)
+    return int(stem) if stem.isdigit() else 0
