@@ -22,6 +22,10 @@ go on meanwhile, into a new segment: a file fsynced in the middle of a newer
 write is either that newer write's (whose record is in the new segment) or
 older, which the new segment's replay brings forward.
 
+A write that its file refuses (a directory where a .toml goes) is in the
+log, so it counts as written; the queue tries it again, and each checkpoint
+logs it anew in the new segment, so its record outlives the old ones.
+
 After a crash or a power cut, ``recover`` (before anything reads the files)
 does the writes of the segments left, in order: a replace whole, a write at
 its offset, a removal, each safe to do twice. A file whose last write was
@@ -91,7 +95,7 @@ class RedoLog:
         self._numbers = itertools.count(max((_number(n) for n in self._found), default=0) + 1)
         self._file: LogFile | None = None
         self.era = Era()
-        self._unapplied: set[tuple[str, str]] = set()  # logged, refused by the file: no checkpoint meanwhile
+        self._unapplied: dict[tuple[str, str], Op] = {}  # logged, refused by its file: carried by checkpoints
 
     # ------------------------------------------------------------ writing
 
@@ -110,23 +114,27 @@ class RedoLog:
         self.era.bytes += len(data)
 
     def applied(self, op: Op, error: OSError | None) -> None:
-        """A logged op was done on its file (or refused: then no checkpoint until its file's next op is
-        done, since deleting its record would lose it)."""
+        """A logged op was done on its file, or refused: then its record must outlive the checkpoints
+        until its file's next op is done (the save queue tries again), so each one logs it anew."""
         where = (self._keys[id(op.dir)], op.name)
         if error is not None:
-            self._unapplied.add(where)
+            self._unapplied[where] = op  # the latest: the queue joins a refused append to the next one
             return
-        self._unapplied.discard(where)
+        self._unapplied.pop(where, None)
         self.era.touched.add(where)
 
-    @property
-    def checkpoint_possible(self) -> bool:
-        return bool(self.era.segments) and not self._unapplied
-
     def begin_checkpoint(self) -> Era:
-        """Take the era to make durable; what is logged from here on goes to a new segment."""
+        """Take the era to make durable; what is logged from here on goes to a new segment, starting with
+        the writes their files refused (their records are in the era's segments, which go). Raises
+        OSError if those cannot be logged: then nothing changed."""
         era, self.era = self.era, Era()
         self._close()
+        if self._unapplied:
+            try:
+                self.log(list(self._unapplied.values()))
+            except OSError:
+                self.end_checkpoint(era, OSError())  # back as it was
+                raise
         return era
 
     def sync(self, era: Era) -> None:

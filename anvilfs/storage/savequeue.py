@@ -163,7 +163,11 @@ class SaveQueue:
         """Make everything the redo log holds durable in its files now, and delete it (a clean stop)."""
         if self.redo is not None:
             with self._lock:
-                era = self.redo.begin_checkpoint()
+                try:
+                    era = self.redo.begin_checkpoint()
+                except OSError as exc:
+                    self.on_error(("redo", "checkpoint"), exc)
+                    return
                 self._end_checkpoint(era, self._sync_era(era))
 
     async def run(self) -> None:
@@ -220,11 +224,13 @@ class SaveQueue:
             self._checkpoint_due = now + CHECKPOINT_SECONDS
         if now < self._checkpoint_due and redo.era.bytes < CHECKPOINT_BYTES:
             return
-        if not redo.checkpoint_possible:  # a write its file refused holds it back: look again in a second
-            self._checkpoint_due = now + 1
+        try:
+            with self._lock:
+                era = redo.begin_checkpoint()
+        except OSError as exc:
+            self.on_error(("redo", "checkpoint"), exc)
+            self._checkpoint_due = now + 1  # refused: again in a second
             return
-        with self._lock:
-            era = redo.begin_checkpoint()
         error = await _off_loop(self._sync_era, era)
         with self._lock:
             self._end_checkpoint(era, error)

@@ -197,7 +197,7 @@ def test_a_checkpoint_fsyncs_in_place_and_deletes_the_segments_and_a_refused_one
     assert redo.dir.names(".redo") == [] and files.read("a.toml") == b"v2"
 
 
-def test_a_write_the_file_refuses_is_durable_in_the_log_and_holds_back_checkpoints(tmp_path):
+def test_a_write_the_file_refuses_is_durable_in_the_log_and_carried_by_each_checkpoint(tmp_path):
     files, redo, q = _queue(tmp_path)
     errors = []
     q.on_error = lambda key, exc: errors.append(key)
@@ -207,10 +207,18 @@ def test_a_write_the_file_refuses_is_durable_in_the_log_and_holds_back_checkpoin
     assert q.flush() == [], "in the redo log: written, and answered as such"
     assert commit.done.is_set() and commit.error is None
     assert errors == ["t"] and "t" in q, "reported, and tried again"
-    assert not redo.checkpoint_possible, "its record must outlive the refusal"
+    q.discard("t")  # (not tried again here: the checkpoint alone must keep it)
+    q.checkpoint()
+    assert redo.dir.names(".redo") == ["000002.redo"], "the old segment went; the refused write is in the new one"
     (tmp_path / "sessions" / "a.toml").rmdir()
-    assert q.flush() == []
-    assert files.read("a.toml") == b"v1" and redo.checkpoint_possible
+    copy = PrivateDir(tmp_path / "after" / "sessions")
+    shutil.copytree(tmp_path / "redo", tmp_path / "after" / "redo")
+    RedoLog(PrivateDir(tmp_path / "after" / "redo"), {"sessions": copy}).recover()
+    assert copy.read("a.toml") == b"v1", "a replay still writes it"
+    q.replace("t", _file(files, "a.toml", "v1"), stage=2)
+    assert q.flush() == [] and files.read("a.toml") == b"v1"
+    q.checkpoint()
+    assert redo.dir.names(".redo") == [], "done in place at last: nothing left to carry"
 
 
 def test_a_refused_record_fails_the_batch_and_loses_no_text(tmp_path):
@@ -236,14 +244,14 @@ def test_ops_name_their_directory_and_a_replay_ignores_an_unknown_one(tmp_path):
     assert len(problems) == 1 and "damaged" in problems[0] and other.names() == []
 
 
-async def test_a_refused_write_is_tried_again_by_the_task_and_holds_back_its_checkpoints(autojump_clock, tmp_path):
+async def test_a_refused_write_is_tried_again_by_the_task_and_outlives_its_checkpoints(autojump_clock, tmp_path):
     files, redo, q = _queue(tmp_path)
     (tmp_path / "sessions" / "a.toml").mkdir()
     async with trio.open_nursery() as nursery:
         nursery.start_soon(q.run)
         q.replace("t", _file(files, "a.toml", "v1"), stage=2)
         await trio.sleep(CHECKPOINT_SECONDS + 5)
-        assert redo.dir.names(".redo") == ["000001.redo"], "no checkpoint while a logged write is refused"
+        assert redo.dir.names(".redo") != [], "a logged write refused in place keeps a record"
         (tmp_path / "sessions" / "a.toml").rmdir()
         await trio.sleep(2)
         assert files.read("a.toml") == b"v1", "tried again within a second or so"
