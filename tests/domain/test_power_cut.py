@@ -12,6 +12,7 @@ server had, and none it had removed.
 from __future__ import annotations
 
 import contextlib
+import os
 import shutil
 
 import trio
@@ -104,3 +105,25 @@ async def test_a_clean_stop_leaves_nothing_to_replay(autojump_clock, tmp_path):
         app.sessions.submit("bot1", "a question", "glenda")
         await until(lambda: app.sessions.get("bot1").turn_count == 1)
     assert list((tmp_path / "state" / "redo").iterdir()) == [], "a clean stop checkpoints: the files are durable"
+
+
+async def test_a_turn_costs_a_few_device_flushes_not_one_per_file(autojump_clock, tmp_path, monkeypatch):
+    """A turn writes its transcript, `out` and .toml (at its start and its end) and its prompt goes in the
+    prompt log: one fdatasync per batch of the redo log, one for the prompt, instead of an fsync per file
+    and per rename (nine a turn before the redo log)."""
+    async with started(tmp_path / "state") as app:
+        app.sessions.new("sim", "/tmp", name="bot1")
+        app.sessions.submit("bot1", "warm up", "glenda")  # the first records make the log's segments
+        await until(lambda: app.sessions.get("bot1").turn_count == 1)
+        await _settled(app)
+        flushes = []
+        for name in ("fsync", "fdatasync"):
+            real = getattr(os, name)
+            monkeypatch.setattr(os, name, lambda fd, real=real: (flushes.append(fd), real(fd))[1])
+        for turn in range(2, 12):
+            app.sessions.submit("bot1", f"question {turn}", "glenda")
+            await until(lambda: app.sessions.get("bot1").turn_count == turn)
+            await _settled(app)
+        monkeypatch.undo()
+    print(f"{len(flushes) / 10:.1f} flushes a turn")
+    assert len(flushes) <= 10 * 4, f"{len(flushes) / 10:.1f} flushes a turn"
