@@ -48,6 +48,9 @@ conductor with py-spy (an SVG flame graph, or collapsed stacks if the name
 ends in .txt); --profile-server records the server the same way.
 --conductor-dir runs the conductor package found in DIR instead (another
 commit's: `git archive COMMIT conductor | tar -x -C DIR`), to compare.
+--trace marks each reaction's steps in the server and the conductor
+(trace/sitecustomize.py) and prints the reaction taken apart after the
+blocking run (reaction_trace.py): which part its tail is in.
 """
 
 from __future__ import annotations
@@ -70,6 +73,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from anvilfs.client import Client  # noqa: E402
 from harness.server import REPO_ROOT, start_server  # noqa: E402
+
+import reaction_trace  # noqa: E402  (benchmarks/, the script's own directory)
+
+TRACER = str(Path(__file__).resolve().parent / "trace")
 
 PYSPY = os.environ.get("PYSPY", "/tmp/pyspy/bin/py-spy")
 
@@ -194,6 +201,7 @@ class Options:
     profile: str | None
     profile_server: str | None
     conductor_dir: str | None
+    trace: bool = False
 
 
 def device_flushes(path: Path) -> int | None:
@@ -225,6 +233,11 @@ def run(opts: Options, poll: float | None) -> dict[str, list[float]]:
     chosen = sims if opts.agent == "sim" else ["instant"] * opts.sessions
     steps = lanes(opts.rounds) if opts.shape == "lanes" else barrier(opts.rounds)
     (base / "bench.toml").write_text(head(names, base / "work", chosen) + steps)
+    traced = opts.trace and not poll
+    if traced:  # trace/sitecustomize.py in the server and the conductor (both inherit the environment)
+        (base / "trace").mkdir()
+        os.environ["ANVILFS_TRACE_DIR"] = str(base / "trace")
+        os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [TRACER, os.environ.get("PYTHONPATH")]))
     srv = start_server(base, state=state, extra_args=["--config", str(base / "config.toml")], trace=False)
     stamps, stop = [], threading.Event()
     watcher = threading.Thread(target=observe, args=(srv.socket, stamps, stop), daemon=True)
@@ -255,6 +268,9 @@ def run(opts: Options, poll: float | None) -> dict[str, list[float]]:
             spy.wait(60)
         stop.set()
         srv.stop()
+        if traced:
+            reaction_trace.report(base / "trace")
+            del os.environ["ANVILFS_TRACE_DIR"]
         shutil.rmtree(base, ignore_errors=True)
         if state:
             shutil.rmtree(state, ignore_errors=True)
@@ -286,9 +302,11 @@ def main() -> None:
     p.add_argument("--profile", metavar="FILE", help="py-spy the blocking run's conductor into FILE (.svg or .txt)")
     p.add_argument("--profile-server", metavar="FILE", help="py-spy the blocking run's server into FILE")
     p.add_argument("--conductor-dir", metavar="DIR", help="run the conductor package in DIR (another commit's)")
+    p.add_argument("--trace", action="store_true",
+                   help="mark the reaction's steps in server and conductor, and print it taken apart")
     args = p.parse_args()
     opts = Options(args.shape, args.sessions, args.rounds, args.turn, args.agent, args.server_state, args.profile,
-                   args.profile_server, args.conductor_dir)
+                   args.profile_server, args.conductor_dir, args.trace)
     what = f"{args.shape}, {args.sessions} sessions, turns of {args.turn:g} s"
     report(f"blocking, {what}", run(opts, None))
     if args.poll:
