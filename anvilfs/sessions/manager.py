@@ -115,6 +115,7 @@ class Sessions:
             self.saver.save_now(session)
         except AnvilError:
             del self._sessions[name]
+            self.saver.forget(session)  # its .toml, kept to be tried again, must not make it exist later
             raise
         marks = " ephemeral" * ephemeral + " notify" * notify + " simulated" * chosen.simulated
         self.events.append(f"{name} new backend={backend} cwd={definition.cwd}{marks}")

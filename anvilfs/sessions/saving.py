@@ -150,14 +150,20 @@ class SessionSaver:
                              f"{exc.strerror or exc}; it was not removed") from None
         try:  # after the move, so that a crash before it keeps the session; a replay must not bring it back
             self.queue.gone(self.store.files, self.store.file_names(session))
-        except OSError as exc:
-            self.events.append(f"- state: the redo log refused the record of {session.name}'s removal "
-                               f"({exc.strerror or exc}): a crash before its next checkpoint could bring it back")
+        except OSError:  # else no record of the session's files may outlive the move: make them all durable
+            self.queue.checkpoint()
+        self.forget(session)
+        return where
+
+    def forget(self, session: Session) -> None:
+        """Nothing of `session` is written any more (removed, or its `new` refused by the disk)."""
+        def mine(key) -> bool:
+            return key[0] is session
+
         for what in ("state", "log", "out"):
             self.queue.discard((session, what))
         self.queue.forget_lazy(mine)  # a transcript tail the disk refused stays behind, not in a new NAME.log
         self._removed.add(session)
-        return where
 
     def _failed(self, key, exc: OSError) -> None:
         """Report a background save the disk refused; it is retried every second, so say it once."""

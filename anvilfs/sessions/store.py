@@ -57,15 +57,12 @@ class SessionStore:
         self.prompt_dir = state.subdir("prompts")
         self.redo = RedoLog(state.subdir("redo"), {"sessions": self.files})
         self.recovered = self.redo.recover()  # before anything reads the files: a line per problem
+        self._history: PrivateDir | None = None  # removed/, opened at the first removal
         # each session's [session] table as last rendered, with the Definition it was rendered from
         self._definitions: dict[str, tuple[Definition, tomlwrite.Rendered]] = {}
 
     def prompt_log(self, covered: Callable[[], Commit | None]) -> AppendLog:
         return AppendLog(self.prompt_dir, covered=covered)
-
-    def save(self, session: Session) -> None:
-        file = self.state_file(session)
-        self.files.write_atomic(file.name, file.data)
 
     def state_file(self, session: Session) -> Replace:
         """The .toml as the session is now (rendered in the loop; written now, or later by the save queue)."""
@@ -104,9 +101,12 @@ class SessionStore:
     def remove(self, session: Session) -> str:
         """Move the session's files to `removed/NAME.TIME.*` (a history, never read back); returns where."""
         self._definitions.pop(session.name, None)
-        history = self.state.subdir("removed")
-        stamp = timestamp().replace(":", "")
+        if self._history is None:
+            self._history = self.state.subdir("removed")
+        history, stamp = self._history, timestamp().replace(":", "")
         for suffix in (".log", ".out", ".toml"):  # the .toml last: while it is there, the name is taken
+            # written without fsync (the redo log had them): durable before the move takes them from its reach
+            self.files.sync_file(f"{session.name}{suffix}")
             self.files.move(f"{session.name}{suffix}", history, f"{session.name}.{stamp}{suffix}")
         return f"{history.path}/{session.name}.{stamp}.*"
 

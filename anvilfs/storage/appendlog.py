@@ -57,7 +57,7 @@ class AppendLog:
         self.dir = dir
         self.segment_bytes = segment_bytes
         self.covered = covered
-        self._read = dir.names(SUFFIX)  # the segments a restart found: deleted by retire()
+        self._read = sorted(dir.names(SUFFIX), key=_number)  # the segments a restart found, in order: retire()
         self._damaged: set[str] = set()  # of those, the ones with a line that cannot be read
         last = max((_number(n) for n in self._read), default=0)
         self._numbers = itertools.count(last + 1)

@@ -24,11 +24,17 @@ older, which the new segment's replay brings forward.
 
 A write that its file refuses (a directory where a .toml goes) is in the
 log, so it counts as written; the queue tries it again, and each checkpoint
-logs it anew in the new segment, so its record outlives the old ones.
+logs it anew in the new segment, so its record outlives the old ones (until
+a newer replace or removal of that file supersedes it). A checkpoint whose
+fsync failed is not trusted to a second fsync (the kernel may have dropped
+the pages and forgotten the error): the next one first does every write of
+its segments again.
 
 After a crash or a power cut, ``recover`` (before anything reads the files)
 does the writes of the segments left, in order: a replace whole, a write at
-its offset, a removal, each safe to do twice. A file whose last write was
+its offset, a removal, each safe to do twice. A file that refuses one (no
+space, a directory in its place) stops the server's start, the log kept,
+with the fix; starting on files that lack an answered write would lose it. A file whose last write was
 an append is cut where that append ended: what follows was never made
 durable (the lazy appends of a turn in progress, at most LAZY_SYNC of
 them) and may be zeros after a power cut. Then it fsyncs them and deletes
@@ -91,11 +97,12 @@ class RedoLog:
         self.dir = dir
         self._dirs = dict(dirs)
         self._keys = {id(d): key for key, d in dirs.items()}
-        self._found = dir.names(SUFFIX)  # a crash's leftovers, for recover()
+        self._found = sorted(dir.names(SUFFIX), key=_number)  # a crash's leftovers, for recover(); in order
         self._numbers = itertools.count(max((_number(n) for n in self._found), default=0) + 1)
         self._file: LogFile | None = None
         self.era = Era()
         self._unapplied: dict[tuple[str, str], Op] = {}  # logged, refused by its file: carried by checkpoints
+        self._suspect = False  # a checkpoint's fsync failed: the kernel may have dropped what it had
 
     # ------------------------------------------------------------ writing
 
@@ -112,6 +119,9 @@ class RedoLog:
             self._close()  # the next record goes to a new segment, after whatever the cut-off left
             raise
         self.era.bytes += len(data)
+        for op in ops:  # a replace or a removal logged since supersedes a write its file refused
+            if op.kind != "a":
+                self._unapplied.pop((self._keys[id(op.dir)], op.name), None)
 
     def applied(self, op: Op, error: OSError | None) -> None:
         """A logged op was done on its file, or refused: then its record must outlive the checkpoints
@@ -129,12 +139,14 @@ class RedoLog:
         OSError if those cannot be logged: then nothing changed."""
         era, self.era = self.era, Era()
         self._close()
-        if self._unapplied:
-            try:
+        try:
+            if self._suspect:  # after a failed fsync the pages may be gone, and the next fsync succeed
+                self._reapply(era)
+            if self._unapplied:
                 self.log(list(self._unapplied.values()))
-            except OSError:
-                self.end_checkpoint(era, OSError())  # back as it was
-                raise
+        except OSError:
+            self._merge_back(era)
+            raise
         return era
 
     def sync(self, era: Era) -> None:
@@ -148,13 +160,30 @@ class RedoLog:
         """Delete the era's segments once `sync` made their writes durable; else they join the current
         era, to be tried again."""
         if error is not None:
-            self.era.segments[:0] = era.segments
-            self.era.touched |= era.touched
-            self.era.bytes += era.bytes
+            self._suspect = True
+            self._merge_back(era)
             return
         for name in era.segments:
             self.dir.remove(name, sync=False)
         self.dir.sync()
+        self._suspect = False
+
+    def _merge_back(self, era: Era) -> None:
+        """A checkpoint that did not happen: its era joins the current one, ahead of it."""
+        self.era.segments[:0] = era.segments
+        self.era.touched |= era.touched
+        self.era.bytes += era.bytes
+
+    def _reapply(self, era: Era) -> None:
+        """Do the era's writes again from its segments, in order (the caller holds the lock, so nothing
+        newer is in the files: the era is everything logged since the last checkpoint). The writes their
+        files refuse are left to the queue, which tries them again. Raises OSError."""
+        for name in era.segments:
+            for line in (self.dir.read(name) or b"").split(b"\n"):
+                record = checked_line(line) if line else None
+                for op in (self._decoded(record) or []) if record is not None else []:
+                    if (self._keys[id(op.dir)], op.name) not in self._unapplied:
+                        op.do()
 
     def close(self) -> None:
         self._close()
@@ -177,19 +206,16 @@ class RedoLog:
 
     def recover(self) -> list[str]:
         """Do the writes of the segments a crash left, make them durable and delete the segments; a line
-        per problem. Raises StorageError if what it wrote cannot be made durable (the segments stay)."""
+        per problem. Raises StorageError if a file refuses a write or what it wrote cannot be made durable
+        (the segments stay, and the server does not start)."""
         problems, touched, ends, damaged_from = [], set(), {}, None
         for i, name in enumerate(self._found):
-            stop = self._replay_segment(name, touched, ends, problems)
-            if stop:
+            if self._replay_segment(name, touched, ends, problems, last=i == len(self._found) - 1):
                 damaged_from = i
                 break
-        for (key, file), end in ends.items():  # past its last append: what the cut left unwritten (zeros)
-            try:
-                self._dirs[key].cut(file, end)
-            except OSError as exc:
-                problems.append(f"{self._dirs[key].path}/{file}: cannot cut it to its last logged append "
-                                f"({exc.strerror})")
+        if damaged_from is None:  # past its last append: what the cut left unwritten (zeros); not after a
+            for (key, file), end in ends.items():  # damaged record, whose later segments may have more
+                self._write(lambda: self._dirs[key].cut(file, end), f"{self._dirs[key].path}/{file}")
         try:
             for key, file in sorted(touched):
                 self._dirs[key].sync_file(file)
@@ -207,40 +233,46 @@ class RedoLog:
         self._found = []
         return problems
 
-    def _replay_segment(self, name: str, touched: set, ends: dict, problems: list[str]) -> bool:
-        """Apply one segment's records; True if a damaged one stopped the replay."""
+    def _replay_segment(self, name: str, touched: set, ends: dict, problems: list[str], *, last: bool) -> bool:
+        """Apply one segment's records; True if a damaged one stopped the replay. Raises StorageError if a
+        file refuses a write: the log stays, and the server does not start on files that lack it."""
         where = f"{self.dir.path}/{name}"
         try:
             lines = (self.dir.read(name) or b"").split(b"\n")
         except OSError as exc:
             problems.append(f"{where}: cannot be read ({exc}); the replay stops before it, kept as .damaged")
             return True
+        final = max((i for i, line in enumerate(lines, 1) if line), default=0)
         for number, line in enumerate(lines, 1):
             if not line:
                 continue
             record = checked_line(line)
-            if record is None and number == len(lines):
-                return False  # a torn last line: its batch was never answered
+            if record is None and (number == len(lines) or (last and number == final)):
+                return False  # a torn last line (a power cut may leave zeros and an LF): never answered
             ops = self._decoded(record) if record is not None else None
             if ops is None:
                 problems.append(f"{where}: line {number} is damaged; the replay stops there, and this segment "
                                 "and the later ones are kept as .damaged")
                 return True
             for op in ops:
-                try:
-                    op.do()
-                except (OSError, ValueError) as exc:  # ValueError: a name that is not a file's
-                    exc = exc if isinstance(exc, OSError) else OSError(0, str(exc))
-                    problems.append(f"{where}: line {number}: cannot write {op.dir.path}/{op.name} ({exc.strerror}); "
-                                    "left as it was")
-                    continue
-                where = (self._keys[id(op.dir)], op.name)
-                touched.add(where)
+                file = (self._keys[id(op.dir)], op.name)
+                self._write(op.do, f"{op.dir.path}/{op.name}")
+                touched.add(file)
                 if op.kind == "a":
-                    ends[where] = op.offset + len(op.data)
+                    ends[file] = op.offset + len(op.data)
                 else:
-                    ends.pop(where, None)
+                    ends.pop(file, None)
         return False
+
+    def _write(self, write, path: str) -> None:
+        try:
+            write()
+        except (OSError, ValueError) as exc:  # ValueError: a name that is not a file's
+            why = exc.strerror if isinstance(exc, OSError) else str(exc)
+            raise StorageError(getattr(exc, "errno", 0) or 0,
+                               f"cannot replay the redo log {self.dir.path} into {path} ({why}): the log is kept; "
+                               "make the file writable (free space, move away what is in its place) and start "
+                               "again") from None
 
     def _decoded(self, record: bytes) -> list[Op] | None:
         try:

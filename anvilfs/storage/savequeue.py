@@ -231,7 +231,12 @@ class SaveQueue:
             self.on_error(("redo", "checkpoint"), exc)
             self._checkpoint_due = now + 1  # refused: again in a second
             return
-        error = await _off_loop(self._sync_era, era)
+        try:
+            error = await _off_loop(self._sync_era, era)
+        except BaseException:  # cancelled (a stop) before or while the thread synced: the era is not lost
+            with self._lock:
+                self.redo.end_checkpoint(era, OSError("the checkpoint was cancelled"))
+            raise
         with self._lock:
             self._end_checkpoint(era, error)
         self._checkpoint_due = None if error is None else now + 1  # refused: again in a second

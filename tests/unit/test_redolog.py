@@ -258,3 +258,38 @@ async def test_a_refused_write_is_tried_again_by_the_task_and_outlives_its_check
         await trio.sleep(CHECKPOINT_SECONDS + 2)
         assert redo.dir.names(".redo") == [], "then checkpointed, and the log deleted"
         nursery.cancel_scope.cancel()
+
+
+class _Synced(PrivateDir):
+    """Records what is fsynced in it: file names, and "." for the directory itself."""
+
+    def __init__(self, path):
+        super().__init__(path)
+        self.synced: list[str] = []
+
+    def sync_file(self, name):
+        self.synced.append(name)
+        super().sync_file(name)
+
+    def sync(self):
+        self.synced.append(".")
+        super().sync()
+
+
+def test_a_checkpoint_and_a_replay_fsync_every_file_written_and_then_their_directory(tmp_path):
+    files = _Synced(tmp_path / "sessions")
+    redo = RedoLog(PrivateDir(tmp_path / "redo"), {"sessions": files})
+    q = SaveQueue(redo=redo)
+    q.replace("t", _file(files, "a.toml", "v1"), stage=2)
+    q.append("l", files, "a.log", b"line\n", stage=0)
+    q.flush()
+    files.synced.clear()
+    q.checkpoint()
+    assert sorted(files.synced[:2]) == ["a.log", "a.toml"] and files.synced[2:] == ["."], \
+        "the files' data, then the renames and new entries"
+    q.replace("t", _file(files, "a.toml", "v2"), stage=2)
+    q.flush()
+    redo.close()
+    again = _Synced(tmp_path / "sessions")
+    RedoLog(PrivateDir(tmp_path / "redo"), {"sessions": again}).recover()
+    assert again.synced == ["a.toml", "."], "a replay makes what it wrote durable before it deletes the log"

@@ -35,7 +35,8 @@ def test_the_session_table_follows_a_new_definition(tmp_path):
 def test_a_removed_name_taken_again_renders_its_own_definition(tmp_path):
     store = SessionStore(PrivateDir(tmp_path / "state"))
     first = _session(Definition(name="w1", backend="sim", cwd="/tmp", conversation="old"))
-    store.save(first)
+    file = store.state_file(first)
+    store.files.write_atomic(file.name, file.data)
     store.remove(first)
     again = _session(Definition(name="w1", backend="sim", cwd="/tmp", conversation="new", ephemeral=True))
     got = _render(store, again)["session"]
