@@ -42,6 +42,20 @@ async def each(items, fn) -> None:
         raise failed from None
 
 
+async def beside(*fns) -> None:
+    """fn() for each at once; an exception among them is raised as itself (the first one), not in a group."""
+    try:
+        async with trio.open_nursery() as nursery:
+            for fn in fns:
+                nursery.start_soon(fn)
+    except BaseExceptionGroup as group:
+        if group.subgroup(trio.Cancelled) is not None:
+            raise  # a cancellation goes on to its scope as trio made it
+        while isinstance(group, BaseExceptionGroup):
+            group = group.exceptions[0]
+        raise group from None
+
+
 class Access:
     def __init__(self, tree: Tree, *, poll: float | None = None, retry_for: float = 300, say=None):
         self.tree, self.poll, self.retry_for = tree, poll, retry_for

@@ -14,9 +14,19 @@ from __future__ import annotations
 import os
 import signal
 import sys
+import time
 
 _target = int(os.environ.get("ANVILFS_CONDUCTOR_CRASH_AT", "0") or 0)
 _count = 0
+_held = float(os.environ.get("ANVILFS_CONDUCTOR_HOLD_BEGINS", "0") or 0)  # seconds
+
+
+def hold_begin(what: str) -> None:
+    """Test-only: ANVILFS_CONDUCTOR_HOLD_BEGINS=S holds each step's begin record S seconds before its
+    fdatasync (in the record's thread), so a test can kill the conductor after a prompt went and before
+    its record did. Unset, it costs one comparison."""
+    if _held and what.startswith("begin "):
+        time.sleep(_held)
 
 
 def armed() -> bool:

@@ -23,7 +23,7 @@ from pathlib import Path
 import trio
 
 from . import beadsteps
-from .access import Access, StepFailed, each
+from .access import Access, StepFailed, beside, each
 from .control import Control, Halted
 from .journal import Journal
 from .lanes import NEXT, At, Flow, run_lanes
@@ -41,6 +41,7 @@ class Engine:
         self.reporter = reporter or NullReporter()
         self.control = Control()
         self.beads: dict[str, str] = {}  # `bead new` step id (ID[LANE] in a lane) -> its bead (the latest)
+        self._sure_lanes: set[str | None] = set()  # after a resume, the lanes past their first fresh prompt
 
     async def run(self) -> tuple[str, str]:
         """(outcome, why): 'done' or 'failed' (recorded: the run is over), 'stopped' or 'interrupted' (the
@@ -151,18 +152,31 @@ class Engine:
 
     async def prompt(self, step: PromptStep, key: str, at: At) -> None:
         line = self.marker(step.id, at)
+        # all at once: 8 at a time made the first land sooner but the last twice as late (benchmarks/README.md)
         if (intent := self.journal.pending(key)) is None:
             intent = {"text": f"{line}\n{await self.render(step.text, at)}",
                       "targets": expand(self.workflow, at.names(step.to))}
-            await self.journal.begin(key, intent)
-            uncertain = False
+            uncertain = self._maybe_sent_before(at)
+            # the step's record goes to disk beside its delivery, not before it: one fdatasync fewer on
+            # the way from an `await` to the next prompt. The step ends only once both are done, so at most
+            # one prompt of a lane can have been sent without its record: a resume looks for that one
+            await beside(lambda: self.journal.begin(key, intent),
+                         lambda: each(intent["targets"], lambda t: self._deliver(t, intent["text"], line, uncertain)))
         else:
-            uncertain = True  # a conductor before this one may have sent some of them
-        # all at once: 8 at a time made the first land sooner but the last twice as late (benchmarks/README.md)
-        await each(intent["targets"], lambda target: self._deliver(target, intent["text"], line, uncertain))
+            # a conductor before this one may have sent some of them
+            await each(intent["targets"], lambda target: self._deliver(target, intent["text"], line, True))
         # lazy: lost to a crash, the step is still begun, and a restart finds each prompt in its target's
         # queue or log before it would send it; so no fdatasync here, in the loop every lane shares
         self.journal.finish(key, {"targets": intent["targets"]}, lazy=True)
+
+    def _maybe_sent_before(self, at: At) -> bool:
+        """After a resume, a lane's first prompt step that its record does not show begun may have been
+        sent all the same (killed before the record was on disk): its targets' queue and log are read
+        before it is sent. Later ones follow a step recorded by this run."""
+        if not self.journal.resumed or at.lane in self._sure_lanes:
+            return False
+        self._sure_lanes.add(at.lane)
+        return True
 
     async def _deliver(self, target: str, text: str, line: str, uncertain: bool) -> None:
         if not await self.access.deliver(target, text, line, uncertain=uncertain):

@@ -22,8 +22,8 @@ from pathlib import Path
 
 from crashing import NEVER, kill_repeatedly, points
 from harness.server import REPO_ROOT, start_server
-from review_cycle import (conductor_argv, expected_prompts, prompts, review_server, reviewer_names, run_conductor,
-                          transcripts, write_workflow)
+from review_cycle import (Events, conductor_argv, expected_prompts, prompts, review_server, reviewer_names,
+                          run_conductor, transcripts, write_workflow)
 
 REVIEWERS = 3
 NAMES = ["dev", *reviewer_names(REVIEWERS)]
@@ -84,3 +84,33 @@ def test_a_server_killed_and_restarted_mid_cycle_loses_and_repeats_no_prompt() -
         for name, firsts in got.items():
             assert len(firsts) == len(set(firsts)), f"{name} got a prompt twice: {firsts}\n{why}"
         assert got == expected_prompts(REVIEWERS), why
+
+
+def test_a_conductor_killed_after_a_prompt_went_and_before_its_record_did_sends_it_once() -> None:
+    """A prompt step's record goes to disk beside its delivery, not before it. Killed with the first
+    step's record held back (ANVILFS_CONDUCTOR_HOLD_BEGINS) once its prompts are queued, the conductor's
+    record does not show the step begun; the resumed one reads the reviewers' queues and logs before it
+    sends, and sends nothing twice."""
+    from conductor.journal import read_record
+
+    base = Path(tempfile.mkdtemp(prefix="cond."))
+    with review_server(base) as srv:
+        workflow, state = write_workflow(base, REVIEWERS), base / "conductor"
+        events = Events(srv)
+        proc = subprocess.Popen(conductor_argv(srv, workflow, state), stdout=subprocess.DEVNULL,
+                                stderr=subprocess.PIPE, cwd=REPO_ROOT, text=True,
+                                env=os.environ | {"ANVILFS_CONDUCTOR_HOLD_BEGINS": "5"})
+        try:
+            names = reviewer_names(REVIEWERS)
+            while not all(f"{name} prompt queued" in events.seen for name in names):
+                events.until(" prompt queued")  # in whichever order they come
+            proc.send_signal(signal.SIGKILL)
+            proc.wait(10)
+        finally:
+            proc.kill()
+        record = read_record(state, "review")
+        assert record is not None and "review@1" not in record["pending"], "the test needs its record held back"
+        done = run_conductor(srv, workflow, state)
+        assert done.returncode == 0 and done.stdout.startswith("done:"), done.stdout + done.stderr
+        assert "was already in" in done.stderr, done.stderr
+        assert prompts(srv, NAMES) == expected_prompts(REVIEWERS)
