@@ -6,7 +6,7 @@ from __future__ import annotations
 import errno
 import os
 import shutil
-import time
+import threading
 
 import pytest
 import trio
@@ -102,17 +102,21 @@ async def test_a_stop_that_cancels_the_queue_at_a_due_checkpoint_leaves_no_older
     files, redo, q = _queue(tmp_path)
     real_log = redo.log
 
-    def slow_log(ops):  # a busy disk: the fdatasync takes a while
-        time.sleep(0.3)
+    entered, release = threading.Event(), threading.Event()
+
+    def slow_log(ops):  # a busy disk: the record's write waits until the stop has come
+        entered.set()
+        assert release.wait(10), "the test never let the record go"
         real_log(ops)
 
     redo.log = slow_log
     async with trio.open_nursery() as nursery:
         nursery.start_soon(q.run)
         q.replace("t", _file(files, "a.toml", "v1"), stage=2)
-        await trio.sleep(0.1)  # the worker thread is in v1's record
+        assert await trio.to_thread.run_sync(entered.wait, 10), "the queue's thread never wrote v1's record"
         q.replace("t", _file(files, "a.toml", "v2"), stage=2)  # a newer change, pending
-        nursery.cancel_scope.cancel()  # the server stops
+        nursery.cancel_scope.cancel()  # the server stops, while the thread is in v1's record
+        release.set()
     redo.log = real_log
     q.flush()  # SessionSaver.flush at a clean stop
     q.checkpoint()
