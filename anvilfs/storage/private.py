@@ -143,10 +143,7 @@ class PrivateDir:
         """Make appends made without sync durable: `data` is what the file has from `start` on. If the
         fsync fails, or `rewrite` says an earlier one did (the kernel may have dropped those pages and
         forgotten the error), `data` is written again from `start` and fsynced."""
-        _check_name(name)
-        try:
-            fd = self._open(name, os.O_WRONLY)
-        except FileNotFoundError:
+        if (fd := self._open_existing(name, os.O_WRONLY)) is None:
             return  # moved away or removed since (a removed session's files): nothing left to make durable
         try:
             if not rewrite:
@@ -183,10 +180,7 @@ class PrivateDir:
 
     def cut(self, name: str, size: int) -> None:
         """Shorten `name` to `size` bytes if it is longer (what a power cut left past a log's last append)."""
-        _check_name(name)
-        try:
-            fd = self._open(name, os.O_WRONLY)
-        except FileNotFoundError:
+        if (fd := self._open_existing(name, os.O_WRONLY)) is None:
             return
         try:
             if os.fstat(fd).st_size > size:
@@ -204,10 +198,7 @@ class PrivateDir:
 
     def sync_file(self, name: str) -> None:
         """fsync what `name` holds now (a checkpoint); a file that is gone since is no error."""
-        _check_name(name)
-        try:
-            fd = self._open(name, os.O_RDONLY)
-        except FileNotFoundError:
+        if (fd := self._open_existing(name, os.O_RDONLY)) is None:
             return
         try:
             os.fsync(fd)
@@ -252,10 +243,7 @@ class PrivateDir:
 
     def read(self, name: str) -> bytes | None:
         """The content of `name`, or None if there is no such file."""
-        _check_name(name)
-        try:
-            fd = self._open(name, os.O_RDONLY)
-        except FileNotFoundError:
+        if (fd := self._open_existing(name, os.O_RDONLY)) is None:
             return None
         try:
             _own_file(fd, self.path, name)
@@ -278,6 +266,14 @@ class PrivateDir:
     def names(self, suffix: str = "") -> list[str]:
         """The names of the files here ending in `suffix`, sorted; temporary files left out."""
         return sorted(n for n in os.listdir(self._fd) if n.endswith(suffix) and not _is_temporary(n))
+
+    def _open_existing(self, name: str, flags: int) -> int | None:
+        """`name` opened, or None if there is no such file (gone since: nothing to do on it)."""
+        _check_name(name)
+        try:
+            return self._open(name, flags)
+        except FileNotFoundError:
+            return None
 
     def _open(self, name: str, flags: int) -> int:
         try:

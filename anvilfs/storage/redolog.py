@@ -180,8 +180,8 @@ class RedoLog:
         files refuse are left to the queue, which tries them again. Raises OSError."""
         for name in era.segments:
             for line in (self.dir.read(name) or b"").split(b"\n"):
-                record = checked_line(line) if line else None
-                for op in (self._decoded(record) or []) if record is not None else []:
+                record = checked_line(line) if line else None  # a torn line: its batch was never answered
+                for op in (self._decoded(record) if record is not None else None) or []:
                     if (self._keys[id(op.dir)], op.name) not in self._unapplied:
                         op.do()
 
@@ -217,10 +217,7 @@ class RedoLog:
             for (key, file), end in ends.items():  # damaged record, whose later segments may have more
                 self._write(lambda: self._dirs[key].cut(file, end), f"{self._dirs[key].path}/{file}")
         try:
-            for key, file in sorted(touched):
-                self._dirs[key].sync_file(file)
-            for key in sorted({key for key, _ in touched}):
-                self._dirs[key].sync()
+            self.sync(Era(touched=touched))
         except OSError as exc:
             raise StorageError(exc.errno, f"cannot make the replayed writes of {self.dir.path} durable: "
                                           f"{exc.strerror}; the state directory's disk refuses fsync") from None

@@ -163,12 +163,8 @@ class SaveQueue:
         """Make everything the redo log holds durable in its files now, and delete it (a clean stop)."""
         if self.redo is not None:
             with self._lock:
-                try:
-                    era = self.redo.begin_checkpoint()
-                except OSError as exc:
-                    self.on_error(("redo", "checkpoint"), exc)
-                    return
-                self._end_checkpoint(era, self._sync_era(era))
+                if (era := self._begin_checkpoint()) is not None:
+                    self._end_checkpoint(era, self._sync_era(era))
 
     async def run(self) -> None:
         """Write soon after every change, in a worker thread, for ever; a clean stop should flush once more."""
@@ -224,11 +220,9 @@ class SaveQueue:
             self._checkpoint_due = now + CHECKPOINT_SECONDS
         if now < self._checkpoint_due and redo.era.bytes < CHECKPOINT_BYTES:
             return
-        try:
-            with self._lock:
-                era = redo.begin_checkpoint()
-        except OSError as exc:
-            self.on_error(("redo", "checkpoint"), exc)
+        with self._lock:
+            era = self._begin_checkpoint()
+        if era is None:
             self._checkpoint_due = now + 1  # refused: again in a second
             return
         try:
@@ -240,6 +234,15 @@ class SaveQueue:
         with self._lock:
             self._end_checkpoint(era, error)
         self._checkpoint_due = None if error is None else now + 1  # refused: again in a second
+
+    def _begin_checkpoint(self):
+        """The redo log's era to make durable (the caller holds the lock), or None if the log refused the
+        record that carries its refused writes (reported)."""
+        try:
+            return self.redo.begin_checkpoint()
+        except OSError as exc:
+            self.on_error(("redo", "checkpoint"), exc)
+            return None
 
     def _sync_era(self, era) -> OSError | None:
         try:

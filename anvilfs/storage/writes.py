@@ -261,7 +261,7 @@ def _write_logged(batch: Batch, unsynced: Unsynced, redo: RedoLog) -> None:
     """The batch's writes, and the lazy appends not yet durable, in one record of the redo log (one
     fdatasync), then done on the files without fsync, in stage order. Once the record is on disk the
     batch is written, whatever the files do; a write a file refuses is noted `unapplied`, to be done
-    again (it is in the log meanwhile, and no checkpoint deletes its record)."""
+    again (it is in the log meanwhile, and each checkpoint logs it anew until it is done)."""
     tails, writes, ends = unsynced.ops(), [], {}
     try:
         for w in batch.writes:
