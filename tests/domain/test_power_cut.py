@@ -11,25 +11,14 @@ server had, and none it had removed.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shutil
 
-import trio
-
-from anvilfs.app import App
 from anvilfs.sessions import State
 from anvilfs.storage import RedoLog
-from harness.apps import until
+from harness.apps import started, until
 
 
-@contextlib.asynccontextmanager
-async def started(state):
-    async with trio.open_nursery() as nursery:
-        app = App(state_dir=state)
-        await nursery.start(app.run)
-        yield app
-        nursery.cancel_scope.cancel()
 
 
 class Checkpoints:

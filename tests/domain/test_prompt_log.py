@@ -7,27 +7,17 @@ started on the copy.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import shutil
 import tomllib
 
 import trio
 
-from anvilfs.app import App
 from anvilfs.sessions import RestartPolicy, State
 from anvilfs.storage import AppendLog, PrivateDir
-from harness.apps import until
+from harness.apps import started, until
 
 
-@contextlib.asynccontextmanager
-async def started(state, **kwargs):
-    """An App on `state`, started, and cancelled when the block ends."""
-    async with trio.open_nursery() as nursery:
-        app = App(state_dir=state, **kwargs)
-        await nursery.start(app.run)
-        yield app
-        nursery.cancel_scope.cancel()
 
 
 async def _copied_at_the_answer(tmp_path, text: str, meanwhile=lambda app, session: None):

@@ -3,25 +3,17 @@ needed. Both fail against the code as reviewed."""
 
 from __future__ import annotations
 
-import contextlib
 import errno
 
 import pytest
 import trio
 
-from anvilfs.app import App
 from anvilfs.errors import AnvilError
 from anvilfs.sessions import State
-from harness.apps import until
+from harness.apps import started, until
+from harness.full_disk import FullDisk
 
 
-@contextlib.asynccontextmanager
-async def started(state):
-    async with trio.open_nursery() as nursery:
-        app = App(state_dir=state)
-        await nursery.start(app.run)
-        yield app
-        nursery.cancel_scope.cancel()
 
 
 async def test_a_removed_session_whose_toml_was_refused_stays_removed_after_a_clean_restart(autojump_clock, tmp_path):
@@ -32,21 +24,11 @@ async def test_a_removed_session_whose_toml_was_refused_stays_removed_after_a_cl
     async with started(state) as app:
         app.sessions.new("sim", "/tmp", name="gone1")
         await until(lambda: app.sessions.get("gone1").state is State.IDLE)
-        files = app.sessions.store.files
-        real_put = files.put
-        full = [True]
-
-        def put(tmp, name):
-            if full[0] and name == "gone1.toml":
-                files.discard(tmp)
-                raise OSError(errno.ENOSPC, "No space left on device")
-            real_put(tmp, name)
-
-        files.put = put
+        disk = FullDisk(app.sessions.store.files, lambda name: name == "gone1.toml")
         app.sessions.stop("gone1")  # answered: its .toml is in the redo log
         await until(lambda: app.sessions.get("gone1").state is State.STOPPED)
         app.sessions.remove("gone1")  # answered: removed
-        full[0] = False  # room again
+        disk.full = False  # room again
         await trio.sleep(2)
         assert app.sessions.find("gone1") is None
 

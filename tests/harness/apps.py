@@ -2,9 +2,23 @@
 
 from __future__ import annotations
 
+import contextlib
+
 import trio
 
+from anvilfs.app import App
+
 from .deadlines import WAIT, describe, within
+
+
+@contextlib.asynccontextmanager
+async def started(state, **kwargs):
+    """An App(state_dir=state, **kwargs), started, and cancelled when the block ends."""
+    async with trio.open_nursery() as nursery:
+        app = App(state_dir=state, **kwargs)
+        await nursery.start(app.run)
+        yield app
+        nursery.cancel_scope.cancel()
 
 
 async def until(predicate, what: str | None = None, *, timeout: float = WAIT) -> None:

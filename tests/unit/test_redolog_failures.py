@@ -11,19 +11,11 @@ import threading
 import pytest
 import trio
 
-from anvilfs.storage import PrivateDir, RedoLog, Replace, SaveQueue, StorageError
+from anvilfs.storage import PrivateDir, RedoLog, SaveQueue, StorageError
 from anvilfs.storage import savequeue as savequeue_module
 from anvilfs.storage.redolog import Op
-
-
-def _queue(root):
-    files = PrivateDir(root / "sessions")
-    redo = RedoLog(PrivateDir(root / "redo"), {"sessions": files})
-    return files, redo, SaveQueue(redo=redo)
-
-
-def _file(d, name, text):
-    return lambda: Replace(d, name, text.encode())
+from harness.full_disk import FullDisk
+from test_redolog import _file, _queue
 
 
 def _restart(root) -> tuple[PrivateDir, list[str]]:
@@ -60,16 +52,7 @@ def test_a_refused_answer_of_a_removed_session_does_not_land_on_a_new_one_of_the
     no `out` yet); the checkpoint carries the OLD session's out into the new segment, and a restart gives
     the new session the old one's answer."""
     files, redo, q = _queue(tmp_path)
-    real_put = files.put
-    refuse = [True]
-
-    def put(tmp, name):
-        if refuse[0] and name == "a.out":
-            files.discard(tmp)
-            raise OSError(errno.ENOSPC, "No space left on device")
-        real_put(tmp, name)
-
-    files.put = put
+    disk = FullDisk(files, lambda name: name == "a.out")
     q.replace(("old", "out"), _file(files, "a.out", "the OLD session's answer"), stage=1)
     q.replace(("old", "state"), _file(files, "a.toml", "old"), stage=2)
     q.flush()
@@ -79,7 +62,7 @@ def test_a_refused_answer_of_a_removed_session_does_not_land_on_a_new_one_of_the
     q.gone(files, ["a.log", "a.out", "a.toml"])
     q.discard(("old", "out"))
     q.discard(("old", "state"))
-    refuse[0] = False  # the disk has room again
+    disk.full = False  # the disk has room again
     q.replace(("new", "state"), _file(files, "a.toml", "new"), stage=2)  # a new session "a"
     assert q.flush() == []
     q.checkpoint()
@@ -169,16 +152,10 @@ def test_a_replay_that_cannot_do_a_write_keeps_its_segment_for_the_next_start(tm
     crashed = tmp_path / "cut"
     shutil.copytree(tmp_path / "live" / "redo", crashed / "redo")  # the power cut took a.toml
     lost = PrivateDir(crashed / "sessions")
-    real_put = lost.put
-
-    def full(tmp, name):
-        lost.discard(tmp)
-        raise OSError(errno.ENOSPC, "No space left on device")
-
-    lost.put = full
+    disk = FullDisk(lost)
     with pytest.raises(StorageError, match=r"cannot replay the redo log .* \(No space left on device\): the log is kept"):
         RedoLog(PrivateDir(crashed / "redo"), {"sessions": lost}).recover()  # the server does not start
-    lost.put = real_put  # room again; the server is started once more
+    disk.full = False  # room again; the server is started once more
     again, _ = _restart(crashed)
     assert again.read("a.toml") == b"prompts = 7", "the first replay deleted the only copy of an answered write"
 
