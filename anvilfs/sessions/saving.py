@@ -81,7 +81,7 @@ class SessionSaver:
         refused: list[OSError] = []
         self._refusals = refused
         try:
-            unwritten = self.queue.flush(lambda key: key[0] is session)
+            unwritten = self.queue.flush(_keys_of(session))
         finally:
             self._refusals = None
         if unwritten:
@@ -139,10 +139,7 @@ class SessionSaver:
         """Move a session's files to the history; returns where (empty without a store)."""
         if self.store is None:
             return ""
-        def mine(key) -> bool:
-            return key[0] is session
-
-        self.queue.flush(mine)  # what is pending goes with it into the history
+        self.queue.flush(_keys_of(session))  # what is pending goes with it into the history
         try:
             where = self.store.remove(session)
         except OSError as exc:
@@ -157,12 +154,9 @@ class SessionSaver:
 
     def forget(self, session: Session) -> None:
         """Nothing of `session` is written any more (removed, or its `new` refused by the disk)."""
-        def mine(key) -> bool:
-            return key[0] is session
-
         for what in ("state", "log", "out"):
             self.queue.discard((session, what))
-        self.queue.forget_lazy(mine)  # a transcript tail the disk refused stays behind, not in a new NAME.log
+        self.queue.forget_lazy(_keys_of(session))  # a transcript tail the disk refused stays behind, not in a new NAME.log
         self._removed.add(session)
 
     def _failed(self, key, exc: OSError) -> None:
@@ -177,3 +171,8 @@ class SessionSaver:
         if self._reported.get(key) != text:
             self._reported[key] = text
             self.events.append(f"- state: {text}; will try again")
+
+
+def _keys_of(session: Session):
+    """Picks the save queue's keys of `session`: (session, "state" | "log" | "out")."""
+    return lambda key: key[0] is session

@@ -31,6 +31,8 @@ from ..storage import AppendLog, Commit, PrivateDir, RedoLog, Replace, tomlread,
 from .session import Definition, Prompt, Session
 
 
+_SUFFIXES = (".log", ".out", ".toml")  # a session's files, the .toml last (it holds the name)
+
 @dataclass
 class SavedSession:
     definition: Definition
@@ -96,7 +98,7 @@ class SessionStore:
         return f"{session.name}.log"
 
     def file_names(self, session: Session) -> list[str]:
-        return [f"{session.name}{suffix}" for suffix in (".log", ".out", ".toml")]
+        return [f"{session.name}{suffix}" for suffix in _SUFFIXES]
 
     def remove(self, session: Session) -> str:
         """Move the session's files to `removed/NAME.TIME.*` (a history, never read back); returns where."""
@@ -104,7 +106,7 @@ class SessionStore:
         if self._history is None:
             self._history = self.state.subdir("removed")
         history, stamp = self._history, timestamp().replace(":", "")
-        for suffix in (".log", ".out", ".toml"):  # the .toml last: while it is there, the name is taken
+        for suffix in _SUFFIXES:  # the .toml last: while it is there, the name is taken
             # written without fsync (the redo log had them): durable before the move takes them from its reach
             self.files.sync_file(f"{session.name}{suffix}")
             self.files.move(f"{session.name}{suffix}", history, f"{session.name}.{stamp}{suffix}")
@@ -112,7 +114,7 @@ class SessionStore:
 
     def has_files(self, name: str) -> bool:
         """Files of a session by this name (one that could not be read, or half removed) are here."""
-        return any(self.files.exists(f"{name}{suffix}") for suffix in (".toml", ".log", ".out"))
+        return any(self.files.exists(f"{name}{suffix}") for suffix in _SUFFIXES)
 
     def load_all(self) -> tuple[list[SavedSession], list[str]]:
         """The saved sessions, and a line for each file that could not be read."""
