@@ -75,6 +75,7 @@ from anvilfs.client import Client  # noqa: E402
 from harness.server import REPO_ROOT, start_server  # noqa: E402
 
 import reaction_trace  # noqa: E402  (benchmarks/, the script's own directory)
+from report import Steal  # noqa: E402
 
 TRACER = str(Path(__file__).resolve().parent / "trace")
 
@@ -250,12 +251,13 @@ def run(opts: Options, poll: float | None) -> dict[str, list[float]]:
             argv = spied(["--", *argv], opts.profile)
         if opts.profile_server and not poll:
             spy = subprocess.Popen(spied(["-p", str(srv.proc.pid)], opts.profile_server), stdout=subprocess.DEVNULL)
-        flushes, began = device_flushes(srv.state), time.monotonic()
+        flushes, began, steal = device_flushes(srv.state), time.monotonic(), Steal()
         done = subprocess.run(argv, capture_output=True, text=True, cwd=opts.conductor_dir or REPO_ROOT,
                               env=os.environ | {"PYTHONPATH": os.pathsep.join(
                                   filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")]))}, timeout=600)
         if done.returncode != 0:
             raise SystemExit(f"conductor failed: {done.stdout}{done.stderr[-2000:]}")
+        print(f"  the host's steal during the run: {steal.share():.1%} of this VM's CPU time")
         if flushes is not None:  # what the disk under the server's state did (the conductor's too, if shared)
             flushes = device_flushes(srv.state) - flushes
             print(f"  device flushes under the server's state during the run: {flushes} "

@@ -52,6 +52,30 @@ def percentile(values: Sequence[float], p: float) -> float:
     return s[min(len(s) - 1, max(0, round(p * (len(s) - 1))))]
 
 
+class Steal:
+    """The share of this VM's CPU time its host gave to others (the `st` of vmstat) from its start to
+    `share()`: a virtual CPU that is stolen from stalls whatever runs on it, so every figure of a
+    latency's tail is printed with it (/proc/stat; 0 where the kernel does not count it)."""
+
+    def __init__(self) -> None:
+        self._start = _cpu_times()
+
+    def share(self) -> float:
+        steal, total = (now - then for now, then in zip(_cpu_times(), self._start))
+        return steal / total if total else 0.0
+
+
+def _cpu_times() -> tuple[int, int]:
+    """(steal, all) jiffies of the machine's CPUs, from the first line of /proc/stat."""
+    try:
+        with open("/proc/stat") as f:
+            fields = [int(x) for x in f.readline().split()[1:]]
+    except OSError:
+        return 0, 0
+    # user nice system idle iowait irq softirq steal [guest guest_nice, already counted in user]
+    return (fields[7] if len(fields) > 7 else 0), sum(fields[:8])
+
+
 def header(description: str) -> None:
     load = os.getloadavg()
     say(f"# {time.strftime('%Y-%m-%d %H:%M')}  {platform.node()}  {platform.machine()}  {os.cpu_count()} cpus  "

@@ -29,7 +29,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from cbench import start_load, stop_load
-from report import Target, figure, percentile, say
+from report import Steal, Target, figure, percentile, say
 from servers import Server, admin_client
 
 from anvilfs.client import Client, ServerError
@@ -146,10 +146,14 @@ def run_wake(server: Server, binary: Path, samples: int, pin: Sequence[str], cli
         os.sched_setaffinity(0, {0})  # the measuring process shares CPU 0 with the server too
     try:
         make_session(server)
+        steal = Steal()
         report("idle", *sample(server, samples))
+        say(f"  the host's steal while idle samples were taken: {steal.share():.1%} of this VM's CPU time")
         load = start_load(binary, server, procs=8, pin=pin)
         try:
+            steal = Steal()
             report("load", *sample(server, samples))
+            say(f"  the host's steal while loaded samples were taken: {steal.share():.1%} of this VM's CPU time")
         finally:
             stop_load(load)
     finally:
