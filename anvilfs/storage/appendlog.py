@@ -47,6 +47,7 @@ class _Group:
     commits: list[Commit] = field(default_factory=list)
     done: bool = False
     error: OSError | None = None
+    full: list[str] = field(default_factory=list)  # segments its write closed: deleted once covered
 
 
 class AppendLog:
@@ -62,11 +63,14 @@ class AppendLog:
         last = max((_number(n) for n in self._read), default=0)
         self._numbers = itertools.count(last + 1)
         self._file: LogFile | None = None
-        self._full: list[str] = []  # segments written to the end: deleted once covered
+        self._full: list[str] = []  # closed segments not deleted yet (their cover failed): tried again
+        self._lock = threading.Lock()  # one writer at a time: the thread or a flush in the loop
+        # the loop adds to _open and the thread takes it: this guards both and _in_flight, and wakes the thread
+        self._handed = threading.Condition()
         self._open = _Group()
         self._in_flight: _Group | None = None
-        self._wanted = trio.Event()
-        self._lock = threading.Lock()  # one writer at a time: the thread or a flush in the loop
+        self._stopping = False
+        self._wanted = trio.Event()  # under virtual time, where the loop writes: a record waits
 
     # ------------------------------------------------------------ reading back
 
@@ -109,39 +113,81 @@ class AppendLog:
         if b"\n" in record:
             raise ValueError("a log record is one line")
         commit = Commit()
-        self._open.data.append(crc_line(record))
-        self._open.commits.append(commit)
+        with self._handed:
+            self._open.data.append(crc_line(record))
+            self._open.commits.append(commit)
+            self._handed.notify()
         self._wanted.set()
         return commit
 
     def flush(self) -> None:
-        """Write what is pending now, in the loop (a clean stop): the group in flight first."""
+        """Write what is pending now, in the loop (a clean stop, once ``run`` has ended): the group in
+        flight first."""
         with self._lock:
-            groups = [g for g in (self._in_flight, self._open) if g is not None]
-            self._open = _Group()
+            with self._handed:
+                groups = [g for g in (self._in_flight, self._open) if g is not None]
+                self._open = _Group()
             for group in groups:
                 self._write(group)
         for group in groups:
             self._settle(group)
 
     async def run(self) -> None:
-        """Write each group soon after its first record, in a worker thread, for ever."""
+        """Write each group in a thread of the log's own, for ever: the group is what was added while
+        the write before it went on. The thread is woken by ``add`` itself and hands each written
+        group straight back to the loop, so a record waits for no scheduler pass of its own on either
+        side (0.5 ms a prompt in the median, measured, when these were trio tasks)."""
+        if virtual_time():  # trio's MockClock would jump past every deadline while a thread writes
+            await self._run_in_loop()
+            return
+        token = trio.lowlevel.current_trio_token()
+        failed, failure = trio.Event(), []
+        thread = threading.Thread(target=self._serve, args=(token, failed, failure), daemon=True,
+                                  name=f"log {self.dir.path}")
+        thread.start()
+        try:
+            await failed.wait()
+            raise failure[0]
+        finally:
+            with self._handed:
+                self._stopping = True
+                self._handed.notify()
+            with trio.CancelScope(shield=True):  # its last group is settled before the loop goes on
+                await trio.to_thread.run_sync(thread.join)
+            self._stopping = False
+
+    def _serve(self, token: trio.lowlevel.TrioToken, failed: trio.Event, failure: list) -> None:
+        """The thread: take the open group, write it, give it back to the loop; until told to stop."""
+        try:
+            while True:
+                with self._handed:
+                    while not self._open.data and not self._stopping:
+                        self._handed.wait()
+                    if not self._open.data:
+                        return
+                    group, self._open = self._open, _Group()
+                    self._in_flight = group
+                self._write_locked(group)
+                token.run_sync_soon(self._landed, group)
+        except BaseException as exc:  # a bug, not the disk (_write keeps those): the server's run fails with it
+            failure.append(exc)
+            token.run_sync_soon(failed.set)
+
+    def _landed(self, group: _Group) -> None:
+        with self._handed:
+            if self._in_flight is group:
+                self._in_flight = None
+        self._settle(group)
+
+    async def _run_in_loop(self) -> None:
         while True:
             await self._wanted.wait()
             self._wanted = trio.Event()
             await trio.sleep(0)  # let the other woken tasks add their records to this group
             group, self._open = self._open, _Group()
-            if not group.data:
-                continue
-            self._in_flight = group
-            try:
-                if virtual_time():  # trio's MockClock would jump past every deadline while a thread writes
-                    self._write_locked(group)
-                else:
-                    await trio.to_thread.run_sync(self._write_locked, group)
-            finally:
-                self._in_flight = None
-            self._settle(group)
+            if group.data:
+                self._write_locked(group)
+                self._settle(group)
 
     def close(self) -> None:
         if self._file is not None:
@@ -164,11 +210,11 @@ class AppendLog:
         except OSError as exc:
             group.error = exc
             if self._file is not None:  # what the cut-off left, if it failed too, stays a torn last line
-                self._full.append(self._file.name)
+                group.full.append(self._file.name)
                 self.close()
             return
         if self._file.size >= self.segment_bytes:
-            self._full.append(self._file.name)
+            group.full.append(self._file.name)
             self.close()  # the next group opens the next segment
 
     def _settle(self, group: _Group) -> None:
@@ -176,8 +222,11 @@ class AppendLog:
         commits, group.commits = group.commits, []
         for commit in commits:
             commit._settle(group.error)
-        if self._full:
-            full, self._full = self._full, []
+        # only now: the cover taken below must include this group's records, which its commits just
+        # handed to their owner (a later group's segment waits for that group's settling)
+        full, group.full = self._full + group.full, []
+        if full:
+            self._full = []
             cover = self.covered()
             if cover is None:
                 self._delete(full, None)

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import errno
 import os
+import threading
 
 import pytest
 import trio
 
 from anvilfs.storage import AppendLog, Commit, PrivateDir
+from anvilfs.storage.loglines import crc_line
 from anvilfs.storage.private import LogFile
 
 
@@ -47,20 +49,79 @@ async def _written(log: AppendLog, *commits: Commit) -> None:
             await commit.wait()
 
 
-async def test_records_added_in_one_tick_share_one_write_and_come_back_in_order(tmp_path):
-    d = CountingDir(tmp_path / "p")
+class HeldDir(CountingDir):
+    """A CountingDir whose log's writes wait, in the log's thread, until the test lets each one go."""
+
+    def __init__(self, path):
+        super().__init__(path)
+        self.entered, self.go, self.written = (threading.Semaphore(0) for _ in range(3))
+
+    def open_log(self, name):
+        log = super().open_log(name)
+        write, held = log.write_durably, self
+
+        def write_durably(data):
+            held.entered.release()
+            assert held.go.acquire(timeout=10), "the test never let the write go"
+            write(data)
+            held.written.release()
+
+        log.write_durably = write_durably
+        return log
+
+
+async def _in_write(d: HeldDir) -> None:
+    """Until the log's thread is inside a write (it waits there for d.go)."""
+    assert await trio.to_thread.run_sync(d.entered.acquire, True, 10), "the log's thread began no write"
+
+
+async def test_records_added_while_a_write_goes_on_share_the_next_one_and_come_back_in_order(tmp_path):
+    d = HeldDir(tmp_path / "p")
     log = AppendLog(d)
     async with trio.open_nursery() as nursery:
         nursery.start_soon(log.run)
-        commits = [log.add(f"record {i}".encode()) for i in range(3)]
-        await _written(log, *commits)
-        later = log.add(b"record 3")
-        await _written(log, later)
+        first = log.add(b"record 0")
+        await _in_write(d)
+        commits = [log.add(f"record {i}".encode()) for i in (1, 2, 3)]
+        d.go.release()
+        await _in_write(d)
+        d.go.release()
+        await _written(log, first, *commits)
         nursery.cancel_scope.cancel()
     log.close()
-    assert len(d.writes) == 2, "the three records of one tick are one write and one fdatasync"
+    assert d.writes == [crc_line(b"record 0"), b"".join(crc_line(f"record {i}".encode()) for i in (1, 2, 3))], \
+        "the three records added during the first write are the second write, one fdatasync"
     records, problems = AppendLog(PrivateDir(tmp_path / "p")).records()
     assert records == [b"record 0", b"record 1", b"record 2", b"record 3"] and problems == []
+
+
+async def test_a_segment_is_covered_only_once_every_record_in_it_is_settled(tmp_path):
+    """The thread can write the next group, and close the segment with it, before the loop has settled the
+    group before: the owner's cover, taken when the segment's deletion is decided, must come after every
+    record in the segment was handed to the owner (a prompt joins its .toml once its commit is done)."""
+    d = HeldDir(tmp_path / "p")
+    commits: list[Commit] = []
+    unsettled_at_cover: list[int] = []
+
+    def covered() -> None:
+        unsettled_at_cover.append(sum(not c.done.is_set() for c in commits))
+
+    log = AppendLog(d, segment_bytes=30, covered=covered)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(log.run)
+        commits.append(log.add(b"a" * 10))
+        await _in_write(d)
+        commits.append(log.add(b"b" * 10))  # the next group: it fills the segment
+        d.go.release()
+        d.go.release()
+        # no await until both writes are done: the loop settles the first group only after the second
+        for _ in range(2):
+            assert d.written.acquire(timeout=10), "a write never ended"
+        await _written(log, *commits)
+        nursery.cancel_scope.cancel()
+    log.close()
+    assert unsettled_at_cover == [0], "the segment's cover came before all its records were settled"
+    assert d.names(".wal") == []
 
 
 def test_a_torn_last_line_is_left_out_quietly_and_a_damaged_one_is_reported(tmp_path):
