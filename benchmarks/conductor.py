@@ -75,7 +75,7 @@ from anvilfs.client import Client  # noqa: E402
 from harness.server import REPO_ROOT, start_server  # noqa: E402
 
 import reaction_trace  # noqa: E402  (benchmarks/, the script's own directory)
-from report import Steal  # noqa: E402
+from report import Steal, StealTimeline  # noqa: E402
 
 TRACER = str(Path(__file__).resolve().parent / "trace")
 
@@ -158,9 +158,10 @@ def observe(sock_path: Path, stamps: list, stop: threading.Event) -> None:
             stamps += [(now, line.decode()) for line in lines]
 
 
-def own_reaction(stamps: list) -> dict[str, list[float]]:
-    """Per session, from its own await to its own next prompt queued (ms)."""
-    awaited, samples = {}, []
+def own_reaction(stamps: list, steal: StealTimeline) -> dict[str, list[float]]:
+    """Per session, from its own await to its own next prompt queued (ms); and those split by whether
+    the host stole CPU time from the VM in the 0.05-0.1 s from just before they began."""
+    awaited, spans = {}, []
     for now, line in stamps:
         words = line.split()
         if len(words) < 3 or not words[1].startswith("s"):
@@ -168,8 +169,12 @@ def own_reaction(stamps: list) -> dict[str, list[float]]:
         if words[2] == "await":
             awaited[words[1]] = now
         elif words[2:4] == ["prompt", "queued"] and words[1] in awaited:
-            samples.append((now - awaited.pop(words[1])) * 1000)
-    return {"its own next prompt": samples}
+            spans.append((awaited.pop(words[1]), now))
+    ms = lambda chosen: [(end - start) * 1000 for start, end in chosen]  # noqa: E731
+    quiet = [span for span in spans if steal.quiet(span[0])]
+    return {"its own next prompt": ms(spans),
+            "its own next prompt, in stretches the host stole nothing": ms(quiet),
+            "its own next prompt, in stretches it stole some": ms([x for x in spans if x not in quiet])}
 
 
 def reaction(stamps: list, n: int) -> dict[str, list[float]]:
@@ -240,7 +245,7 @@ def run(opts: Options, poll: float | None) -> dict[str, list[float]]:
         os.environ["ANVILFS_TRACE_DIR"] = str(base / "trace")
         os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [TRACER, os.environ.get("PYTHONPATH")]))
     srv = start_server(base, state=state, extra_args=["--config", str(base / "config.toml")], trace=False)
-    stamps, stop = [], threading.Event()
+    stamps, stop, timeline = [], threading.Event(), StealTimeline()
     watcher = threading.Thread(target=observe, args=(srv.socket, stamps, stop), daemon=True)
     spy = None
     try:
@@ -252,9 +257,10 @@ def run(opts: Options, poll: float | None) -> dict[str, list[float]]:
         if opts.profile_server and not poll:
             spy = subprocess.Popen(spied(["-p", str(srv.proc.pid)], opts.profile_server), stdout=subprocess.DEVNULL)
         flushes, began, steal = device_flushes(srv.state), time.monotonic(), Steal()
-        done = subprocess.run(argv, capture_output=True, text=True, cwd=opts.conductor_dir or REPO_ROOT,
-                              env=os.environ | {"PYTHONPATH": os.pathsep.join(
-                                  filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")]))}, timeout=600)
+        with timeline:
+            done = subprocess.run(argv, capture_output=True, text=True, cwd=opts.conductor_dir or REPO_ROOT,
+                                  env=os.environ | {"PYTHONPATH": os.pathsep.join(
+                                      filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")]))}, timeout=600)
         if done.returncode != 0:
             raise SystemExit(f"conductor failed: {done.stdout}{done.stderr[-2000:]}")
         print(f"  the host's steal during the run: {steal.share():.1%} of this VM's CPU time")
@@ -276,11 +282,14 @@ def run(opts: Options, poll: float | None) -> dict[str, list[float]]:
         shutil.rmtree(base, ignore_errors=True)
         if state:
             shutil.rmtree(state, ignore_errors=True)
-    return own_reaction(stamps) | (reaction(stamps, opts.sessions) if opts.shape == "barrier" else {})
+    return own_reaction(stamps, timeline) | (reaction(stamps, opts.sessions) if opts.shape == "barrier" else {})
 
 
 def report(label: str, samples: dict[str, list[float]]) -> None:
     for what, values in samples.items():
+        if not values:
+            print(f"{label}, await -> {what}: no samples")
+            continue
         values.sort()
         p99 = values[min(len(values) - 1, int(len(values) * 0.99))]
         print(f"{label}, await -> {what}: {len(values)} samples, median {statistics.median(values):.1f} ms, "

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import bisect
 import os
 import platform
 import statistics
+import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -63,6 +65,42 @@ class Steal:
     def share(self) -> float:
         steal, total = (now - then for now, then in zip(_cpu_times(), self._start))
         return steal / total if total else 0.0
+
+
+class StealTimeline:
+    """The host's steal sampled every `every` s by a thread, to tell the samples of a run taken while
+    the host took nothing from those taken while it did. /proc/stat counts in 10 ms ticks, so a
+    stretch is quiet if less than about a tick (per CPU) was stolen in it."""
+
+    def __init__(self, every: float = 0.05) -> None:
+        self.every = every
+        self._points: list[tuple[float, int]] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+
+    def __enter__(self) -> StealTimeline:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _sample(self) -> None:
+        while True:
+            self._points.append((time.monotonic(), _cpu_times()[0]))
+            if self._stop.wait(self.every):
+                return
+
+    def quiet(self, start: float) -> bool:
+        """No steal counted in the two sampling intervals from the last sample before `start`: the same
+        stretch (0.05-0.1 s) for a sample of any length under `every`, so that a slow sample is not
+        likelier to be counted stolen only for being long."""
+        times = [t for t, _ in self._points]
+        i = bisect.bisect_right(times, start) - 1
+        if i < 0 or i + 2 >= len(times):
+            return False  # not covered by the sampling: counted as not quiet
+        return self._points[i][1] == self._points[i + 2][1]
 
 
 def _cpu_times() -> tuple[int, int]:
