@@ -1,0 +1,148 @@
+"""The server's synchronous per-request path alone: a Connection fed frames in one process, no sockets.
+
+    .venv/bin/python benchmarks/inproc.py                       # µs per status read and per null pair
+    .venv/bin/python benchmarks/inproc.py --profile out.prof    # cProfile of the status reads
+    .venv/bin/python benchmarks/inproc.py --calls               # Python calls per operation (cProfile's count)
+
+What it measures: the Python a request costs between the frame arriving and
+its reply bytes being queued, which is what issue 11's ping-pong rows pay on
+top of the system calls and the context switches (the same for every server).
+An App with --sessions sim sessions `sNNNN` (no state directory: nothing is
+written) is served by a Connection over a trio memory stream that is never
+read; the frames of one operation (9P2000.L) are fed to it and its handling
+is run the way its receive loop runs it, and the replies are dropped. One
+operation of `status`: Twalk root -> sNNNN/status, Tlopen, Tread, Tread at
+the end, Tclunk (5 RPCs, round robin over the sessions); of `null`: a Twalk
+clone of the root and its Tclunk. Each figure is the best of --reps runs of
+--ops operations (the least disturbed by the rest of the machine).
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import pstats
+import sys
+import time
+from pathlib import Path
+
+import trio
+import trio.testing
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from anvilfs.app import App  # noqa: E402
+from anvilfs.ninep import Dialect, codec_for  # noqa: E402
+from anvilfs.ninep import messages as m  # noqa: E402
+from anvilfs.server.connection import Connection  # noqa: E402
+from anvilfs.server.serve import _settle_garbage_collector  # noqa: E402
+from anvilfs.sessions import SessionLimits  # noqa: E402
+
+ROOT, FILE = 1, 2
+
+
+def frames(codec, *messages: m.Message) -> bytes:
+    return b"".join(codec.encode(msg) for msg in messages)
+
+
+def status_frames(codec, names: list[str]) -> list[bytes]:
+    return [frames(codec,
+                   m.Twalk(tag=1, fid=ROOT, newfid=FILE, wnames=(name, "status")),
+                   m.Tlopen(tag=1, fid=FILE, flags=0),
+                   m.Tread(tag=1, fid=FILE, offset=0, count=8192),
+                   m.Tread(tag=1, fid=FILE, offset=len(b"idle simulated\n"), count=8192),
+                   m.Tclunk(tag=1, fid=FILE))
+            for name in names]
+
+
+def null_frames(codec) -> list[bytes]:
+    return [frames(codec, m.Twalk(tag=1, fid=ROOT, newfid=FILE, wnames=()), m.Tclunk(tag=1, fid=FILE))]
+
+
+class Fed:
+    """A Connection whose frames come from `feed` and whose replies are counted and dropped."""
+
+    def __init__(self, app: App):
+        stream, _ = trio.testing.memory_stream_pair()
+        self.conn = Connection(stream, app.root)
+        self.handshake()
+
+    def handshake(self) -> None:
+        p2000 = codec_for(Dialect.P2000)
+        self.feed(p2000.encode(m.Tversion(tag=0xFFFF, msize=65536 + 24, version="9P2000.L")))
+        self.codec = codec_for(Dialect.P2000L)
+        self.feed(self.codec.encode(m.Tattach(tag=1, fid=ROOT, uname="bench", n_uname=0)))
+        if self.codec.decode(self.replies).__class__ is not m.Rattach:
+            raise SystemExit(f"the attach was refused: {self.codec.decode(self.replies)}")
+
+    def feed(self, data: bytes) -> None:
+        conn = self.conn
+        conn.frames.feed(data)
+        conn._handle_frames()
+        self.replies = bytes(conn._out)
+        conn._out.clear()
+
+
+def run_ops(fed: Fed, batches: list[bytes], ops: int) -> float:
+    """Seconds for `ops` operations, going round `batches`."""
+    feed, n = fed.feed, len(batches)
+    began = time.perf_counter()
+    for i in range(ops):
+        feed(batches[i % n])
+    return time.perf_counter() - began
+
+
+async def main_async(args) -> None:
+    async with trio.open_nursery() as nursery:
+        app = App(limits=SessionLimits(max_sessions=max(256, args.sessions)))
+        await nursery.start(app.run)
+        fed = Fed(app)
+        names = [f"s{i:04d}" for i in range(1, args.sessions + 1)]
+        ctl = frames(fed.codec, m.Twalk(tag=1, fid=ROOT, newfid=FILE, wnames=("ctl",)),
+                     m.Tlopen(tag=1, fid=FILE, flags=1))
+        fed.feed(ctl)
+        for name in names:
+            fed.feed(frames(fed.codec, m.Twrite(tag=1, fid=FILE, offset=0, data=f"new sim /tmp name={name}\n".encode())))
+        fed.feed(frames(fed.codec, m.Tclunk(tag=1, fid=FILE)))
+        with trio.fail_after(30):
+            while any(app.sessions.get(n).state.value == "starting" for n in names):
+                await trio.sleep(0.01)  # the sims' start is their own tasks: a deadline bounds it
+        fed.feed(status_frames(fed.codec, names[:1])[0])
+        if b"idle simulated" not in fed.replies:
+            raise SystemExit(f"unexpected status read: {fed.replies!r}")
+        for batch in status_frames(fed.codec, names):  # every session's directory made once, as in a server
+            fed.feed(batch)
+        _settle_garbage_collector()  # as `serve` does once it has started
+        cases = {"status": (status_frames(fed.codec, names), 5), "null": (null_frames(fed.codec), 2)}
+        for what, (batches, rpcs) in cases.items():
+            if args.profile or args.calls:
+                prof = cProfile.Profile()
+                prof.enable()
+                run_ops(fed, batches, args.ops)
+                prof.disable()
+                stats = pstats.Stats(prof)
+                print(f"{what}: {stats.total_calls / args.ops:.0f} Python calls per operation "
+                      f"({stats.total_calls / args.ops / rpcs:.0f} per RPC)")
+                if args.profile:
+                    stats.dump_stats(f"{args.profile}.{what}")
+                    stats.sort_stats("tottime").print_stats(25)
+                continue
+            best = min(run_ops(fed, batches, args.ops) for _ in range(args.reps))
+            per = best / args.ops * 1e6
+            print(f"{what}: {per:.1f} µs per operation, {per / rpcs:.1f} µs per RPC "
+                  f"(best of {args.reps} runs of {args.ops})")
+        nursery.cancel_scope.cancel()
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--sessions", type=int, default=1000)
+    p.add_argument("--ops", type=int, default=20000)
+    p.add_argument("--reps", type=int, default=5)
+    p.add_argument("--profile", metavar="FILE", help="cProfile the operations into FILE.status and FILE.null")
+    p.add_argument("--calls", action="store_true", help="print the Python calls per operation only")
+    trio.run(main_async, p.parse_args())
+
+
+if __name__ == "__main__":
+    main()
