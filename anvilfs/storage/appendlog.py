@@ -27,6 +27,7 @@ middle of a write: never answered) or fails its CRC is left out of
 
 from __future__ import annotations
 
+import errno
 import itertools
 import threading
 from collections.abc import Callable
@@ -48,6 +49,19 @@ class _Group:
     done: bool = False
     error: OSError | None = None
     full: list[str] = field(default_factory=list)  # segments its write closed: deleted once covered
+
+
+@dataclass(slots=True)
+class _Bug:
+    """What went wrong in the log's thread or its callbacks, not on the disk: run() raises it."""
+
+    found: trio.Event
+    exc: BaseException | None = None
+
+    def report(self, token: trio.lowlevel.TrioToken, exc: BaseException) -> None:
+        """From the thread."""
+        self.exc = self.exc or exc
+        token.run_sync_soon(self.found.set)
 
 
 class AppendLog:
@@ -141,13 +155,11 @@ class AppendLog:
             await self._run_in_loop()
             return
         token = trio.lowlevel.current_trio_token()
-        failed, failure = trio.Event(), []
-        thread = threading.Thread(target=self._serve, args=(token, failed, failure), daemon=True,
-                                  name=f"log {self.dir.path}")
+        bug = _Bug(trio.Event())
+        thread = threading.Thread(target=self._serve, args=(token, bug), daemon=True, name=f"log {self.dir.path}")
         thread.start()
         try:
-            await failed.wait()
-            raise failure[0]
+            await bug.found.wait()
         finally:
             with self._handed:
                 self._stopping = True
@@ -155,8 +167,10 @@ class AppendLog:
             with trio.CancelScope(shield=True):  # its last group is settled before the loop goes on
                 await trio.to_thread.run_sync(thread.join)
             self._stopping = False
+            if bug.exc is not None:  # also at a clean stop: a bug in the last write is not swallowed
+                raise bug.exc
 
-    def _serve(self, token: trio.lowlevel.TrioToken, failed: trio.Event, failure: list) -> None:
+    def _serve(self, token: trio.lowlevel.TrioToken, bug: _Bug) -> None:
         """The thread: take the open group, write it, give it back to the loop; until told to stop."""
         try:
             while True:
@@ -168,16 +182,20 @@ class AppendLog:
                     group, self._open = self._open, _Group()
                     self._in_flight = group
                 self._write_locked(group)
-                token.run_sync_soon(self._landed, group)
+                token.run_sync_soon(self._landed, group, bug)
         except BaseException as exc:  # a bug, not the disk (_write keeps those): the server's run fails with it
-            failure.append(exc)
-            token.run_sync_soon(failed.set)
+            bug.report(token, exc)
 
-    def _landed(self, group: _Group) -> None:
+    def _landed(self, group: _Group, bug: _Bug) -> None:
+        """In the loop (a run_sync_soon callback, where an exception would end the whole trio run)."""
         with self._handed:
             if self._in_flight is group:
                 self._in_flight = None
-        self._settle(group)
+        try:
+            self._settle(group)
+        except BaseException as exc:  # a bug in a commit's callback: run() raises it, as a task's would be
+            bug.exc = bug.exc or exc
+            bug.found.set()
 
     async def _run_in_loop(self) -> None:
         while True:
@@ -207,11 +225,14 @@ class AppendLog:
             if self._file is None:
                 self._file = self.dir.open_log(f"{next(self._numbers):06d}{SUFFIX}")
             self._file.write_durably(b"".join(group.data))
-        except OSError as exc:
-            group.error = exc
+        except BaseException as exc:
+            # never settled as written: a bug (not OSError) fails the group's commits too, then goes on up
+            group.error = exc if isinstance(exc, OSError) else OSError(errno.EIO, f"not written: {exc!r}")
             if self._file is not None:  # what the cut-off left, if it failed too, stays a torn last line
                 group.full.append(self._file.name)
                 self.close()
+            if not isinstance(exc, OSError):
+                raise
             return
         if self._file.size >= self.segment_bytes:
             group.full.append(self._file.name)

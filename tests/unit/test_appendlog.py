@@ -200,3 +200,69 @@ def test_retire_deletes_what_a_restart_read_and_numbering_goes_on(tmp_path):
 def test_a_record_must_be_one_line(tmp_path):
     with pytest.raises(ValueError, match="one line"):
         AppendLog(PrivateDir(tmp_path / "p")).add(b"two\nlines")
+
+
+class BuggyDir(HeldDir):
+    """A HeldDir whose log's write, once let go, fails with a bug (not an OSError: not the disk's)."""
+
+    def open_log(self, name):
+        log = super().open_log(name)
+        held = log.write_durably
+
+        def write_durably(data):
+            held(b"")  # waits for the test to let it go, writes nothing
+            raise RuntimeError("a bug in the write")
+
+        log.write_durably = write_durably
+        return log
+
+
+def _not_on_disk(tmp_path, commit: Commit) -> None:
+    """The commit failed, and nothing of its record was written."""
+    assert commit.done.is_set() and isinstance(commit.error, OSError), "a record never written was settled as written"
+    assert AppendLog(PrivateDir(tmp_path / "p")).records()[0] == []
+
+
+async def test_a_bug_in_the_write_fails_the_run_and_its_commits_even_after_a_clean_stop_flush(tmp_path):
+    d = BuggyDir(tmp_path / "p")
+    log = AppendLog(d)
+    commit = log.add(b"never written")
+    d.go.release()
+    with pytest.raises(BaseExceptionGroup) as raised:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(log.run)
+    assert raised.group_contains(RuntimeError, match="a bug in the write", depth=1)
+    log.flush()  # what the sessions' clean stop does after the saver's run ended
+    log.close()
+    _not_on_disk(tmp_path, commit)
+
+
+async def test_a_bug_in_the_last_write_of_a_clean_stop_is_not_swallowed(tmp_path):
+    d = BuggyDir(tmp_path / "p")
+    log = AppendLog(d)
+    with pytest.raises(BaseExceptionGroup) as raised:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(log.run)
+            commit = log.add(b"the last prompt")
+            await _in_write(d)
+            nursery.cancel_scope.cancel()  # a clean stop, while the thread writes
+            d.go.release()  # ... and the write then hits the bug
+    assert raised.group_contains(RuntimeError, match="a bug in the write", depth=1)
+    log.flush()
+    log.close()
+    _not_on_disk(tmp_path, commit)
+
+
+async def test_a_bug_in_a_commits_callback_fails_the_run_not_the_whole_trio_run(tmp_path):
+    log = AppendLog(PrivateDir(tmp_path / "p"))
+
+    def broken(error):
+        raise KeyError("a bug in a callback")
+
+    with pytest.raises(BaseExceptionGroup) as raised:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(log.run)
+            log.add(b"record").then(broken)
+            await trio.sleep_forever()  # until the run fails; pytest-timeout bounds it
+    assert raised.group_contains(KeyError, match="a bug in a callback", depth=1)
+    log.close()
