@@ -25,7 +25,8 @@ from ..ninep.dialect import MIN_MSIZE, UNKNOWN
 from ..ninep.errstr import fit, word_for_9p2000
 from ..ninep.fids import FidTable
 from ..tree import Caller, Directory, Node, SnapshotBudget, SnapshotReads
-from .attrs import getattr_of, pack_dirents, pack_stats, qid_of, stat_of
+from .attrs import pack_dirents, pack_stats, qid_of
+from .attr_requests import AttributeRequests
 from .opening import linux_access, open_existing, open_fid, plan9_access
 from .state import Blocked, CollectBudget, Deferred, Fid, Limits
 from .token import Token
@@ -35,7 +36,7 @@ log = logging.getLogger("anvilfs.server")
 
 
 @dataclass(slots=True)
-class Dispatcher:
+class Dispatcher(AttributeRequests):
     root: Directory
     limits: Limits = field(default_factory=Limits)
     on_error: Callable[[str, str], None] = lambda where, text: None
@@ -290,70 +291,6 @@ class Dispatcher:
                                errno.EISDIR if node.is_dir else errno.ENOTDIR)
         fid.node.remove_entry(node, fid.caller)
         return m.Runlinkat(tag=msg.tag)
-
-    # ------------------------------------------------------------ attributes
-
-    def stat(self, msg: m.Tstat) -> m.Message:
-        return m.Rstat(tag=msg.tag, stat=stat_of(self.fids.get(msg.fid).node))
-
-    def wstat(self, msg: m.Twstat) -> m.Message:
-        fid = self.fids.get(msg.fid)
-        s, node = msg.stat, fid.node
-        if s.name and s.name != node.name:
-            raise NotPermitted(f"{node.name} cannot be renamed")
-        if s.mode != 0xFFFFFFFF and s.mode != stat_of(node).mode:
-            raise NotPermitted(f"the mode of {node.name} cannot be changed")
-        self._truncate(fid, s.length, 0xFFFFFFFFFFFFFFFF)
-        return m.Rwstat(tag=msg.tag)
-
-    def getattr(self, msg: m.Tgetattr) -> m.Message:
-        return m.Rgetattr(tag=msg.tag, **getattr_of(self.fids.get(msg.fid).node))
-
-    def setattr(self, msg: m.Tsetattr) -> m.Message:
-        fid = self.fids.get(msg.fid)
-        if msg.valid & (c.SETATTR_MODE | c.SETATTR_UID | c.SETATTR_GID):
-            raise NotPermitted(f"the mode and owner of {fid.node.name} cannot be changed")
-        if msg.valid & c.SETATTR_SIZE:
-            self._truncate(fid, msg.size, None)
-        return m.Rsetattr(tag=msg.tag)
-
-    def _truncate(self, fid: Fid, length: int, dont_touch: int | None) -> None:
-        if length == dont_touch:
-            return
-        if length != 0:
-            raise InvalidRequest(f"{fid.node.name}: only truncation to length 0 is accepted")
-        if fid.node.is_dir:
-            raise RequestError(f"{fid.node.name} is a directory", errno.EISDIR)
-        if fid.handle is not None:
-            fid.handle.truncate()
-
-    def statfs(self, msg: m.Tstatfs) -> m.Message:
-        self.fids.get(msg.fid)
-        return m.Rstatfs(tag=msg.tag, type=0x01021997, bsize=4096, namelen=255)
-
-    # ------------------------------------------------------------ the rest
-
-    def fsync(self, msg: m.Tfsync) -> m.Message:
-        self.fids.get(msg.fid)
-        return m.Rfsync(tag=msg.tag)
-
-    def lock(self, msg: m.Tlock) -> m.Message:
-        self.fids.get(msg.fid)
-        return m.Rlock(tag=msg.tag, status=0)  # nothing to lock: every lock is granted
-
-    def getlock(self, msg: m.Tgetlock) -> m.Message:
-        self.fids.get(msg.fid)
-        return m.Rgetlock(tag=msg.tag, type=2, start=msg.start, length=msg.length, proc_id=msg.proc_id, client_id=msg.client_id)
-
-    def xattrwalk(self, msg: m.Txattrwalk) -> m.Message:
-        self.fids.get(msg.fid)
-        raise RequestError("synthetic files have no extended attributes", errno.EOPNOTSUPP)
-
-    def readlink(self, msg: m.Treadlink) -> m.Message:
-        raise RequestError(f"{self.fids.get(msg.fid).node.name} is not a symbolic link", errno.EINVAL)
-
-    def refuse_change(self, msg: m.Message) -> m.Message:
-        raise NotPermitted(f"{type(msg).__name__[1:]}: the tree of anvilfs cannot be changed that way; use the ctl files")
 
 
 # The replies of the requests every read of a file makes, built positionally (compiled.constructor).
