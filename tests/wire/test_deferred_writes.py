@@ -32,19 +32,14 @@ def _app(tmp_path) -> App:
     return App(state_dir=tmp_path, backends={"external": ExternalBackend(), "sim": SimBackend()})
 
 
-async def _idle_external(app: App):
-    session = app.sessions.new("external", "/tmp", name="ext")
-    await until(lambda: session.state is State.IDLE)
-    return session
-
-
 def _saved(tmp_path) -> dict:
     return tomllib.loads((tmp_path / "sessions" / "ext.toml").read_text())
 
 
 async def test_an_owners_status_write_is_answered_after_its_save_and_after_what_came_behind_it(autojump_clock, tmp_path):
     async with served(_app(tmp_path)) as (app, [peer]):
-        session = await _idle_external(app)
+        session = app.sessions.new("external", "/tmp", name="ext")
+        await until(lambda: session.state is State.IDLE)
         await peer.play(OPEN_STATUS + """
 > Twrite tag 4 fid 1 offset 0 data "running step one"
 > Twalk tag 5 fid 0 newfid 2 wnames [list]
@@ -58,7 +53,8 @@ async def test_an_owners_status_write_is_answered_after_its_save_and_after_what_
 
 async def test_an_owners_answer_in_out_is_answered_at_its_clunk_after_its_save(autojump_clock, tmp_path):
     async with served(_app(tmp_path)) as (app, [peer]):
-        session = await _idle_external(app)
+        session = app.sessions.new("external", "/tmp", name="ext")
+        await until(lambda: session.state is State.IDLE)
         await peer.play(OPEN_STATUS + """
 > Twrite tag 4 fid 1 offset 0 data "running"
 < Rwrite tag 4 count 7
@@ -81,7 +77,8 @@ async def test_an_owners_answer_in_out_is_answered_at_its_clunk_after_its_save(a
 async def test_a_status_write_the_disk_refuses_is_answered_and_told_in_events(autojump_clock, tmp_path, monkeypatch):
     """As for ctl writes: the change has happened, so the write is answered, and the save is tried again."""
     async with served(_app(tmp_path)) as (app, [peer]):
-        session = await _idle_external(app)
+        session = app.sessions.new("external", "/tmp", name="ext")
+        await until(lambda: session.state is State.IDLE)
 
         def refused(ops):
             raise OSError(errno.ENOSPC, "No space left on device")
