@@ -6,8 +6,7 @@ has at most 16 names, counts are clamped to msize. A request ends in exactly
 one reply, returned by ``handle``; the one exception is a read that would
 block, which comes back as ``Blocked`` for the connection to finish in a
 task it can cancel, and a clunk that submitted a prompt, whose reply comes
-back ``Deferred`` until the prompt is on disk, and so does a write of a
-status file, until what it changed is.
+back ``Deferred`` until the prompt is on disk.
 """
 
 from __future__ import annotations
@@ -248,7 +247,7 @@ class Dispatcher(AttributeRequests):
         fid.listing = listing
         return m.Rreaddir(tag=msg.tag, data=data)
 
-    def write(self, msg: m.Twrite) -> m.Message | Deferred:
+    def write(self, msg: m.Twrite) -> m.Message:
         fid = self.fids.get(msg.fid)
         if not fid.can_write:
             raise RequestError("fid is not open for writing", errno.EBADF)
@@ -257,8 +256,6 @@ class Dispatcher(AttributeRequests):
             count = fid.handle.write(msg.offset, msg.data)
         finally:
             self.collected.recount(fid)
-        if (later := fid.handle.written()) is not None:  # a status write: answered once its save is on disk
-            return Deferred(later, msg, m.Rwrite(tag=msg.tag, count=count))
         return m.Rwrite(tag=msg.tag, count=count)
 
 

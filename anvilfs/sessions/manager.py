@@ -256,23 +256,6 @@ class Sessions:
         except AnvilError as exc:
             self.events.append(f"- state: {exc.message}; will try again")
 
-    def _saved_before_answer(self, session: Session) -> Later | None:
-        """Save a change a status or `out` write made, off the event loop (whose every other request a
-        save in it would hold up, for an fsync or two): its answer waits on the Later. As for a ctl
-        write, the change itself has happened, so a save the disk refuses is told in `events` and
-        tried again, and the write is answered all the same."""
-        commit = self.saver.save_soon(session)
-        if commit is None:
-            return None
-
-        def settled(error: OSError | None) -> None:
-            if error is not None:
-                self.events.append(f"- state: cannot save session {session.name} in {self.saver.store.dir}: "
-                                   f"{error.strerror or error}; will try again")
-
-        commit.then(settled)
-        return Later(commit.done, _never_refused)  # the Event: its wait() never raises
-
     def remove(self, name: str) -> None:
         """Forget a stopped or exited session; its files move to the state's `removed/` history."""
         session = self.get(name)
@@ -319,7 +302,7 @@ class Sessions:
         session.move(Event.CLEAR)
         self._save_answered(session)
 
-    def hook(self, name: str, word: str) -> Later | None:
+    def hook(self, name: str, word: str) -> None:
         """An agent's hook wrote running/await to its status."""
         session = self.get(name)
         event = {"running": Event.TURN_BEGAN, "await": Event.TURN_DONE}.get(word)
@@ -336,7 +319,7 @@ class Sessions:
                 session.end_turn(Event.TURN_DONE)
         # The hook's write is answered only once what it said is on disk (the agent's saved() notes a
         # turn's await), so a server killed right after answering still knows the turn ended.
-        return self._saved_before_answer(session)
+        self._save_answered(session)
 
     # ------------------------------------------------------------ runners
 
@@ -398,7 +381,3 @@ class Sessions:
                 self.restart(session.name)
 
         self._nursery.start_soon(restart_later)
-
-
-def _never_refused(exc: OSError) -> AnvilError:  # Later's failure path, which a trio.Event never takes
-    return AnvilError(f"state: {exc}")

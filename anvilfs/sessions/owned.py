@@ -30,7 +30,6 @@ from .session import Prompt, Session, Turn
 from .states import Event, IllegalTransition, State
 
 if TYPE_CHECKING:
-    from ..waitable import Later
     from .manager import Sessions
 
 MAX_DETAIL = 200  # characters: the detail shows in `status` and `events` lines
@@ -63,7 +62,7 @@ class Owners:
                                  "its own turns: only an external session's owner reports them")
         return session
 
-    def report(self, name: str, line: str, owner: str) -> Later | None:
+    def report(self, name: str, line: str, owner: str) -> None:
         """The owner wrote a line to `status`: WORD [DETAIL...]."""
         session = self._owned(name)
         word, _, detail = line.strip().partition(" ")
@@ -81,7 +80,7 @@ class Owners:
                 session.end_turn(event, detail)
         except IllegalTransition as exc:
             raise IllegalTransition(f"status {word}: {exc}") from None
-        return self.sessions._saved_before_answer(session)  # the write's answer waits for it
+        self.sessions._save_answered(session)
 
     def take(self, name: str) -> Prompt | None:
         """`next`: the prompt of the running turn if it came from `in`, else the oldest queued one, which
@@ -114,7 +113,7 @@ class Owners:
             raise Busy(f"out: begin a turn first (write 'running' to status, or read next): out takes the answer "
                        f"of the running turn, and {name} is {session.status_line()}")
 
-    def answer(self, name: str, text: str, turn: Turn | None = None) -> Later | None:
+    def answer(self, name: str, text: str, turn: Turn | None = None) -> None:
         """The bytes of one open of `out`: the answer of the turn running when they began (`turn`, if
         given), which ends (await) with it; refused if that turn is over, even if another runs now."""
         self.check_answer(name, len(text.encode()))
@@ -124,4 +123,4 @@ class Owners:
                        f"turn {session.turn.number if session.turn else '?'} on a new open of out")
         session.turn.write(text)
         session.end_turn(Event.TURN_DONE)
-        return self.sessions._saved_before_answer(session)  # the log and out first, then the .toml: the clunk waits
+        self.sessions._save_answered(session)  # the log and out first, then the .toml

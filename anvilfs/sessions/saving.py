@@ -88,14 +88,6 @@ class SessionSaver:
             why = refused[0] if refused else OSError("an earlier write to the state directory failed")
             raise AnvilError(f"cannot save session {session.name} in {self.store.dir}: {why.strerror or why}")
 
-    def save_soon(self, session: Session) -> Commit | None:
-        """Save in the queue's thread, off the event loop: a Commit done once it is on disk (with the
-        transcript and `out` before the .toml, as always), None without a store."""
-        if self.store is None:
-            return None
-        self._state_soon(session)
-        return self.queue.commit()
-
     def commit_prompt(self, session: Session, prompt: Prompt) -> Commit | None:
         """Put `prompt` in the session's incoming prompts and in the prompt log: a Commit done once it is
         on disk (None without a store: nothing to wait for, and nothing done).

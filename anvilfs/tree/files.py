@@ -60,8 +60,7 @@ class TextFile(File):
 
     __slots__ = ("render", "on_line", "snapshots")
 
-    def __init__(self, name: str, key: str, render: Callable[[], str],
-                 on_line: Callable[[str, Caller], Later | None] | None = None):  # a Later defers the write's answer
+    def __init__(self, name: str, key: str, render: Callable[[], str], on_line: Callable[[str, Caller], None] | None = None):
         super().__init__(name, key, READ_WRITE if on_line else READ_ONLY)
         self.render = render
         self.on_line = on_line
@@ -75,19 +74,12 @@ class _TextHandle(SnapshotReads):
     def __init__(self, file: TextFile, caller: Caller):
         super().__init__(file.snapshots)
         self._file, self._caller = file, caller
-        self._later: Later | None = None
 
     def write(self, offset: int, data: bytes) -> int:
         for line in decoded_text(data, self._file.name).splitlines():
             if line.strip():
-                later = self._file.on_line(line.strip(), self._caller)
-                if isinstance(later, Later):  # the last line's save covers the lines before it
-                    self._later = later
+                self._file.on_line(line.strip(), self._caller)
         return len(data)
-
-    def written(self) -> Later | None:
-        later, self._later = self._later, None
-        return later
 
 
 class CtlFile(File):

@@ -154,10 +154,6 @@ class Handle:
         """How many bytes a write would add to held() (checked against the limit before it is made)."""
         return 0
 
-    def written(self) -> Later | None:
-        """After a write: a Later its answer must wait for (what it changed, on its way to disk), or None."""
-        return None
-
     def clunk(self) -> Later | None:
         """The client is done with this open: act on what it wrote; a Later if the answer must wait for it."""
 
