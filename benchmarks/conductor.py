@@ -75,7 +75,7 @@ from anvilfs.client import Client  # noqa: E402
 from harness.server import REPO_ROOT, start_server  # noqa: E402
 
 import reaction_trace  # noqa: E402  (benchmarks/, the script's own directory)
-from report import Steal, StealTimeline  # noqa: E402
+from report import StealTimeline  # noqa: E402
 
 TRACER = str(Path(__file__).resolve().parent / "trace")
 
@@ -170,11 +170,13 @@ def own_reaction(stamps: list, steal: StealTimeline) -> dict[str, list[float]]:
             awaited[words[1]] = now
         elif words[2:4] == ["prompt", "queued"] and words[1] in awaited:
             spans.append((awaited.pop(words[1]), now))
-    ms = lambda chosen: [(end - start) * 1000 for start, end in chosen]  # noqa: E731
-    quiet = [span for span in spans if steal.quiet(span[0])]
-    return {"its own next prompt": ms(spans),
-            "its own next prompt, in stretches the host stole nothing": ms(quiet),
-            "its own next prompt, in stretches it stole some": ms([x for x in spans if x not in quiet])}
+    every, quiet, stolen = [], [], []
+    for start, end in spans:
+        every.append((end - start) * 1000)
+        (quiet if steal.quiet(start) else stolen).append(every[-1])
+    return {"its own next prompt": every,
+            "its own next prompt, in stretches the host stole nothing": quiet,
+            "its own next prompt, in stretches it stole some": stolen}
 
 
 def reaction(stamps: list, n: int) -> dict[str, list[float]]:
@@ -256,14 +258,14 @@ def run(opts: Options, poll: float | None) -> dict[str, list[float]]:
             argv = spied(["--", *argv], opts.profile)
         if opts.profile_server and not poll:
             spy = subprocess.Popen(spied(["-p", str(srv.proc.pid)], opts.profile_server), stdout=subprocess.DEVNULL)
-        flushes, began, steal = device_flushes(srv.state), time.monotonic(), Steal()
+        flushes, began = device_flushes(srv.state), time.monotonic()
         with timeline:
             done = subprocess.run(argv, capture_output=True, text=True, cwd=opts.conductor_dir or REPO_ROOT,
                                   env=os.environ | {"PYTHONPATH": os.pathsep.join(
                                       filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")]))}, timeout=600)
         if done.returncode != 0:
             raise SystemExit(f"conductor failed: {done.stdout}{done.stderr[-2000:]}")
-        print(f"  the host's steal during the run: {steal.share():.1%} of this VM's CPU time")
+        print(f"  the host's steal during the run: {timeline.share():.1%} of this VM's CPU time")
         if flushes is not None:  # what the disk under the server's state did (the conductor's too, if shared)
             flushes = device_flushes(srv.state) - flushes
             print(f"  device flushes under the server's state during the run: {flushes} "

@@ -60,7 +60,7 @@ def null_frames(codec) -> list[bytes]:
 
 
 class Fed:
-    """A Connection whose frames come from `feed` and whose replies are counted and dropped."""
+    """A Connection whose frames come from `feed`; the replies of the last feed are kept in `replies`."""
 
     def __init__(self, app: App):
         stream, _ = trio.testing.memory_stream_pair()

@@ -54,27 +54,18 @@ def percentile(values: Sequence[float], p: float) -> float:
     return s[min(len(s) - 1, max(0, round(p * (len(s) - 1))))]
 
 
-class Steal:
-    """The share of this VM's CPU time its host gave to others (the `st` of vmstat) from its start to
-    `share()`: a virtual CPU that is stolen from stalls whatever runs on it, so every figure of a
-    latency's tail is printed with it (/proc/stat; 0 where the kernel does not count it)."""
-
-    def __init__(self) -> None:
-        self._start = _cpu_times()
-
-    def share(self) -> float:
-        steal, total = (now - then for now, then in zip(_cpu_times(), self._start))
-        return steal / total if total else 0.0
-
-
 class StealTimeline:
-    """The host's steal sampled every `every` s by a thread, to tell the samples of a run taken while
-    the host took nothing from those taken while it did. /proc/stat counts in 10 ms ticks, so a
-    stretch is quiet if less than about a tick (per CPU) was stolen in it."""
+    """The host's steal (the `st` of vmstat: this VM's CPU time its host gave to others) sampled every
+    `every` s by a thread while the block runs. A virtual CPU that is stolen from stalls whatever runs
+    on it, so a latency's tail is printed with the run's `share()`, and `quiet()` tells the samples
+    taken while the host took nothing from those taken while it did. /proc/stat counts in 10 ms
+    ticks, so a stretch is quiet if less than about a tick (per CPU) was stolen in it; 0 where the
+    kernel does not count steal."""
 
     def __init__(self, every: float = 0.05) -> None:
         self.every = every
-        self._points: list[tuple[float, int]] = []
+        self._points: list[tuple[float, int, int]] = []  # (monotonic, steal jiffies, all jiffies)
+        self._times: list[float] = []  # the points' times, for bisect: made once the sampling ended
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._sample, daemon=True)
 
@@ -85,20 +76,25 @@ class StealTimeline:
     def __exit__(self, *exc) -> None:
         self._stop.set()
         self._thread.join()
+        self._times = [t for t, _, _ in self._points]
 
     def _sample(self) -> None:
         while True:
-            self._points.append((time.monotonic(), _cpu_times()[0]))
+            self._points.append((time.monotonic(), *_cpu_times()))
             if self._stop.wait(self.every):
                 return
+
+    def share(self) -> float:
+        """The steal's share of all CPU time from the first sample to the last."""
+        (_, steal0, all0), (_, steal1, all1) = self._points[0], self._points[-1]
+        return (steal1 - steal0) / (all1 - all0) if all1 > all0 else 0.0
 
     def quiet(self, start: float) -> bool:
         """No steal counted in the two sampling intervals from the last sample before `start`: the same
         stretch (0.05-0.1 s) for a sample of any length under `every`, so that a slow sample is not
         likelier to be counted stolen only for being long."""
-        times = [t for t, _ in self._points]
-        i = bisect.bisect_right(times, start) - 1
-        if i < 0 or i + 2 >= len(times):
+        i = bisect.bisect_right(self._times, start) - 1
+        if i < 0 or i + 2 >= len(self._times):
             return False  # not covered by the sampling: counted as not quiet
         return self._points[i][1] == self._points[i + 2][1]
 

@@ -29,7 +29,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from cbench import start_load, stop_load
-from report import Steal, StealTimeline, Target, figure, percentile, say
+from report import StealTimeline, Target, figure, percentile, say
 from servers import Server, admin_client
 
 from anvilfs.client import Client, ServerError
@@ -155,11 +155,10 @@ def run_wake(server: Server, binary: Path, samples: int, pin: Sequence[str], cli
         for kind in ("idle", "load"):
             load = start_load(binary, server, procs=8, pin=pin) if kind == "load" else None
             try:
-                steal = Steal()
                 with StealTimeline() as timeline:
                     got = sample(server, samples)
                 report(kind, *got, timeline)
-                say(f"  the host's steal while the {kind} samples were taken: {steal.share():.1%} of this VM's CPU time")
+                say(f"  the host's steal while the {kind} samples were taken: {timeline.share():.1%} of this VM's CPU time")
             finally:
                 if load is not None:
                     stop_load(load)
