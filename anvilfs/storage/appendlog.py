@@ -58,10 +58,10 @@ class _Bug:
     found: trio.Event
     exc: BaseException | None = None
 
-    def report(self, token: trio.lowlevel.TrioToken, exc: BaseException) -> None:
-        """From the thread."""
+    def caught(self, exc: BaseException) -> None:
+        """In the loop (from the thread: through run_sync_soon); the first one is what run() raises."""
         self.exc = self.exc or exc
-        token.run_sync_soon(self.found.set)
+        self.found.set()
 
 
 class AppendLog:
@@ -184,7 +184,7 @@ class AppendLog:
                 self._write_locked(group)
                 token.run_sync_soon(self._landed, group, bug)
         except BaseException as exc:  # a bug, not the disk (_write keeps those): the server's run fails with it
-            bug.report(token, exc)
+            token.run_sync_soon(bug.caught, exc)
 
     def _landed(self, group: _Group, bug: _Bug) -> None:
         """In the loop (a run_sync_soon callback, where an exception would end the whole trio run)."""
@@ -194,8 +194,7 @@ class AppendLog:
         try:
             self._settle(group)
         except BaseException as exc:  # a bug in a commit's callback: run() raises it, as a task's would be
-            bug.exc = bug.exc or exc
-            bug.found.set()
+            bug.caught(exc)
 
     async def _run_in_loop(self) -> None:
         while True:
