@@ -1,0 +1,178 @@
+"""A restarted server: sessions restored exited with their queue, files it cannot read, beads held by
+sessions that ended with the old server, and a prompt the old server never typed (moved from
+test_lifecycle.py as they were)."""
+
+from __future__ import annotations
+
+import pytest
+import trio
+
+from anvilfs.app import App
+from anvilfs.sessions import Agent, Backend, RestartPolicy, State
+from harness.apps import until
+
+
+async def test_a_restarted_server_restores_sessions_as_exited_with_their_queue(autojump_clock, tmp_path):
+    async with trio.open_nursery() as nursery:
+        first = App(state_dir=tmp_path)
+        await nursery.start(first.run)
+        s = first.sessions.new("sim", "/tmp", name="bot1", role="", model="m1")
+        first.sessions.submit("bot1", "hello", "glenda")
+        await until(lambda: s.state is State.AWAIT)
+        first.sessions.submit("bot1", "sim:hang", "glenda")
+        first.sessions.submit("bot1", "queued when the server died", "glenda")
+        await until(lambda: s.state is State.RUNNING)
+        answer = s.out
+        nursery.cancel_scope.cancel()  # the server goes away mid-turn
+    async with trio.open_nursery() as nursery:
+        second = App(state_dir=tmp_path)
+        await nursery.start(second.run)
+        r = second.sessions.get("bot1")
+        assert r.state is State.EXITED and "server restarted" in r.detail
+        assert [p.text for p in r.queue] == ["queued when the server died"]
+        assert r.out == answer and r.definition.model == "m1"
+        assert "--- prompt 1 from glenda" in r.log_text() and "lost: the server stopped" in r.log_text()
+        second.sessions.restart("bot1")
+        await until(lambda: r.state is State.AWAIT)
+        assert "queued when the server died" in r.out
+        nursery.cancel_scope.cancel()
+    async with trio.open_nursery() as nursery:  # and once more: the answer survived too
+        third = App(state_dir=tmp_path)
+        await nursery.start(third.run)
+        assert "queued when the server died" in third.sessions.get("bot1").out
+        nursery.cancel_scope.cancel()
+
+
+async def test_a_damaged_session_file_is_reported_not_fatal(autojump_clock, tmp_path):
+    (tmp_path / "sessions").mkdir(mode=0o700)
+    (tmp_path / "sessions" / "bad.toml").write_text("this is [not toml")
+    from anvilfs.storage import AppendLog, PrivateDir
+    log = AppendLog(PrivateDir(tmp_path / "prompts"))
+    log.add(b'{"session": "bad", "conversation": "c", "seq": 1, "sender": "x", "at": "", "text": "keep me"}')
+    log.flush()
+    log.close()
+    async with trio.open_nursery() as nursery:
+        app = App(state_dir=tmp_path)
+        await nursery.start(app.run)
+        assert app.sessions.all() == []
+        assert "bad.toml: cannot be read" in app.events.text()
+        assert "the prompt log is kept for bad" in app.events.text()
+        nursery.cancel_scope.cancel()
+    assert (tmp_path / "prompts" / "000001.wal").exists(), "its prompts wait until its .toml can be read"
+
+
+async def test_a_bead_held_by_a_session_in_crash_backoff_is_released_when_the_server_restarts(autojump_clock, tmp_path):
+    """The backoff lived in the old server only: the restored session is exited with no restart coming."""
+    async with trio.open_nursery() as nursery:
+        app = App(state_dir=tmp_path)
+        await nursery.start(app.run)
+        s = app.sessions.new("sim", "/tmp", name="w1")
+        await until(lambda: s.state is State.IDLE)
+        bead = app.board.new("Task", "dev", "d")
+        from anvilfs.beads import Who
+        app.board.claim(bead.id, Who("w1", "w1"))
+        app.sessions.submit("w1", "sim:exit", "glenda")
+        await until(lambda: s.state is State.EXITED and "restarting in" in app.events.text())
+        app.sessions.saver.flush()
+        nursery.cancel_scope.cancel()
+    async with trio.open_nursery() as nursery:
+        again = App(state_dir=tmp_path)
+        await nursery.start(again.run)
+        assert again.board.get(bead.id).status.value == "pending"
+        nursery.cancel_scope.cancel()
+
+
+async def test_a_name_whose_old_files_are_still_there_is_not_given_again(autojump_clock, running, tmp_path):
+    """A session file that could not be read keeps its name: a new session must not append to its transcript."""
+    from anvilfs.errors import NameTaken
+
+    (tmp_path / "sessions").mkdir(mode=0o700)
+    (tmp_path / "sessions" / "bot1.toml").write_text("this is [not toml")
+    (tmp_path / "sessions" / "s1.log").write_text("--- an old transcript\n")
+    app = await running(state_dir=tmp_path)
+    with pytest.raises(NameTaken, match="files of an earlier session 'bot1'"):
+        app.sessions.new("sim", "/tmp", name="bot1")
+    assert app.sessions.new("sim", "/tmp").name == "s2"  # s1's transcript stays its own
+    assert (tmp_path / "sessions" / "bot1.toml").read_text() == "this is [not toml"
+
+
+async def test_a_session_that_exited_with_no_restart_coming_releases_nothing_at_each_start(autojump_clock, tmp_path):
+    from anvilfs.beads import Who
+
+    async with trio.open_nursery() as nursery:
+        app = App(state_dir=tmp_path, restart=RestartPolicy(enabled=False))
+        await nursery.start(app.run)
+        s = app.sessions.new("sim", "/tmp", name="w1")
+        app.sessions.submit("w1", "sim:exit", "glenda")
+        await until(lambda: s.state is State.EXITED)
+        bead = app.board.new("Task", "dev", "d")
+        app.board.claim(bead.id, Who("glenda"), "w1")  # claimed for it after it exited: nothing of it has ended since
+        nursery.cancel_scope.cancel()
+    async with trio.open_nursery() as nursery:
+        again = App(state_dir=tmp_path, restart=RestartPolicy(enabled=False))
+        await nursery.start(again.run)
+        assert again.board.get(bead.id).status.value == "in_progress"
+        nursery.cancel_scope.cancel()
+
+
+class _NeverTypedAgent(Agent):
+    """Adopted mid-turn, it finds the old server never typed the turn's prompt; then it answers normally."""
+
+    def __init__(self):
+        self.prompts = []
+
+    async def start(self) -> None:
+        return None
+
+    async def follow(self, output) -> None:
+        from anvilfs.sessions import PromptNotSent
+        raise PromptNotSent("the server stopped before it typed this prompt: it did not run, and is queued again")
+
+    async def turn(self, prompt, output) -> None:
+        self.prompts.append(prompt)
+        output.write(f"answer to {prompt}\n")
+
+    async def kill(self) -> None:
+        return None
+
+
+class _AdoptingBackend(Backend):
+    kind = "test-adopt"
+
+    def __init__(self, name: str):
+        super().__init__(name)
+        self.adopted = _NeverTypedAgent()
+
+    def availability(self) -> str:
+        return "ready"
+
+    def agent(self, session, saved=None) -> Agent:
+        return _NeverTypedAgent()
+
+    async def adopt(self, session, saved):
+        return self.adopted
+
+
+async def test_a_prompt_the_old_server_never_typed_runs_next(autojump_clock, tmp_path):
+    """The .toml kept the turn's prompt; the agent says it never got it: it is queued again, first."""
+    first = _AdoptingBackend("a")
+    async with trio.open_nursery() as nursery:
+        app = App(backends={"a": first}, state_dir=tmp_path)
+        await nursery.start(app.run)
+        s = app.sessions.new("a", "/tmp", name="t1")
+        await until(lambda: s.state is State.IDLE)
+        s.agent.saved = lambda: {"pane": "%1"}  # something to adopt by
+        s.agent.turn = lambda prompt, output: trio.sleep_forever()  # the server dies before the turn goes anywhere
+        app.sessions.submit("t1", "the lost prompt", "glenda")
+        await until(lambda: s.state is State.RUNNING)
+        app.sessions.submit("t1", "the next prompt", "glenda")
+        nursery.cancel_scope.cancel()
+    second = _AdoptingBackend("a")
+    async with trio.open_nursery() as nursery:
+        again = App(backends={"a": second}, state_dir=tmp_path)
+        await nursery.start(again.run)
+        t1 = again.sessions.get("t1")
+        await until(lambda: second.adopted.prompts == ["the lost prompt", "the next prompt"])
+        await until(lambda: t1.state is State.AWAIT)
+        assert "queued again" in t1.log_text() and t1.out == "answer to the next prompt\n"
+        nursery.cancel_scope.cancel()
