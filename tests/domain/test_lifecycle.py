@@ -1,4 +1,4 @@
-"""Interrupt, clear, roles, crash restarts with backoff, stop and remove (a server restart: test_server_restart.py)."""
+"""Interrupt, clear, roles, crash restarts with backoff, stop and remove (a server restart: test_restored_sessions.py)."""
 
 from __future__ import annotations
 
