@@ -27,6 +27,8 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib.util
+import os
 import shlex
 import subprocess
 import sys
@@ -83,6 +85,15 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return args
 
 
+def uncompiled() -> str | None:
+    """Why this checkout's client and server would compile their modules at every start, or None."""
+    source = Path(__file__).resolve().parents[1] / "anvilfs" / "cli.py"
+    if os.environ.get("PYTHONDONTWRITEBYTECODE") and not Path(importlib.util.cache_from_source(str(source))).exists():
+        return ("PYTHONDONTWRITEBYTECODE is set and anvilfs has no bytecode caches: every process compiles it "
+                "(~40 ms of the cli row, ~0.3 s of a restart); run scripts/venv first")
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     pin = ("taskset", "-c", "0") if args.pin == "same" else ()
@@ -93,6 +104,8 @@ def main(argv: list[str] | None = None) -> int:
     server = " ".join(args.anvilfs_cmd) if args.anvilfs_cmd else f"this checkout, {server_commit()}"
     header(f"anvilfs ({server}) against diod; 9P2000.L, unix socket, C client; pin {args.pin}; "
            f"{args.reps} reps of {args.seconds:g} s; sections {','.join(args.sections)}")
+    if not args.anvilfs_cmd and (why := uncompiled()):
+        say(f"# warning: {why}")
     binary = cbench.build()
     with tempfile.TemporaryDirectory(prefix="anvilfs-speed-") as tmpdir, contextlib.ExitStack() as stack:
         tmp = Path(tmpdir)
