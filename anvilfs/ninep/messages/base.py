@@ -12,10 +12,14 @@ MESSAGE_TYPES: dict[int, type[Message]] = {}  # complete once messages.load_dotl
 DOTL_LIMIT = 100  # 9P2000.L numbers the messages it adds below 100; 9P2000's start at 100
 
 # Making a dataclass compiles each method it writes, which is most of what
-# importing the messages costs (every `anvilfs read` pays it). __repr__,
-# __eq__ and __hash__ are written once here instead, and behave as the
-# generated ones would: the class name and every field, in order.
-_RECORD = {"frozen": True, "slots": True, "repr": False, "eq": False}
+# importing the messages costs (every `anvilfs read` pays it): 0.36 ms a
+# class frozen with its __init__, 0.04 ms without. So dataclass() writes
+# none here. __repr__, __eq__, __hash__ and the frozen __setattr__ are
+# written once in Message; each class's __init__ is compiled on its first
+# construction (most processes build a dozen of the 67 kinds), the same
+# function dataclass() would have written. A test holds all of it to
+# dataclass()'s own (tests/unit/test_message_records.py).
+_RECORD = {"init": False, "slots": True, "repr": False, "eq": False}
 
 
 @dataclass(**_RECORD)
@@ -25,6 +29,9 @@ class Message:
     TYPE: typing.ClassVar[int] = -1
     FIELDS: typing.ClassVar[tuple[str, ...]] = ("tag",)
     tag: U16
+
+    def __init__(self, *args, **kwargs) -> None:
+        _first_init(self, *args, **kwargs)
 
     @property
     def is_request(self) -> bool:
@@ -45,6 +52,48 @@ class Message:
     def __hash__(self) -> int:
         return hash(self._values())
 
+    # Frozen, as dataclass(frozen=True) makes a class: the same errors, and the same state for copy and pickle.
+    def __setattr__(self, name: str, value: object) -> None:
+        raise dataclasses.FrozenInstanceError(f"cannot assign to field {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise dataclasses.FrozenInstanceError(f"cannot delete field {name!r}")
+
+    def __getstate__(self) -> list:
+        return [getattr(self, name) for name in self.FIELDS]
+
+    def __setstate__(self, state: list) -> None:
+        for name, value in zip(self.FIELDS, state):
+            object.__setattr__(self, name, value)
+
+
+def _first_init(self: Message, *args, **kwargs) -> None:
+    """A class's __init__ until its first construction: compile its own, put it on the class, run it.
+    Every registered class has this in its own __dict__, so replacing it there changes no other class."""
+    cls = type(self)
+    init = _compile_init(cls)
+    if cls.__dict__.get("__init__") is _first_init:
+        cls.__init__ = init
+    init(self, *args, **kwargs)
+
+
+def _compile_init(cls: type[Message]):
+    """The __init__ dataclass(frozen=True) writes for cls: its fields in order, with their defaults."""
+    fields = dataclasses.fields(cls)
+    env = {"set": object.__setattr__}
+    params = []
+    for f in fields:
+        if f.default is dataclasses.MISSING:
+            params.append(f.name)
+        else:
+            env[f"_d_{f.name}"] = f.default
+            params.append(f"{f.name}=_d_{f.name}")
+    body = "".join(f"    set(self, {f.name!r}, {f.name})\n" for f in fields)
+    exec(f"def __init__(self, {', '.join(params)}):\n{body}", env)  # noqa: S102 - built from the class's fields
+    init = env["__init__"]
+    init.__qualname__ = f"{cls.__qualname__}.__init__"
+    return init
+
 
 def message(type_id: int):
     """Register a message class under its wire type number."""
@@ -53,6 +102,7 @@ def message(type_id: int):
         if cls.__doc__ is None:  # else dataclass() renders inspect.signature(cls) as one, slowly
             cls.__doc__ = f"9P message {cls.__name__} (type {type_id})"
         cls = dataclass(**_RECORD)(cls)
+        cls.__init__ = _first_init
         cls.TYPE = type_id
         cls.FIELDS = tuple(f.name for f in dataclasses.fields(cls))
         MESSAGE_TYPES[type_id] = cls
