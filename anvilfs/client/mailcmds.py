@@ -14,7 +14,6 @@ Each takes the address options of the other client commands (-a, -A, --token-fil
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import sys
@@ -78,6 +77,8 @@ def _join(root: str, path: str) -> str:
 
 def send(client: Client, root: str, sender: str, message: dict) -> str:
     """Write one message to SENDER/mail; the id the read-back answers, or ServerError with why not."""
+    import json  # here, not at the top: every `anvilfs read` imports this module, few of them send mail
+
     fid = client.open(_join(root, f"{sender}/mail"), c.ORDWR)
     try:
         client.write_all(fid, json.dumps(message).encode())
@@ -126,6 +127,8 @@ def _tell(line: str, argv: list[str], everything: bool) -> None:
 
 
 def inbox(client: Client, root: str, args) -> int:
+    import json  # as in send()
+
     where = _join(root, f"{args.participant}/inbox")
     for entry in client.list_dir(where):
         message = json.loads(client.read_file(f"{where}/{entry.name}"))

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import os
 import sys
-import threading
 import time
 
 from ..ninep import consts as c
@@ -86,7 +85,8 @@ def top(client: Client, root: str, args) -> int:
 
 def _follow(events: Client, fid: int):
     """Yields the lines of each burst of events: a thread reads them, this waits for quiet."""
-    import queue  # noqa: PLC0415 - only the following mode needs it
+    import queue  # noqa: PLC0415 - only the following mode needs it (and every `anvilfs read` imports this module)
+    import threading  # noqa: PLC0415 - as queue
 
     arrived: queue.Queue = queue.Queue()
 
