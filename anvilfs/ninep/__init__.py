@@ -4,7 +4,7 @@ Sans-IO: bytes in, messages out; messages in, bytes out. No trio here.
 """
 
 from . import consts, messages
-from .codec import Codec, codec_for, decode, decode_stat, encode, encode_stat
+from .codec import Codec, codec_for, decode, decode_stat, encode, encode_stat, frame_maker
 from .consts import Dialect
 from .dialect import negotiate, negotiate_msize
 from .errors import (
@@ -53,6 +53,7 @@ __all__ = [
     "encode",
     "encode_stat",
     "format_message",
+    "frame_maker",
     "messages",
     "negotiate",
     "negotiate_msize",

@@ -18,7 +18,7 @@ from .consts import HEADER_SIZE, Dialect
 from .errors import BadMessage, LocalProtocolError
 from .fields import Kind, Only, Qid, Stat
 from . import messages
-from .compiled import compile_decoder, compile_encoder
+from .compiled import compile_decoder, compile_encoder, compile_packer, constructor
 from .messages.base import DOTL_LIMIT, MESSAGE_TYPES, Message
 
 _HEADER = struct.Struct("<IBH")
@@ -281,6 +281,20 @@ _CODECS = {dialect: Codec(dialect) for dialect in Dialect}
 
 def codec_for(dialect: Dialect) -> Codec:
     return _CODECS[dialect]
+
+
+def frame_maker(cls: type[Message]) -> Callable[..., bytes | Message]:
+    """(tag, *fields in order) -> cls's frame, for a reply a server makes for every request (Rread,
+    Rclunk): no message is built, nor looked up to encode. For values that do not fit their fields it
+    gives the message instead, for the codec to refuse with what is wrong. Only for a class whose
+    layout is the same in every dialect, since the frame is made before it meets a connection."""
+    layouts = {layout(cls, dialect) for dialect in Dialect}
+    if len(layouts) != 1:
+        raise ValueError(f"{cls.__name__} is laid out differently by dialect: encode it through a Codec")
+    packer = compile_packer(cls, layouts.pop(), constructor(cls))
+    if packer is None:
+        raise ValueError(f"{cls.__name__} has a field the compiled encoders do not handle: encode it through a Codec")
+    return packer
 
 
 def decode(frame, dialect: Dialect) -> Message:

@@ -143,33 +143,47 @@ def _indent(block: str) -> str:
 # ---------------------------------------------------------------- encoding
 
 _TAIL_ENCODE = {
-    Kind.STR: "    r = m.{name}.encode()\n"
-              "    if len(r) > 0xFFFF: return None\n"
+    Kind.STR: "    r = {value}.encode()\n"
+              "    if len(r) > 0xFFFF: return FAIL\n"
               "    parts += (U16(len(r)), r)\n",
-    Kind.DATA: "    r = m.{name}\n"
+    Kind.DATA: "    r = {value}\n"
                "    parts += (U32(len(r)), r)\n",
-    Kind.NAMES: "    parts.append(U16(len(m.{name})))\n"
-                "    for s in m.{name}:\n"
+    Kind.NAMES: "    parts.append(U16(len({value})))\n"
+                "    for s in {value}:\n"
                 "        r = s.encode()\n"
-                "        if len(r) > 0xFFFF: return None\n"
+                "        if len(r) > 0xFFFF: return FAIL\n"
                 "        parts += (U16(len(r)), r)\n",
-    Kind.QIDS: "    parts.append(U16(len(m.{name})))\n"
-               "    parts += [QID(q.type, q.version, q.path) for q in m.{name}]\n",
+    Kind.QIDS: "    parts.append(U16(len({value})))\n"
+               "    parts += [QID(q.type, q.version, q.path) for q in {value}]\n",
 }
 
 
 # A last field that is the only variable one: its length (or count) goes in the head's struct
 # call, and the frame is that head plus its bytes (Rread, Rwalk, Rversion, Rerror: one join fewer).
 _LAST_ENCODE = {
-    Kind.STR: ("H", "        r = m.{name}.encode()\n        if len(r) > 0xFFFF: return None\n", "len(r)", "r"),
-    Kind.DATA: ("I", "        r = m.{name}\n", "len(r)", "r"),
-    Kind.QIDS: ("H", "        r = m.{name}\n", "13 * len(r)",
+    Kind.STR: ("H", "        r = {value}.encode()\n        if len(r) > 0xFFFF: return FAIL\n", "len(r)", "r"),
+    Kind.DATA: ("I", "        r = {value}\n", "len(r)", "r"),
+    Kind.QIDS: ("H", "        r = {value}\n", "13 * len(r)",
                 "b''.join([QID(q.type, q.version, q.path) for q in r])"),
 }
 
 
 def compile_encoder(cls: type[Message], steps: Layout) -> Callable[[Message], bytes | None] | None:
     """message -> frame, or None when a value does not fit its field; None if a field kind is not compiled."""
+    return _compile_framer(cls, steps, "m", "m.{name}", "None", {})
+
+
+def compile_packer(cls: type[Message], steps: Layout, make: Callable[..., Message]) -> Callable[..., bytes | Message] | None:
+    """(tag, *fields in order) -> frame: what the encoder makes of ``make(tag, *fields)``, without the
+    message. For values that do not fit their fields it returns that message instead, whose encoding
+    then says what is wrong. None if a field kind is not compiled."""
+    params = ", ".join(f"a_{name}" for name in ("tag", *(name for name, _ in steps)))  # a_: no clash with the globals
+    return _compile_framer(cls, steps, params, "a_{name}", f"make({params})", {"make": make})
+
+
+def _compile_framer(cls: type[Message], steps: Layout, params: str, value: str, fail: str, env: dict) -> Callable | None:
+    """The encoder's text, reading each field as `value` says (m.x, or a parameter x) from `params`;
+    `fail` is what it returns for a value that does not fit."""
     fmt, fixed, rest = split_fixed(steps)
     if any(kind not in _TAIL_ENCODE for _, kind in rest):
         return None
@@ -177,25 +191,27 @@ def compile_encoder(cls: type[Message], steps: Layout) -> Callable[[Message], by
     head = struct.Struct("<IBH" + fmt + (last[0] if last else ""))
     values = []
     for name, kind in fixed:
-        values += [f"m.{name}.type", f"m.{name}.version", f"m.{name}.path"] if kind is Kind.QID else [f"m.{name}"]
+        field = value.format(name=name)
+        values += [f"{field}.type", f"{field}.version", f"{field}.path"] if kind is Kind.QID else [field]
+    tag = value.format(name="tag")
     args = "".join(", " + v for v in values)
-    lines = ["def encode(m):\n", "    try:\n"]
+    lines = [f"def frame({params}):\n", "    try:\n"]
     if not rest:
-        lines.append(f"        return HEAD(HEAD_SIZE, TYPE, m.tag{args})\n")
+        lines.append(f"        return HEAD(HEAD_SIZE, TYPE, {tag}{args})\n")
     elif last:
         _, prepare, length, body = last
-        lines.append(prepare.format(name=rest[0][0]))
-        lines.append(f"        return HEAD(HEAD_SIZE + {length}, TYPE, m.tag{args}, len(r)) + {body}\n")
+        lines.append(prepare.format(value=value.format(name=rest[0][0])))
+        lines.append(f"        return HEAD(HEAD_SIZE + {length}, TYPE, {tag}{args}, len(r)) + {body}\n")
     else:
         lines.append("        parts = [b'']\n")
         for name, kind in rest:
-            lines.append(_indent(_TAIL_ENCODE[kind].format(name=name)))
+            lines.append(_indent(_TAIL_ENCODE[kind].format(value=value.format(name=name))))
         lines.append("        size = HEAD_SIZE + sum(map(len, parts))\n")
-        lines.append(f"        parts[0] = HEAD(size, TYPE, m.tag{args})\n")
+        lines.append(f"        parts[0] = HEAD(size, TYPE, {tag}{args})\n")
         lines.append("        return b''.join(parts)\n")
-    lines.append("    except (struct.error, UnicodeEncodeError, TypeError, AttributeError):\n        return None\n")
-    env = {"HEAD": head.pack, "HEAD_SIZE": head.size, "TYPE": cls.TYPE, "U16": _U16.pack, "U32": _U32.pack,
+    lines.append("    except (struct.error, UnicodeEncodeError, TypeError, AttributeError):\n        return FAIL\n")
+    env = {**env, "HEAD": head.pack, "HEAD_SIZE": head.size, "TYPE": cls.TYPE, "U16": _U16.pack, "U32": _U32.pack,
            "QID": _QID.pack, "struct": struct}
-    exec("".join(lines), env)  # noqa: S102 - text built above from the layout
-    return env["encode"]
+    exec("".join(lines).replace("FAIL", fail), env)  # noqa: S102 - text built above from the layout
+    return env["frame"]
 

@@ -41,6 +41,10 @@ class FidTable(Generic[T]):
         self.check_free(fid)
         self._fids[fid] = value
 
+    def bind(self, fid: int, value: T) -> None:
+        """add, for a fid that check_free has passed since (nothing else can have taken it)."""
+        self._fids[fid] = value
+
     def replace(self, fid: int, value: T) -> None:
         """Bind a fid that exists already (a walk with newfid == fid)."""
         self.get(fid)

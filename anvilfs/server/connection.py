@@ -85,15 +85,21 @@ class Connection:
 
     # ------------------------------------------------------------ replies
 
-    def send(self, reply: m.Message) -> None:
-        if self.trace:
-            self.trace(f"{self.name} <- {format_message(reply, data_limit=64)}")
-        codec = self._codec
-        try:
-            frame = codec.encode(reply)
-        except LocalProtocolError as exc:  # a reply we cannot encode is our bug: say so, keep serving
-            log.exception("%s: cannot encode %s", self.name, type(reply).__name__)
-            frame = codec.encode(self.dispatcher.error(reply, f"internal error: {exc}", errno.EIO))
+    def send(self, reply: m.Message | bytes) -> None:
+        """Queue a reply: a message, or a frame the dispatcher encoded already (the replies every read makes)."""
+        if type(reply) is bytes:
+            frame = reply
+            if self.trace:
+                self.trace(f"{self.name} <- {format_message(self._codec.decode(frame), data_limit=64)}")
+        else:
+            if self.trace:
+                self.trace(f"{self.name} <- {format_message(reply, data_limit=64)}")
+            codec = self._codec
+            try:
+                frame = codec.encode(reply)
+            except LocalProtocolError as exc:  # a reply we cannot encode is our bug: say so, keep serving
+                log.exception("%s: cannot encode %s", self.name, type(reply).__name__)
+                frame = codec.encode(self.dispatcher.error(reply, f"internal error: {exc}", errno.EIO))
         self._out += frame
         if not self._in_batch:
             self._out_ready.set()

@@ -3,7 +3,9 @@
 Every generic check happens here, before a file's handle is touched: the
 fid exists or is free, the file is open (or not) in the right mode, the walk
 has at most 16 names, counts are clamped to msize. A request ends in exactly
-one reply, returned by ``handle``; the one exception is a read that would
+one reply, returned by ``handle``: a message, or, for the replies every read
+of a file makes (Rwalk, Ropen, Rlopen, Rread, Rclunk), its frame, encoded
+already (the same bytes in every dialect). The one exception is a read that would
 block, which comes back as ``Blocked`` for the connection to finish in a
 task it can cancel, and a clunk that submitted a prompt, whose reply comes
 back ``Deferred`` until the prompt is on disk.
@@ -17,10 +19,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..errors import AnvilError, InvalidRequest, NotPermitted, NotSupported, PermissionDenied, kind_of
-from ..ninep import Dialect, RequestError, negotiate
+from ..ninep import Dialect, RequestError, frame_maker, negotiate
 from ..ninep import consts as c
 from ..ninep import messages as m
-from ..ninep.compiled import constructor
 from ..ninep.dialect import MIN_MSIZE, UNKNOWN
 from ..ninep.errstr import fit, word_for_9p2000
 from ..ninep.fids import FidTable
@@ -43,6 +44,7 @@ class Dispatcher(AttributeRequests):
     token: Token | None = None  # what an attach must give as aname (TCP listeners), or None
     dialect: Dialect | None = None
     msize: int = 0
+    iounit: int = 0  # msize less a read's or write's header: what one Rread carries at most (set with msize)
     fids: FidTable = None  # type: ignore[assignment]
     snapshots: SnapshotBudget = None  # type: ignore[assignment]  # what this connection's open files hold
     collected: CollectBudget = None  # type: ignore[assignment]  # bytes written to its open files, until clunk
@@ -51,11 +53,11 @@ class Dispatcher(AttributeRequests):
         self.fids = FidTable(self.limits.max_fids)
         self.snapshots = SnapshotBudget(self.limits.max_snapshot_bytes)
         self.collected = CollectBudget(self.limits.max_collected_bytes, self.limits.max_collected_bytes_server)
-        self.msize = self.limits.max_msize
+        self._set_msize(self.limits.max_msize)
 
     # ------------------------------------------------------------ entry point
 
-    def handle(self, msg: m.Message) -> m.Message | Blocked | Deferred:
+    def handle(self, msg: m.Message) -> m.Message | bytes | Blocked | Deferred:
         handler = _HANDLERS.get(type(msg))
         try:
             if handler is None:
@@ -107,9 +109,8 @@ class Dispatcher(AttributeRequests):
             except Exception:  # a bug behind one file must not keep the others from being abandoned
                 log.exception("abandoning an open file failed")
 
-    @property
-    def iounit(self) -> int:
-        return self.msize - c.IOHDRSZ
+    def _set_msize(self, msize: int) -> None:
+        self.msize, self.iounit = msize, msize - c.IOHDRSZ  # an attribute, not a property: three reads a file read
 
     # ------------------------------------------------------------ session setup
 
@@ -117,7 +118,7 @@ class Dispatcher(AttributeRequests):
         self.reset()
         if msg.msize < MIN_MSIZE:
             raise InvalidRequest(f"msize {msg.msize} is too small: at least {MIN_MSIZE}")
-        self.msize = min(msg.msize, self.limits.max_msize)
+        self._set_msize(min(msg.msize, self.limits.max_msize))
         dialect = negotiate(msg.version)
         self.dialect = dialect
         if dialect is None:
@@ -143,12 +144,12 @@ class Dispatcher(AttributeRequests):
 
     # ------------------------------------------------------------ walking
 
-    def walk(self, msg: m.Twalk) -> m.Message:
+    def walk(self, msg: m.Twalk) -> m.Message | bytes:
         fid = self.fids.get(msg.fid)
         if fid.handle is not None:
             raise RequestError("cannot walk a fid that is open: clone it first", errno.EBADF)
         if msg.newfid != msg.fid:
-            self.fids.check_free(msg.newfid)
+            self.fids.check_free(msg.newfid)  # before the walk: a walk that fails changes nothing
         if len(msg.wnames) > c.MAXWELEM:
             raise RequestError(f"walk of {len(msg.wnames)} names: at most {c.MAXWELEM} per Twalk", errno.E2BIG)
         trail, qids = fid.trail, []
@@ -165,19 +166,19 @@ class Dispatcher(AttributeRequests):
             if msg.newfid == msg.fid:
                 self.fids.replace(msg.fid, new)
             else:
-                self.fids.add(msg.newfid, new)
+                self.fids.bind(msg.newfid, new)  # checked free above
         return _RWALK(msg.tag, tuple(qids))
 
     # ------------------------------------------------------------ opening
 
-    def open(self, msg: m.Topen) -> m.Message:
+    def open(self, msg: m.Topen) -> m.Message | bytes:
         fid = self.fids.get(msg.fid)
         if msg.mode & c.ORCLOSE:
             raise NotPermitted(f"{fid.node.name}: remove-on-close is not possible on a synthetic file")
         open_fid(fid, *plan9_access(msg.mode), trunc=bool(msg.mode & c.OTRUNC))
         return _ROPEN(msg.tag, qid_of(fid.node), self.iounit)
 
-    def lopen(self, msg: m.Tlopen) -> m.Message:
+    def lopen(self, msg: m.Tlopen) -> m.Message | bytes:
         fid = self.fids.get(msg.fid)
         read, write = linux_access(msg.flags)
         open_fid(fid, read, write, trunc=bool(msg.flags & c.L_O_TRUNC) and write)
@@ -200,7 +201,7 @@ class Dispatcher(AttributeRequests):
 
     # ------------------------------------------------------------ reading and writing
 
-    def read(self, msg: m.Tread) -> m.Message | Blocked:
+    def read(self, msg: m.Tread) -> m.Message | bytes | Blocked:
         fid = self.fids.get(msg.fid)
         if not fid.can_read:
             raise RequestError("fid is not open for reading", errno.EBADF)
@@ -259,7 +260,7 @@ class Dispatcher(AttributeRequests):
         return m.Rwrite(tag=msg.tag, count=count)
 
 
-    def clunk(self, msg: m.Tclunk) -> m.Message | Deferred:
+    def clunk(self, msg: m.Tclunk) -> m.Message | bytes | Deferred:
         fid = self.fids.pop(msg.fid)
         if fid.handle is not None:
             self.collected.release(fid)  # before the submit, which may fail: the bytes go either way
@@ -293,8 +294,9 @@ class Dispatcher(AttributeRequests):
         return m.Runlinkat(tag=msg.tag)
 
 
-# The replies of the requests every read of a file makes, built positionally (compiled.constructor).
-_RWALK, _ROPEN, _RLOPEN, _RREAD, _RCLUNK = map(constructor, (m.Rwalk, m.Ropen, m.Rlopen, m.Rread, m.Rclunk))
+# The replies of the requests every read of a file makes, encoded straight from their values (no
+# message is built, nor an encoder looked up per reply); the connection sends the bytes as they are.
+_RWALK, _ROPEN, _RLOPEN, _RREAD, _RCLUNK = map(frame_maker, (m.Rwalk, m.Ropen, m.Rlopen, m.Rread, m.Rclunk))
 _AT_REMOVEDIR = 0x200  # Linux's flag in Tunlinkat: rmdir, not unlink
 _ERROR_TEXT_MAX = 1000  # bytes of an error's text kept (for 9P2000.u and agent/errors)
 

@@ -63,11 +63,11 @@ class Blocked:
 @dataclass(frozen=True, slots=True)
 class Deferred:
     """A reply that waits until `later` is done (a prompt on its way to disk): the connection awaits
-    `later.wait()` in a task, then sends `reply`, or the error it raised in reply to `request`."""
+    `later.wait()` in a task, then sends `reply` (a message or its frame), or the error it raised in reply to `request`."""
 
     later: Later
     request: m.Message
-    reply: m.Message
+    reply: m.Message | bytes
 
 
 class CollectedLimit(LimitExceeded):

@@ -25,6 +25,7 @@ from anvilfs.server import Dispatcher
 from anvilfs.sessions import SessionLimits
 from harness.prerequisites import missing
 from harness import plan9port
+from harness.dispatching import handle
 from harness.error_cases import CASES, IDS, PROMPT_LIMIT, SETUP, Case
 
 RETRIED_FOR_EVER = {errno.EINTR, errno.EAGAIN}  # dash and Python retry these writes
@@ -97,29 +98,29 @@ def test_a_text_that_maps_already_is_kept():
 # ------------------------------------------------------------ through the dispatcher, per dialect
 
 def _session(dispatcher: Dispatcher, dialect: str) -> None:
-    assert isinstance(dispatcher.handle(m.Tversion(tag=c.NOTAG, msize=8192, version=dialect)), m.Rversion)
-    reply = dispatcher.handle(m.Tattach(tag=1, fid=0, afid=c.NOFID, uname="glenda", aname="", n_uname=c.NONUNAME))
+    assert isinstance(handle(dispatcher, m.Tversion(tag=c.NOTAG, msize=8192, version=dialect)), m.Rversion)
+    reply = handle(dispatcher, m.Tattach(tag=1, fid=0, afid=c.NOFID, uname="glenda", aname="", n_uname=c.NONUNAME))
     assert isinstance(reply, m.Rattach), reply
 
 
 def _refused(dispatcher: Dispatcher, case: Case, dotl: bool) -> m.Message:
     """Run `case`; the first error reply (no reply may be anything else but success)."""
     *parent, name = case.path.split("/")  # walked one name at a time, as clients do to learn why
-    assert isinstance(dispatcher.handle(m.Twalk(tag=2, fid=0, newfid=9, wnames=tuple(parent))), m.Rwalk)
-    replies = [dispatcher.handle(m.Twalk(tag=2, fid=9, newfid=1, wnames=(name,)))]
-    dispatcher.handle(m.Tclunk(tag=2, fid=9))
+    assert isinstance(handle(dispatcher, m.Twalk(tag=2, fid=0, newfid=9, wnames=tuple(parent))), m.Rwalk)
+    replies = [handle(dispatcher, m.Twalk(tag=2, fid=9, newfid=1, wnames=(name,)))]
+    handle(dispatcher, m.Tclunk(tag=2, fid=9))
     if case.op == "remove":
-        replies.append(dispatcher.handle(m.Tremove(tag=3, fid=1)))
+        replies.append(handle(dispatcher, m.Tremove(tag=3, fid=1)))
     else:
         write = case.op == "write"
         mode = 1 if dotl and write else c.OWRITE if write else c.OREAD
         opened = m.Tlopen(tag=3, fid=1, flags=mode) if dotl else m.Topen(tag=3, fid=1, mode=mode)
-        replies.append(dispatcher.handle(opened))
+        replies.append(handle(dispatcher, opened))
         if write:
-            replies.append(dispatcher.handle(m.Twrite(tag=4, fid=1, offset=0, data=case.data.encode())))
+            replies.append(handle(dispatcher, m.Twrite(tag=4, fid=1, offset=0, data=case.data.encode())))
         else:
-            replies.append(dispatcher.handle(m.Tread(tag=4, fid=1, offset=0, count=100)))
-    dispatcher.handle(m.Tclunk(tag=5, fid=1))
+            replies.append(handle(dispatcher, m.Tread(tag=4, fid=1, offset=0, count=100)))
+    handle(dispatcher, m.Tclunk(tag=5, fid=1))
     errors = [r for r in replies if isinstance(r, (m.Rerror, m.Rlerror))]
     assert errors, replies
     return errors[0]
@@ -169,9 +170,9 @@ async def test_the_full_text_with_the_usage_is_in_errors(prepared):
 async def test_a_walk_to_a_missing_name_is_answered_but_not_recorded(prepared, where, name):
     dispatcher = Dispatcher(prepared.root, on_error=prepared.record_error)
     _session(dispatcher, "9P2000.L")
-    assert isinstance(dispatcher.handle(m.Twalk(tag=2, fid=0, newfid=1, wnames=tuple(filter(None, [where])))), m.Rwalk)
+    assert isinstance(handle(dispatcher, m.Twalk(tag=2, fid=0, newfid=1, wnames=tuple(filter(None, [where])))), m.Rwalk)
     before = prepared.events.next_seq
-    reply = dispatcher.handle(m.Twalk(tag=3, fid=1, newfid=2, wnames=(name,)))
+    reply = handle(dispatcher, m.Twalk(tag=3, fid=1, newfid=2, wnames=(name,)))
     expected = errno.ENOTDIR if where == "list" else errno.ENOENT
     assert reply == m.Rlerror(tag=3, ecode=expected)
     assert prepared.errors.text() == ""

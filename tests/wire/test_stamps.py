@@ -18,6 +18,7 @@ from anvilfs.ninep import consts as c
 from anvilfs.ninep import messages as m
 from anvilfs.server import Dispatcher
 from harness.apps import until
+from harness.dispatching import handle
 from harness.server import AnvilServer
 
 CHANGING = ["status", "out", "log", "queue"]
@@ -78,8 +79,8 @@ class Clock:
 
 
 def _attach(dispatcher: Dispatcher, dialect: str) -> None:
-    assert isinstance(dispatcher.handle(m.Tversion(tag=c.NOTAG, msize=8192, version=dialect)), m.Rversion)
-    assert isinstance(dispatcher.handle(m.Tattach(tag=1, fid=0, afid=c.NOFID, uname="glenda", aname="",
+    assert isinstance(handle(dispatcher, m.Tversion(tag=c.NOTAG, msize=8192, version=dialect)), m.Rversion)
+    assert isinstance(handle(dispatcher, m.Tattach(tag=1, fid=0, afid=c.NOFID, uname="glenda", aname="",
                                                   n_uname=c.NONUNAME)), m.Rattach)
 
 
@@ -96,12 +97,12 @@ async def test_mtime_is_the_time_of_the_last_change_in_stat_and_getattr(autojump
     for dialect in ("9P2000", "9P2000.L"):
         dispatcher = Dispatcher(app.root, on_error=app.record_error)
         _attach(dispatcher, dialect)
-        assert isinstance(dispatcher.handle(m.Twalk(tag=2, fid=0, newfid=1, wnames=("bot1", "out"))), m.Rwalk)
+        assert isinstance(handle(dispatcher, m.Twalk(tag=2, fid=0, newfid=1, wnames=("bot1", "out"))), m.Rwalk)
         if dialect == "9P2000":
-            stat = dispatcher.handle(m.Tstat(tag=3, fid=1)).stat
+            stat = handle(dispatcher, m.Tstat(tag=3, fid=1)).stat
             assert (stat.mtime, stat.qid.version) == (1_000_003_600, session.stamp()[0]), stat
         else:
-            reply = dispatcher.handle(m.Tgetattr(tag=3, fid=1, request_mask=c.GETATTR_BASIC))
+            reply = handle(dispatcher, m.Tgetattr(tag=3, fid=1, request_mask=c.GETATTR_BASIC))
             assert (reply.mtime_sec, reply.qid.version) == (1_000_003_600, session.stamp()[0]), reply
 
 
@@ -112,6 +113,6 @@ async def test_a_beads_mtime_is_its_updated_time(running, monkeypatch):
     bead = app.board.new("Write docs", "writer", "The README")
     dispatcher = Dispatcher(app.root, on_error=app.record_error)
     _attach(dispatcher, "9P2000")
-    assert isinstance(dispatcher.handle(m.Twalk(tag=2, fid=0, newfid=1, wnames=("beads", bead.id, "title"))), m.Rwalk)
-    stat = dispatcher.handle(m.Tstat(tag=3, fid=1)).stat
+    assert isinstance(handle(dispatcher, m.Twalk(tag=2, fid=0, newfid=1, wnames=("beads", bead.id, "title"))), m.Rwalk)
+    stat = handle(dispatcher, m.Tstat(tag=3, fid=1)).stat
     assert stat.mtime == 1_000_000_000, stat
