@@ -13,7 +13,9 @@ read; the frames of one operation (9P2000.L) are fed to it and its handling
 is run the way its receive loop runs it, and the replies are dropped. One
 operation of `status`: Twalk root -> sNNNN/status, Tlopen, Tread, Tread at
 the end, Tclunk (5 RPCs, round robin over the sessions); of `null`: a Twalk
-clone of the root and its Tclunk. Each figure is the best of --reps runs of
+clone of the root and its Tclunk; of `poll100`: one of speed.py's poll100
+phases, 100 requests of one kind in one receive (walks, then lopens, reads,
+clunks, round robin), as the server meets them from a pipelining client. Each figure is the best of --reps runs of
 --ops operations (the least disturbed by the rest of the machine).
 """
 
@@ -53,6 +55,16 @@ def status_frames(codec, names: list[str]) -> list[bytes]:
                    m.Tread(tag=1, fid=FILE, offset=len(b"idle simulated\n"), count=8192),
                    m.Tclunk(tag=1, fid=FILE))
             for name in names]
+
+
+def poll_frames(codec, names: list[str]) -> list[bytes]:
+    """poll100's four phases (speed.py): 100 walks in one receive, then 100 lopens, 100 reads, 100 clunks."""
+    fids = range(FILE, FILE + len(names))
+    return [b"".join(codec.encode(m.Twalk(tag=i, fid=ROOT, newfid=fid, wnames=(name, "status")))
+                     for i, (fid, name) in enumerate(zip(fids, names))),
+            b"".join(codec.encode(m.Tlopen(tag=i, fid=fid, flags=0)) for i, fid in enumerate(fids)),
+            b"".join(codec.encode(m.Tread(tag=i, fid=fid, offset=0, count=8192)) for i, fid in enumerate(fids)),
+            b"".join(codec.encode(m.Tclunk(tag=i, fid=fid)) for i, fid in enumerate(fids))]
 
 
 def null_frames(codec) -> list[bytes]:
@@ -113,7 +125,8 @@ async def main_async(args) -> None:
         for batch in status_frames(fed.codec, names):  # every session's directory made once, as in a server
             fed.feed(batch)
         _settle_garbage_collector()  # as `serve` does once it has started
-        cases = {"status": (status_frames(fed.codec, names), 5), "null": (null_frames(fed.codec), 2)}
+        cases = {"status": (status_frames(fed.codec, names), 5), "null": (null_frames(fed.codec), 2),
+                 "poll100": (poll_frames(fed.codec, names[:100]), 100)}  # an "operation" here is one phase
         for what, (batches, rpcs) in cases.items():
             if args.profile or args.calls:
                 prof = cProfile.Profile()
@@ -139,7 +152,7 @@ def main() -> None:
     p.add_argument("--sessions", type=int, default=1000)
     p.add_argument("--ops", type=int, default=20000)
     p.add_argument("--reps", type=int, default=5)
-    p.add_argument("--profile", metavar="FILE", help="cProfile the operations into FILE.status and FILE.null")
+    p.add_argument("--profile", metavar="FILE", help="cProfile the operations into FILE.status, FILE.null, FILE.poll100")
     p.add_argument("--calls", action="store_true", help="print the Python calls per operation only")
     trio.run(main_async, p.parse_args())
 
