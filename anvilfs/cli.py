@@ -195,12 +195,13 @@ def run() -> NoReturn:
     the interpreter's teardown (every module and object freed one by one) was
     8-10 ms of an `anvilfs read`'s 70-80 here, and does nothing a client needs
     (it holds no file but its socket, closed by then, stdout and stderr, and
-    registers no atexit work). The server ends the usual way."""
+    registers no atexit work). The server ends the usual way, and so does a
+    client run under a profiler or tracer, whose report is written at exit."""
     parser = _parser()
     args = parser.parse_args()
     status = _dispatch(parser, args)
-    if args.command in _SERVER_COMMANDS:
-        sys.exit(status)
+    if args.command in _SERVER_COMMANDS or sys.getprofile() or sys.gettrace():
+        sys.exit(status)  # a profiler or tracer (cProfile, trace, coverage) writes its report at exit
     try:
         sys.stdout.flush()
         sys.stderr.flush()

@@ -26,10 +26,7 @@ from pathlib import Path
 
 import pytest
 
-try:
-    from tests.harness import venvs
-except ImportError:  # tests/ not importable as a package: pytest put tests/ on sys.path
-    from harness import venvs
+from harness import venvs  # as every test imports it: `tests.harness` would be a second copy of the module
 from harness.prerequisites import require
 
 pytestmark = pytest.mark.clients

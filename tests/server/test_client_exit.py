@@ -68,3 +68,9 @@ def test_printed_output_arrives_though_the_process_ends_without_teardown(anvil_s
     for argv in _commands(srv, "stat", "s07/status"):
         r = _run(argv)
         assert r.returncode == 0 and r.stdout.startswith(b"'status' "), (argv, r)
+
+
+def test_a_profiled_client_still_writes_its_profile(anvil_server: AnvilServer) -> None:
+    # under a profiler or tracer run() exits the usual way, so that the report written at exit is not lost
+    r = _run([sys.executable, "-m", "cProfile", "-m", "anvilfs", "-a", anvil_server.address, "ls", "/"])
+    assert r.returncode == 0 and b"function calls" in r.stdout and b"ctl" in r.stdout, r

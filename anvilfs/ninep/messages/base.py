@@ -18,7 +18,10 @@ DOTL_LIMIT = 100  # 9P2000.L numbers the messages it adds below 100; 9P2000's st
 # written once in Message; each class's __init__ is compiled on its first
 # construction (most processes build a dozen of the 67 kinds), the same
 # function dataclass() would have written. A test holds all of it to
-# dataclass()'s own (tests/unit/test_message_records.py).
+# dataclass()'s own (tests/unit/test_message_records.py). Two differences
+# remain, which nothing here depends on: dataclass() does not know them
+# as frozen (a frozen dataclass cannot subclass one), and a class's
+# signature reads (*args, **kwargs) until its first construction.
 _RECORD = {"init": False, "slots": True, "repr": False, "eq": False}
 
 
