@@ -230,7 +230,9 @@ class Connection:
                 self._cancel_reads_of(msg.fid)
             reply = self.dispatcher.handle(msg)
             kind = type(reply)
-            if kind is Deferred:
+            if kind is bytes and self._in_batch and not self.trace:
+                self._out += reply  # what send() does with a frame in a batch, without the call (most replies)
+            elif kind is Deferred:
                 self._start_deferred(reply)
             elif kind is not Blocked:
                 self.send(reply)
