@@ -144,14 +144,14 @@ def _indent(block: str) -> str:
 
 _TAIL_ENCODE = {
     Kind.STR: "    r = {value}.encode()\n"
-              "    if len(r) > 0xFFFF: return FAIL\n"
+              "    if len(r) > 0xFFFF: return @FAIL@\n"
               "    parts += (U16(len(r)), r)\n",
     Kind.DATA: "    r = {value}\n"
                "    parts += (U32(len(r)), r)\n",
     Kind.NAMES: "    parts.append(U16(len({value})))\n"
                 "    for s in {value}:\n"
                 "        r = s.encode()\n"
-                "        if len(r) > 0xFFFF: return FAIL\n"
+                "        if len(r) > 0xFFFF: return @FAIL@\n"
                 "        parts += (U16(len(r)), r)\n",
     Kind.QIDS: "    parts.append(U16(len({value})))\n"
                "    parts += [QID(q.type, q.version, q.path) for q in {value}]\n",
@@ -161,7 +161,7 @@ _TAIL_ENCODE = {
 # A last field that is the only variable one: its length (or count) goes in the head's struct
 # call, and the frame is that head plus its bytes (Rread, Rwalk, Rversion, Rerror: one join fewer).
 _LAST_ENCODE = {
-    Kind.STR: ("H", "        r = {value}.encode()\n        if len(r) > 0xFFFF: return FAIL\n", "len(r)", "r"),
+    Kind.STR: ("H", "        r = {value}.encode()\n        if len(r) > 0xFFFF: return @FAIL@\n", "len(r)", "r"),
     Kind.DATA: ("I", "        r = {value}\n", "len(r)", "r"),
     Kind.QIDS: ("H", "        r = {value}\n", "13 * len(r)",
                 "b''.join([QID(q.type, q.version, q.path) for q in r])"),
@@ -209,9 +209,9 @@ def _compile_framer(cls: type[Message], steps: Layout, params: str, value: str, 
         lines.append("        size = HEAD_SIZE + sum(map(len, parts))\n")
         lines.append(f"        parts[0] = HEAD(size, TYPE, {tag}{args})\n")
         lines.append("        return b''.join(parts)\n")
-    lines.append("    except (struct.error, UnicodeEncodeError, TypeError, AttributeError):\n        return FAIL\n")
+    lines.append("    except (struct.error, UnicodeEncodeError, TypeError, AttributeError):\n        return @FAIL@\n")
     env = {**env, "HEAD": head.pack, "HEAD_SIZE": head.size, "TYPE": cls.TYPE, "U16": _U16.pack, "U32": _U32.pack,
            "QID": _QID.pack, "struct": struct}
-    exec("".join(lines).replace("FAIL", fail), env)  # noqa: S102 - text built above from the layout
+    exec("".join(lines).replace("@FAIL@", fail), env)  # noqa: S102 - text built above from the layout
     return env["frame"]
 

@@ -89,17 +89,17 @@ class Connection:
         """Queue a reply: a message, or a frame the dispatcher encoded already (the replies every read makes)."""
         if type(reply) is bytes:
             frame = reply
-            if self.trace:
-                self.trace(f"{self.name} <- {format_message(self._codec.decode(frame), data_limit=64)}")
+            sent = self._codec.decode(frame) if self.trace else None
         else:
-            if self.trace:
-                self.trace(f"{self.name} <- {format_message(reply, data_limit=64)}")
-            codec = self._codec
+            codec, sent = self._codec, reply
             try:
                 frame = codec.encode(reply)
             except LocalProtocolError as exc:  # a reply we cannot encode is our bug: say so, keep serving
                 log.exception("%s: cannot encode %s", self.name, type(reply).__name__)
-                frame = codec.encode(self.dispatcher.error(reply, f"internal error: {exc}", errno.EIO))
+                sent = self.dispatcher.error(reply, f"internal error: {exc}", errno.EIO)
+                frame = codec.encode(sent)
+        if self.trace:  # after the encoding: a reply that could not be encoded is traced as the error sent instead
+            self.trace(f"{self.name} <- {format_message(sent, data_limit=64)}")
         self._out += frame
         if not self._in_batch:
             self._out_ready.set()

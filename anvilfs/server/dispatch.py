@@ -161,13 +161,14 @@ class Dispatcher(AttributeRequests):
                 break
             trail = step
             qids.append(qid_of(trail[-1]))
-        if len(qids) == len(msg.wnames):
+        reply = _RWALK(msg.tag, tuple(qids))
+        if len(qids) == len(msg.wnames) and type(reply) is bytes:  # a reply that cannot be sent binds nothing
             new = Fid(trail=trail, caller=fid.caller)
             if msg.newfid == msg.fid:
                 self.fids.replace(msg.fid, new)
             else:
                 self.fids.bind(msg.newfid, new)  # checked free above
-        return _RWALK(msg.tag, tuple(qids))
+        return reply
 
     # ------------------------------------------------------------ opening
 
