@@ -36,7 +36,11 @@ blocks on each session's `wait`) and, with --poll S, polling `queue` and
 `status` every S seconds. Both stamps come from the same observer, so its
 own delay cancels out to within its scheduling.
 
-After each run it prints the flush requests the disk under the server's
+After each run it prints what one durable write cost on the disk under
+the server's state during the run (report.FlushProbe: 100 bytes appended
+and fdatasynced every 50 ms by a thread of the benchmark, 20 flushes a
+second on top of the run's own: the floor of a reaction, which has the
+prompt's on its path), and the flush requests the disk under the server's
 state completed meanwhile (from /sys/dev/block; the conductor's record is
 on the same disk unless --server-state moves the server's), per second and
 per turn: what the latency's tail follows.
@@ -75,7 +79,7 @@ from anvilfs.client import Client  # noqa: E402
 from harness.server import REPO_ROOT, start_server  # noqa: E402
 
 import reaction_trace  # noqa: E402  (benchmarks/, the script's own directory)
-from report import StealTimeline  # noqa: E402
+from report import FlushProbe, StealTimeline  # noqa: E402
 
 TRACER = str(Path(__file__).resolve().parent / "trace")
 
@@ -259,13 +263,15 @@ def run(opts: Options, poll: float | None) -> dict[str, list[float]]:
         if opts.profile_server and not poll:
             spy = subprocess.Popen(spied(["-p", str(srv.proc.pid)], opts.profile_server), stdout=subprocess.DEVNULL)
         flushes, began = device_flushes(srv.state), time.monotonic()
-        with timeline:
+        with timeline, FlushProbe(srv.state) as probe:
             done = subprocess.run(argv, capture_output=True, text=True, cwd=opts.conductor_dir or REPO_ROOT,
                                   env=os.environ | {"PYTHONPATH": os.pathsep.join(
                                       filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")]))}, timeout=600)
         if done.returncode != 0:
             raise SystemExit(f"conductor failed: {done.stdout}{done.stderr[-2000:]}")
         print(f"  the host's steal during the run: {timeline.share():.1%} of this VM's CPU time")
+        print(f"  one 100-byte append and fdatasync under the server's state, every 50 ms during the run: "
+              f"{probe.summary()}")
         if flushes is not None:  # what the disk under the server's state did (the conductor's too, if shared)
             flushes = device_flushes(srv.state) - flushes
             print(f"  device flushes under the server's state during the run: {flushes} "

@@ -6,6 +6,7 @@ import bisect
 import os
 import platform
 import statistics
+import tempfile
 import threading
 import time
 from collections.abc import Sequence
@@ -52,6 +53,47 @@ def percentile(values: Sequence[float], p: float) -> float:
     """The p-th fraction (0..1) of values by nearest rank."""
     s = sorted(values)
     return s[min(len(s) - 1, max(0, round(p * (len(s) - 1))))]
+
+
+class FlushProbe:
+    """What one durable write costs on the disk under `where` while the block runs: a thread appends 100
+    bytes to a file of its own there and fdatasyncs them every `every` s (adding that many flushes to
+    the disk's own), and keeps the times. The floor of any latency with such a write on its path,
+    taken in the same seconds as that latency; `fsync_floor.py` takes it alone."""
+
+    def __init__(self, where: str | os.PathLike, every: float = 0.05) -> None:
+        self.where, self.every = where, every
+        self.times: list[float] = []  # ms each write and fdatasync took
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._probe, daemon=True)
+
+    def __enter__(self) -> FlushProbe:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _probe(self) -> None:
+        fd, path = tempfile.mkstemp(dir=self.where, prefix="flush-probe.")
+        try:
+            while not self._stop.wait(self.every):
+                began = time.perf_counter()
+                os.write(fd, b"x" * 100)
+                os.fdatasync(fd)
+                self.times.append((time.perf_counter() - began) * 1000)
+        finally:
+            os.close(fd)
+            os.unlink(path)
+
+    def summary(self) -> str:
+        times = sorted(self.times)
+        if not times:
+            return "no samples"
+        at = lambda q: times[min(len(times) - 1, int(q * len(times)))]  # noqa: E731
+        return (f"{len(times)} samples, median {at(0.5):.2f} ms, p90 {at(0.9):.2f} ms, p99 {at(0.99):.2f} ms, "
+                f"max {times[-1]:.2f} ms")
 
 
 class StealTimeline:

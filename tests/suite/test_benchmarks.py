@@ -52,3 +52,13 @@ def test_the_floor_server_answers_a_status_read(tmp_path, dialect):
     finally:
         proc.kill()
         proc.wait(timeout=30)
+
+
+def test_the_flush_probe_times_durable_writes(tmp_path):
+    """benchmarks/fsync_floor.py (report.FlushProbe, which conductor.py also runs) takes its samples and
+    leaves no file behind."""
+    proc = subprocess.run([sys.executable, str(BENCHMARKS / "fsync_floor.py"), str(tmp_path), "--samples", "5"],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert " samples, median " in proc.stdout and " p99 " in proc.stdout, proc.stdout
+    assert list(tmp_path.iterdir()) == []
