@@ -163,7 +163,7 @@ class Dispatcher(AttributeRequests):
             qids.append(qid_of(trail[-1]))
         reply = _RWALK(msg.tag, tuple(qids))
         if len(qids) == len(msg.wnames) and type(reply) is bytes:  # a reply that cannot be sent binds nothing
-            new = Fid(trail=trail, caller=fid.caller)
+            new = Fid(trail, fid.caller)
             if msg.newfid == msg.fid:
                 self.fids.replace(msg.fid, new)
             else:

@@ -34,6 +34,9 @@ class ObjectDirectories(Generic[T]):
         if obj is None:
             self._built.pop(name, None)
             return None
+        known = self._built.get(name)
+        if known is not None and known[0] is obj:  # built before for this same object: every walk to it
+            return known[1]
         return self._dir(obj)
 
     def children(self) -> list[Node]:
