@@ -55,19 +55,15 @@ def percentile(values: Sequence[float], p: float) -> float:
     return s[min(len(s) - 1, max(0, round(p * (len(s) - 1))))]
 
 
-class FlushProbe:
-    """What one durable write costs on the disk under `where` while the block runs: a thread appends 100
-    bytes to a file of its own there and fdatasyncs them every `every` s (adding that many flushes to
-    the disk's own), and keeps the times. The floor of any latency with such a write on its path,
-    taken in the same seconds as that latency; `fsync_floor.py` takes it alone."""
+class _Sampling:
+    """A thread that takes a sample (`_take`) at once and then every `every` s, while the block runs."""
 
-    def __init__(self, where: str | os.PathLike, every: float = 0.05) -> None:
-        self.where, self.every = where, every
-        self.times: list[float] = []  # ms each write and fdatasync took
+    def __init__(self, every: float) -> None:
+        self.every = every
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._probe, daemon=True)
+        self._thread = threading.Thread(target=self._sample, daemon=True)
 
-    def __enter__(self) -> FlushProbe:
+    def __enter__(self):
         self._thread.start()
         return self
 
@@ -75,28 +71,54 @@ class FlushProbe:
         self._stop.set()
         self._thread.join()
 
-    def _probe(self) -> None:
-        fd, path = tempfile.mkstemp(dir=self.where, prefix="flush-probe.")
+    def _sample(self) -> None:
+        while True:
+            self._take()
+            if self._stop.wait(self.every):
+                return
+
+    def _take(self) -> None:
+        raise NotImplementedError
+
+
+class FlushProbe(_Sampling):
+    """What one durable write costs on the disk under `where` while the block runs: a thread appends 100
+    bytes to a file of its own there and fdatasyncs them every `every` s (adding that many flushes to
+    the disk's own), and keeps the times. The floor of any latency with such a write on its path,
+    taken in the same seconds as that latency; `fsync_floor.py` takes it alone."""
+
+    def __init__(self, where: str | os.PathLike, every: float = 0.05) -> None:
+        super().__init__(every)
+        self.where = where
+        self.times: list[float] = []  # ms each write and fdatasync took
+        self._fd, self._path = -1, ""
+
+    def __enter__(self) -> FlushProbe:
+        self._fd, self._path = tempfile.mkstemp(dir=self.where, prefix="flush-probe.")
+        return super().__enter__()
+
+    def __exit__(self, *exc) -> None:
         try:
-            while not self._stop.wait(self.every):
-                began = time.perf_counter()
-                os.write(fd, b"x" * 100)
-                os.fdatasync(fd)
-                self.times.append((time.perf_counter() - began) * 1000)
+            super().__exit__(*exc)
         finally:
-            os.close(fd)
-            os.unlink(path)
+            os.close(self._fd)
+            os.unlink(self._path)
+
+    def _take(self) -> None:
+        began = time.perf_counter()
+        os.write(self._fd, b"x" * 100)
+        os.fdatasync(self._fd)
+        self.times.append((time.perf_counter() - began) * 1000)
 
     def summary(self) -> str:
-        times = sorted(self.times)
-        if not times:
+        if not self.times:
             return "no samples"
-        at = lambda q: times[min(len(times) - 1, int(q * len(times)))]  # noqa: E731
-        return (f"{len(times)} samples, median {at(0.5):.2f} ms, p90 {at(0.9):.2f} ms, p99 {at(0.99):.2f} ms, "
-                f"max {times[-1]:.2f} ms")
+        return (f"{len(self.times)} samples, median {percentile(self.times, 0.5):.2f} ms, "
+                f"p90 {percentile(self.times, 0.9):.2f} ms, p99 {percentile(self.times, 0.99):.2f} ms, "
+                f"max {max(self.times):.2f} ms")
 
 
-class StealTimeline:
+class StealTimeline(_Sampling):
     """The host's steal (the `st` of vmstat: this VM's CPU time its host gave to others) sampled every
     `every` s by a thread while the block runs. A virtual CPU that is stolen from stalls whatever runs
     on it, so a latency's tail is printed with the run's `share()`, and `quiet()` tells the samples
@@ -105,26 +127,16 @@ class StealTimeline:
     kernel does not count steal."""
 
     def __init__(self, every: float = 0.05) -> None:
-        self.every = every
+        super().__init__(every)
         self._points: list[tuple[float, int, int]] = []  # (monotonic, steal jiffies, all jiffies)
         self._times: list[float] = []  # the points' times, for bisect: made once the sampling ended
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._sample, daemon=True)
-
-    def __enter__(self) -> StealTimeline:
-        self._thread.start()
-        return self
 
     def __exit__(self, *exc) -> None:
-        self._stop.set()
-        self._thread.join()
+        super().__exit__(*exc)
         self._times = [t for t, _, _ in self._points]
 
-    def _sample(self) -> None:
-        while True:
-            self._points.append((time.monotonic(), *_cpu_times()))
-            if self._stop.wait(self.every):
-                return
+    def _take(self) -> None:
+        self._points.append((time.monotonic(), *_cpu_times()))
 
     def share(self) -> float:
         """The steal's share of all CPU time from the first sample to the last."""
