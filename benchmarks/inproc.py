@@ -59,12 +59,12 @@ def status_frames(codec, names: list[str]) -> list[bytes]:
 
 def poll_frames(codec, names: list[str]) -> list[bytes]:
     """poll100's four phases (speed.py): 100 walks in one receive, then 100 lopens, 100 reads, 100 clunks."""
-    fids = range(FILE, FILE + len(names))
-    return [b"".join(codec.encode(m.Twalk(tag=i, fid=ROOT, newfid=fid, wnames=(name, "status")))
-                     for i, (fid, name) in enumerate(zip(fids, names))),
-            b"".join(codec.encode(m.Tlopen(tag=i, fid=fid, flags=0)) for i, fid in enumerate(fids)),
-            b"".join(codec.encode(m.Tread(tag=i, fid=fid, offset=0, count=8192)) for i, fid in enumerate(fids)),
-            b"".join(codec.encode(m.Tclunk(tag=i, fid=fid)) for i, fid in enumerate(fids))]
+    fids = list(enumerate(range(FILE, FILE + len(names))))  # (tag, fid)
+    return [frames(codec, *(m.Twalk(tag=i, fid=ROOT, newfid=fid, wnames=(name, "status"))
+                            for (i, fid), name in zip(fids, names))),
+            frames(codec, *(m.Tlopen(tag=i, fid=fid, flags=0) for i, fid in fids)),
+            frames(codec, *(m.Tread(tag=i, fid=fid, offset=0, count=8192) for i, fid in fids)),
+            frames(codec, *(m.Tclunk(tag=i, fid=fid) for i, fid in fids))]
 
 
 def null_frames(codec) -> list[bytes]:
