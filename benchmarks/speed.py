@@ -3,7 +3,7 @@
 Run by hand (not by CI); it prints figures with their targets and asserts nothing:
 
     .venv/bin/python benchmarks/speed.py [--sections status1,null,...] [--reps 5] [--seconds 2]
-        [--pin same|none] [--anvilfs-cmd CMD] [--floor]
+        [--pin same|none] [--anvilfs-cmd CMD] [--floor] [--server-state DIR]
 
 Sections (default all):
   status1  status reads from 1 connection       status8  the same from 8 connections
@@ -73,6 +73,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                     help="same: servers and clients all on CPU 0 (default); none: the OS decides")
     ap.add_argument("--floor", action="store_true",
                     help="run the table's rows on benchmarks/floor_server.py too: the least a trio server costs")
+    ap.add_argument("--server-state", metavar="DIR",
+                    help="keep anvilfs's socket and state under DIR (/dev/shm: its fsyncs cost nothing, so the "
+                         "wake shows the server's own part without the disk's flush)")
     ap.add_argument("--anvilfs-cmd", metavar="CMD",
                     help="command that runs the anvilfs CLI instead of this checkout's "
                          "(e.g. '/work/main/.venv/bin/python -m anvilfs'); used for `serve` and for the cli row")
@@ -109,8 +112,12 @@ def main(argv: list[str] | None = None) -> int:
     binary = cbench.build()
     with tempfile.TemporaryDirectory(prefix="anvilfs-speed-") as tmpdir, contextlib.ExitStack() as stack:
         tmp = Path(tmpdir)
-        (tmp / "anvilfs").mkdir()
-        anvilfs, status, made = stack.enter_context(anvilfs_server(tmp / "anvilfs", SESSIONS, args.anvilfs_cmd, pin))
+        if args.server_state:
+            own = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="anvilfs-speed-", dir=args.server_state)))
+        else:
+            own = tmp / "anvilfs"
+            own.mkdir()
+        anvilfs, status, made = stack.enter_context(anvilfs_server(own, SESSIONS, args.anvilfs_cmd, pin))
         say(f"# anvilfs: {len(SESSIONS)} sim sessions made through ctl: all answered in {made[0]:.2f} s "
             f"(pipelined on one fid), none starting after {made[1]:.2f} s; status {status!r}")
         servers = [anvilfs]
@@ -125,9 +132,9 @@ def main(argv: list[str] | None = None) -> int:
         if "cli" in args.sections:
             speed_cli.run_cli(anvilfs, status, args.anvilfs_cmd, pinned=bool(pin))
         if "wake" in args.sections:
-            speed_wake.run_wake(anvilfs, binary, args.samples, pin, args.wake_client_cpu)
+            speed_wake.run_wake(anvilfs, binary, args.samples, pin, args.wake_client_cpu, state=own / "state")
         if "scale" in args.sections:  # last: it restarts the server
-            speed_scale.run_scale(anvilfs, tmp / "anvilfs", binary, args.anvilfs_cmd, pin)
+            speed_scale.run_scale(anvilfs, own, binary, args.anvilfs_cmd, pin)
     return 0
 
 

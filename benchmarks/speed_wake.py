@@ -21,6 +21,7 @@ Measured idle, then with 8 C clients doing status reads all the while.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import select
 import statistics
@@ -29,7 +30,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from cbench import start_load, stop_load
-from report import StealTimeline, Target, figure, percentile, say
+from report import FlushProbe, StealTimeline, Target, figure, percentile, say
 from servers import Server, admin_client
 
 from anvilfs.client import Client, ServerError
@@ -86,14 +87,19 @@ def one_sample(b: Client, w: Client, e: Client, e_fid: int, ctl_fid: int) -> tup
     began, t0 = time.monotonic(), time.perf_counter()
     b.send(m.Twrite(tag=1, fid=ctl_fid, offset=0, data=b"interrupt\n"))
     arrived: dict[int, float] = {}
-    while len(arrived) < 2:
+    waiting = [w.sock, e.sock]
+    while waiting:
         left = deadline - time.monotonic()
-        ready = select.select([w.sock, e.sock], [], [], max(left, 0))[0]
+        # only the sockets not answered yet: one whose reply has come stays readable (it is read
+        # below), and a select on it would return at once, a busy loop on the server's CPU that
+        # kept the other reply from being sent for a time slice (3-6 ms, half the samples)
+        ready = select.select(waiting, [], [], max(left, 0))[0]
         if not ready:
             raise TimeoutError(f"a parked read was not answered within {STEP_TIMEOUT} s of the interrupt")
         t = time.perf_counter()
         for sock in ready:
-            arrived.setdefault(sock.fileno(), t)
+            arrived[sock.fileno()] = t
+            waiting.remove(sock)
     for client, what in ((w, "await"), (e, f"{SESSION} await")):
         reply = client.receive()
         if not isinstance(reply, m.Rread) or what not in reply.data.decode():
@@ -140,9 +146,12 @@ def report(kind: str, events: list[float], wait: list[float], began: list[float]
                    percentile(calm, 0.99), "ms", TARGETS[kind], f"median {statistics.median(calm):.2f}")
 
 
-def run_wake(server: Server, binary: Path, samples: int, pin: Sequence[str], client_cpu: int | None = None) -> None:
+def run_wake(server: Server, binary: Path, samples: int, pin: Sequence[str], client_cpu: int | None = None,
+             state: Path | None = None) -> None:
     """`client_cpu`: where the measuring process runs; by default with the server (CPU 0) when pinned,
-    where each reply it is woken by preempts the server (the figure then includes CPU 0's queue)."""
+    where each reply it is woken by preempts the server (the figure then includes CPU 0's queue).
+    `state`: the server's state directory, where a FlushProbe times the disk's own durable write
+    meanwhile (the turn's end is saved before `wait` and `events` may show it)."""
     where = f", the measuring client on CPU {client_cpu}" if client_cpu is not None else ""
     say(f"\n## wake: a parked events / wait read answered after `interrupt` (running -> await), {samples} samples{where}")
     mask = os.sched_getaffinity(0)
@@ -155,10 +164,13 @@ def run_wake(server: Server, binary: Path, samples: int, pin: Sequence[str], cli
         for kind in ("idle", "load"):
             load = start_load(binary, server, procs=8, pin=pin) if kind == "load" else None
             try:
-                with StealTimeline() as timeline:
+                probe = FlushProbe(state) if state is not None else contextlib.nullcontext()
+                with StealTimeline() as timeline, probe:
                     got = sample(server, samples)
                 report(kind, *got, timeline)
                 say(f"  the host's steal while the {kind} samples were taken: {timeline.share():.1%} of this VM's CPU time")
+                if state is not None:
+                    say(f"  one 100-byte append and fdatasync beside the server's state meanwhile: {probe.summary()}")
             finally:
                 if load is not None:
                     stop_load(load)
