@@ -173,6 +173,7 @@ class Connection:
 
     async def _receive_loop(self) -> None:
         io = self.io
+        io.loop_began()
         while True:
             data = io.receive_nowait()  # an await only when the socket has nothing yet
             if data is None:

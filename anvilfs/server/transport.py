@@ -6,6 +6,16 @@ time that doubles the cost of a request. SocketTransport reads and writes
 the socket's file descriptor itself and waits (through trio) only when the
 socket is not ready, which is where a ping-pong client always leaves it.
 Other streams (trio's in-memory streams in tests) go through StreamTransport.
+
+Reading before waiting is bounded, so that one busy connection cannot keep
+the others waiting: at most EAGER_READS in a row, none while a task waits
+for the scheduler's next pass, and none in a pass that has a task other
+than the connections' receive loops in it (PassWatch). That last rule is
+what a wake-up needs: the change that answers a blocked `wait` or `events`
+read travels through a few tasks (the request's handler, the session's
+runner, the blocked read's task), a scheduler pass each, and under load
+each pass would otherwise also answer up to EAGER_READS requests of every
+busy connection (benchmarks/README.md, "wake").
 """
 
 from __future__ import annotations
@@ -38,12 +48,53 @@ def _others_ready() -> bool:
     return bool(runq)
 
 
+class PassWatch(trio.abc.Instrument):
+    """Says whether the scheduler's pass about to run has a task in it that is not a connection's
+    receive loop: a woken `wait` or `events` read, a session's runner, a save handed back from its
+    thread. Connections do not read ahead in such a pass, so that the task is not run after every
+    connection has answered EAGER_READS more requests. Passes of connections alone (the load) keep
+    their reads ahead. Tasks woken by a timer join the pass after this look and do not count."""
+
+    def __init__(self, runq) -> None:
+        self.loops: set[trio.lowlevel.Task] = set()  # the connections' receive loops
+        self.others = False
+        self._runq = runq
+
+    def after_io_wait(self, timeout: float) -> None:
+        # trio calls this once a pass, after the I/O wait that woke the pass's tasks into the queue
+        loops = self.loops
+        for task in self._runq:
+            if task not in loops:
+                self.others = True
+                return
+        self.others = False
+
+
+_PASS_WATCH: trio.lowlevel.RunVar = trio.lowlevel.RunVar("anvilfs_pass_watch")
+
+
+def pass_watch() -> PassWatch | None:
+    """The run's PassWatch, installed on first use; None if trio's run queue cannot be seen."""
+    try:
+        return _PASS_WATCH.get()
+    except LookupError:
+        runq = _run_queue()
+        watch = PassWatch(runq) if runq is not None else None
+        if watch is not None:
+            trio.lowlevel.add_instrument(watch)
+        _PASS_WATCH.set(watch)
+        return watch
+
+
 class StreamTransport:
     """The ``*_nowait`` calls let the connection skip an await (a coroutine) when no wait is needed;
     a stream always needs one."""
 
     def __init__(self, stream: trio.abc.Stream):
         self.stream = stream
+
+    def loop_began(self) -> None:
+        """The connection's receive loop runs in the calling task from now until `aclose`."""
 
     def receive_nowait(self) -> bytes | None:
         """Bytes received without waiting, or None: then `receive`."""
@@ -69,6 +120,13 @@ class SocketTransport(StreamTransport):
         self.fd = stream.socket.fileno()
         self._eager = 0  # reads in a row that found data without waiting
         self._runq = _run_queue()  # looked up once: the run (and its queue) outlives the connection
+        self._watch = pass_watch()
+        self._loop: trio.lowlevel.Task | None = None
+
+    def loop_began(self) -> None:
+        if self._watch is not None:
+            self._loop = trio.lowlevel.current_task()
+            self._watch.loops.add(self._loop)
 
     def receive_nowait(self) -> bytes | None:
         # Read first: after a reply, a client on the same CPU has usually sent
@@ -78,6 +136,8 @@ class SocketTransport(StreamTransport):
         # request woke), and only so many in a row, so that others are not
         # kept waiting for long.
         if self._eager >= EAGER_READS or (self._runq if self._runq is not None else _others_ready()):
+            return None
+        if self._watch is not None and self._watch.others:
             return None
         data = self._read_now()
         if data is not None:
@@ -109,6 +169,12 @@ class SocketTransport(StreamTransport):
             return 0
         except OSError as exc:
             raise trio.BrokenResourceError(f"connection lost: {exc.strerror}") from exc
+
+    async def aclose(self) -> None:
+        if self._loop is not None:
+            self._watch.loops.discard(self._loop)
+            self._loop = None
+        await super().aclose()
 
     async def send_all(self, data: bytes) -> None:
         view = memoryview(data)
