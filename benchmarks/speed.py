@@ -132,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
         if "cli" in args.sections:
             speed_cli.run_cli(anvilfs, status, args.anvilfs_cmd, pinned=bool(pin))
         if "wake" in args.sections:
-            speed_wake.run_wake(anvilfs, binary, args.samples, pin, args.wake_client_cpu, state=own / "state")
+            speed_wake.run_wake(anvilfs, binary, args.samples, pin, args.wake_client_cpu, state=own)
         if "scale" in args.sections:  # last: it restarts the server
             speed_scale.run_scale(anvilfs, own, binary, args.anvilfs_cmd, pin)
     return 0

@@ -150,8 +150,8 @@ def run_wake(server: Server, binary: Path, samples: int, pin: Sequence[str], cli
              state: Path | None = None) -> None:
     """`client_cpu`: where the measuring process runs; by default with the server (CPU 0) when pinned,
     where each reply it is woken by preempts the server (the figure then includes CPU 0's queue).
-    `state`: the server's state directory, where a FlushProbe times the disk's own durable write
-    meanwhile (the turn's end is saved before `wait` and `events` may show it)."""
+    `state`: a directory on the server state's file system (beside it, not in it), where a FlushProbe
+    times the disk's own durable write meanwhile: the save queue's thread writes the turn's end then."""
     where = f", the measuring client on CPU {client_cpu}" if client_cpu is not None else ""
     say(f"\n## wake: a parked events / wait read answered after `interrupt` (running -> await), {samples} samples{where}")
     mask = os.sched_getaffinity(0)

@@ -172,8 +172,14 @@ class Connection:
                 await self.io.aclose()
 
     async def _receive_loop(self) -> None:
+        self.io.loop_began()  # this task is a receive loop: it may read ahead (transport.PassWatch)
+        try:
+            await self._receive()
+        finally:
+            self.io.loop_ended()
+
+    async def _receive(self) -> None:
         io = self.io
-        io.loop_began()
         while True:
             data = io.receive_nowait()  # an await only when the socket has nothing yet
             if data is None:

@@ -74,9 +74,12 @@ _PASS_WATCH: trio.lowlevel.RunVar = trio.lowlevel.RunVar("anvilfs_pass_watch")
 
 
 def pass_watch() -> PassWatch | None:
-    """The run's PassWatch, installed on first use; None if trio's run queue cannot be seen."""
+    """The run's PassWatch, installed on first use; None outside a trio run or if trio's run queue
+    cannot be seen (then connections read ahead as the other rules allow)."""
     try:
         return _PASS_WATCH.get()
+    except RuntimeError:  # not in a trio run: nothing to watch
+        return None
     except LookupError:
         runq = _run_queue()
         watch = PassWatch(runq) if runq is not None else None
@@ -94,7 +97,10 @@ class StreamTransport:
         self.stream = stream
 
     def loop_began(self) -> None:
-        """The connection's receive loop runs in the calling task from now until `aclose`."""
+        """The connection's receive loop runs in the calling task from now until `loop_ended`."""
+
+    def loop_ended(self) -> None:
+        """The receive loop is over (the task may go on, closing the connection)."""
 
     def receive_nowait(self) -> bytes | None:
         """Bytes received without waiting, or None: then `receive`."""
@@ -127,6 +133,11 @@ class SocketTransport(StreamTransport):
         if self._watch is not None:
             self._loop = trio.lowlevel.current_task()
             self._watch.loops.add(self._loop)
+
+    def loop_ended(self) -> None:
+        if self._loop is not None:
+            self._watch.loops.discard(self._loop)
+            self._loop = None
 
     def receive_nowait(self) -> bytes | None:
         # Read first: after a reply, a client on the same CPU has usually sent
@@ -169,12 +180,6 @@ class SocketTransport(StreamTransport):
             return 0
         except OSError as exc:
             raise trio.BrokenResourceError(f"connection lost: {exc.strerror}") from exc
-
-    async def aclose(self) -> None:
-        if self._loop is not None:
-            self._watch.loops.discard(self._loop)
-            self._loop = None
-        await super().aclose()
 
     async def send_all(self, data: bytes) -> None:
         view = memoryview(data)
