@@ -7,8 +7,11 @@
     start     the session is found (after a restart of ours) or made:
               `new external CWD name=NAME role=conductor` (CWD: the workflow
               file's directory). A session of that name on another backend is
-              an error; a stopped one refuses the run (restart it first).
-    progress  `status` is `running workflow=W step=S round=R` as each step
+              an error; a stopped one refuses the run (restart it first); one
+              that is running another run (`run=` in its detail: a conductor
+              with another record, on another host or --state) refuses it too,
+              so that two conductors never send one workflow's prompts twice.
+    progress  `status` is `running workflow=W run=R step=S round=N` as each step
               that waits (a wait, a gate) begins: what others read is what
               the conductor waits on. A task of its own writes it, the
               latest detail winning, while the waits' reads are out; the
@@ -52,6 +55,14 @@ class Reporter(Protocol):
     async def finish(self, outcome: str, why: str) -> None: ...
 
 
+def running_run(status: str) -> str | None:
+    """The run id in a `running ... run=R ...` status, or None (not running, or no run given)."""
+    words = status.split()
+    if words[:1] != ["running"]:
+        return None
+    return next((word[4:] for word in words[1:] if word.startswith("run=")), None)
+
+
 class NullReporter:
     """--no-session: progress goes to stderr only."""
 
@@ -86,7 +97,7 @@ class SessionReporter:
 
     def detail(self, step: str, rounds: tuple[int, ...], extra: str = "") -> str:
         where = (f" round={'.'.join(map(str, rounds))}" if rounds else "") + (f" {extra}" if extra else "")
-        return clean(f"workflow={self.workflow} step={step}{where}")
+        return clean(f"workflow={self.workflow} run={self.run} step={step}{where}")
 
     async def start(self) -> None:
         """Find or make the session and begin (or go on with) its turn; StepFailed or Halted if it cannot be."""
@@ -106,6 +117,10 @@ class SessionReporter:
         status = await self.status()
         if status.split()[:1] == ["stopped"]:
             raise Halted("stop", f"its session {self.name} is stopped: write restart to {self.name}/ctl to run on")
+        if (other := running_run(status)) not in (None, self.run):
+            raise StepFailed(f"session {self.name} is running run {other} of this workflow: another conductor has it "
+                             f"(another host or --state), or had it and died. Stop that one, or take the session over "
+                             f"(write stop, then restart, to {self.name}/ctl): this run ({self.run}) then begins anew")
         self._written = self._wanted = self.detail("start", ())
         await self.put("status", f"running {self._wanted}\n")
         self.access.say(f"reporting as session {self.name}")

@@ -58,7 +58,7 @@ exhausted = "next"
 
 def holding(round_: int) -> str:
     """The conductor's status while the gate of round `round_` holds."""
-    return f"running workflow=held step=hold round={round_}\n"
+    return f"running workflow=held run={RUN} step=hold round={round_}\n"
 
 
 def shown(round_: int) -> str:
@@ -191,3 +191,41 @@ def test_a_failed_run_ends_its_turn_in_error_and_no_session_makes_none() -> None
                               cwd=REPO_ROOT, timeout=TIMEOUT)
         assert done.returncode == 1 and done.stdout.startswith("failed: gate: gate chose fail"), done
         assert other.read_file("conductor-failing/status") == b"error failed: gate: gate chose fail\n"
+
+
+def test_a_conductor_with_another_record_is_refused_while_the_session_runs_another_run() -> None:
+    """Two conductors on one workflow (another host, another --state) would send its prompts twice: the
+    second finds the session running another run and sends nothing; a conductor that died leaves it so
+    until someone stops and restarts the session, and the other record's run then begins anew."""
+    base = Path(tempfile.mkdtemp(prefix="cond."))
+    with review_server(base) as srv, connect(srv) as other:
+        events, path = Events(srv), workflow(base)
+        elsewhere = conductor_argv(srv, path, base / "elsewhere", "--run", "t2")
+        proc = start(srv, path, base / "state")
+        try:
+            events.until(shown(1))
+            second = subprocess.run(elsewhere, capture_output=True, text=True, cwd=REPO_ROOT, timeout=TIMEOUT)
+            proc.kill()  # the first dies holding round 1: its session stays running its run
+            proc.wait(timeout=TIMEOUT)
+        finally:
+            proc.kill()
+            unblock(base)
+        assert second.returncode == 2, second
+        assert second.stdout.startswith(f"refused: session conductor-held is running run {RUN} of this workflow"), second
+        assert prompts(srv, ["a"]) == {"a": [f"{HEAD} 1 step ask]"]}, "the second conductor sent a prompt"
+        assert other.read_file("conductor-held/status") == holding(1).encode()
+        again = subprocess.run(elsewhere, capture_output=True, text=True, cwd=REPO_ROOT, timeout=TIMEOUT)
+        assert again.returncode == 2 and "write stop, then restart, to conductor-held/ctl" in again.stdout, again
+        other.write_file("conductor-held/ctl", b"stop\n")
+        other.write_file("conductor-held/ctl", b"restart\n")
+        taken = subprocess.Popen(elsewhere, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=REPO_ROOT, text=True)
+        try:
+            for round_ in (1, 2):
+                events.until(f" conductor-held running workflow=held run=t2 step=hold round={round_}\n")
+                release(base / "gate")
+            status, out, err = ended(taken, base)
+        finally:
+            taken.kill()
+        assert status == 0 and out.startswith("done:"), f"{out}{err}"
+        assert prompts(srv, ["a"])["a"][1:] == ["[conductor held run t2 round 1 step ask]",
+                                                 "[conductor held run t2 round 2 step ask]"]

@@ -50,7 +50,7 @@ def test_a_lane_held_at_its_gate_holds_no_other_lane_and_the_status_counts_them(
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=REPO_ROOT, text=True)
         try:
             # dev3 is held in round 1's gate while dev1 and dev2 go through their rounds, report and finish
-            events.until(" conductor-lanes running workflow=lanes step=work lanes=3 waiting=1 done=2\n")
+            events.until(" conductor-lanes running workflow=lanes run=t1 step=work lanes=3 waiting=1 done=2\n")
             held = prompts(srv, NAMES)
             release(fifo)
             out, err = proc.communicate(timeout=TIMEOUT)
@@ -75,7 +75,7 @@ def test_a_stop_halts_every_lane_and_a_run_again_resumes_each_where_it_was() -> 
             proc = subprocess.Popen(conductor_argv(srv, workflow, state), stdout=subprocess.PIPE,
                                     stderr=subprocess.PIPE, cwd=REPO_ROOT, text=True)
             try:
-                events.until(" conductor-lanes running workflow=lanes step=work lanes=3 waiting=1 done=2\n")
+                events.until(" conductor-lanes running workflow=lanes run=t1 step=work lanes=3 waiting=1 done=2\n")
                 if how == "stop":
                     other.write_file("conductor-lanes/ctl", b"stop\n")  # dev3's gate is cut short
                 else:
