@@ -106,7 +106,7 @@ def main(argv: list[str] | None = None) -> int:
         if journal.resumed_from:
             access.say(f"resuming a run that was {journal.resumed_from['outcome']}: {journal.resumed_from['why']}")
         reporter = None if session is None else SessionReporter(
-            access, session, loaded.path.parent.resolve(), loaded.workflow.name, journal.run)
+            access, session, loaded.path.parent.resolve(), loaded.workflow.name, journal.run, journal.replaced_run)
         engine = Engine(loaded.workflow, loaded.path.parent, access, journal, reporter)
         _settle_garbage_collector()
         outcome, why = trio.run(_run, tree, engine)

@@ -50,6 +50,7 @@ class Journal:
         self.path, self.data, self._lock_fd = path, data, lock_fd
         self.resumed_from: dict | None = None
         self.resumed = False  # this run's record was on disk already: it goes on after a kill or a halt
+        self.replaced_run: str | None = None  # the unfinished run an --again replaced
         self._log: GroupLog | None = None
         self._lazy: list[bytes] = []  # lines of records to go to disk with the next one
 
@@ -67,13 +68,14 @@ class Journal:
             os.close(lock_fd)
             raise JournalError(f"{path}: this run began with another version of the workflow file; "
                                "restore that file to resume, or give --again to start a new run")
-        resumed = data is not None
+        resumed, replaced = data is not None, None
         if data is None or (again and (data.get("finished") or data.get("digest") != digest)):
-            resumed = False
+            resumed, replaced = False, data and not data.get("finished") and data.get("run")
             data = {"version": VERSION, "name": name, "digest": digest, "run": run or secrets.token_hex(3),
                     "done": {}, "pending": {}, "finished": None}
         journal = cls(path, data, lock_fd)
         journal.resumed = resumed
+        journal.replaced_run = replaced or None  # its conductor is gone: this one holds the lock
         journal.resumed_from = data.pop("halted", None)  # a stop or interrupt before: this run goes on
         old, data["log"] = data.get("log"), f"{name}.{secrets.token_hex(4)}.log"
         # a new empty log first, then the snapshot that names it: a crash between leaves the old pair whole

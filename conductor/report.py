@@ -89,8 +89,9 @@ def clean(text: str) -> str:
 
 
 class SessionReporter:
-    def __init__(self, access: Access, name: str, cwd: Path, workflow: str, run: str):
+    def __init__(self, access: Access, name: str, cwd: Path, workflow: str, run: str, replaced: str | None = None):
         self.access, self.name, self.cwd, self.workflow, self.run = access, name, cwd, workflow, run
+        self.replaced = replaced  # the run our record replaced (--again): found running, it is ours to take
         self._wanted = self._written = ""
         self._changed = trio.Event()
         self._closing = False
@@ -117,7 +118,7 @@ class SessionReporter:
         status = await self.status()
         if status.split()[:1] == ["stopped"]:
             raise Halted("stop", f"its session {self.name} is stopped: write restart to {self.name}/ctl to run on")
-        if (other := running_run(status)) not in (None, self.run):
+        if (other := running_run(status)) not in (None, self.run, self.replaced):
             raise StepFailed(f"session {self.name} is running run {other} of this workflow: another conductor has it "
                              f"(another host or --state), or had it and died. Stop that one, or take the session over "
                              f"(write stop, then restart, to {self.name}/ctl): this run ({self.run}) then begins anew")

@@ -229,3 +229,29 @@ def test_a_conductor_with_another_record_is_refused_while_the_session_runs_anoth
         assert status == 0 and out.startswith("done:"), f"{out}{err}"
         assert prompts(srv, ["a"])["a"][1:] == ["[conductor held run t2 round 1 step ask]",
                                                  "[conductor held run t2 round 2 step ask]"]
+
+
+def test_a_new_run_over_an_unfinished_one_of_the_same_record_takes_its_session() -> None:
+    """--again over a record whose conductor died (another version of the file): the session still runs
+    the old run, which this record replaced and whose lock it holds, so it is not another conductor's."""
+    base = Path(tempfile.mkdtemp(prefix="cond."))
+    with review_server(base) as srv:
+        events, path, state = Events(srv), workflow(base), base / "state"
+        proc = start(srv, path, state)
+        try:
+            events.until(shown(1))
+        finally:
+            proc.kill()
+            proc.wait(timeout=TIMEOUT)
+            unblock(base)
+        path.write_text(path.read_text() + "# another version\n")
+        taken = subprocess.Popen(conductor_argv(srv, path, state, "--again", "--run", "t3"), stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, cwd=REPO_ROOT, text=True)
+        try:
+            for round_ in (1, 2):
+                events.until(f" conductor-held running workflow=held run=t3 step=hold round={round_}\n")
+                release(base / "gate")
+            status, out, err = ended(taken, base)
+        finally:
+            taken.kill()
+        assert status == 0 and out.startswith("done:"), f"{out}{err}"
