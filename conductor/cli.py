@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import gc
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -14,6 +15,7 @@ from .access import Access
 from .engine import Engine
 from .journal import Journal, JournalError
 from .loading import WorkflowError, load
+from .model import STEP_ID
 from .report import SessionReporter
 from .ninetree import NinePTree
 from .tree import MountTree, Unavailable
@@ -86,6 +88,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "check":
         print(f"{args.workflow}: workflow {loaded.workflow.name!r} is valid")
         return 0
+    if args.run_id is not None and not re.fullmatch(STEP_ID, args.run_id):
+        print(f"anvilfs-conductor: --run {args.run_id!r}: a run id is 1-64 letters, digits, - and _, beginning "
+              "with a letter or digit (it is one word of the prompts' first lines and of the session's status)",
+              file=sys.stderr)
+        return 2
     if args.poll is not None and args.poll <= 0:
         print("anvilfs-conductor: --poll needs a positive number of seconds", file=sys.stderr)
         return 2

@@ -50,7 +50,7 @@ class Journal:
         self.path, self.data, self._lock_fd = path, data, lock_fd
         self.resumed_from: dict | None = None
         self.resumed = False  # this run's record was on disk already: it goes on after a kill or a halt
-        self.replaced_run: str | None = None  # the unfinished run an --again replaced
+        self.replaced_run: str | None = None  # the run an --again replaced (finished or not)
         self._log: GroupLog | None = None
         self._lazy: list[bytes] = []  # lines of records to go to disk with the next one
 
@@ -70,7 +70,7 @@ class Journal:
                                "restore that file to resume, or give --again to start a new run")
         resumed, replaced = data is not None, None
         if data is None or (again and (data.get("finished") or data.get("digest") != digest)):
-            resumed, replaced = False, data and not data.get("finished") and data.get("run")
+            resumed, replaced = False, data and data.get("run")
             data = {"version": VERSION, "name": name, "digest": digest, "run": run or secrets.token_hex(3),
                     "done": {}, "pending": {}, "finished": None}
         journal = cls(path, data, lock_fd)

@@ -183,6 +183,9 @@ class SessionReporter:
             if status.split()[:1] == ["stopped"]:
                 self.access.say(f"{self.name} is stopped: the run's end is not reported there")
                 return
+            if (other := running_run(status)) not in (None, self.run, self.replaced):
+                self.access.say(f"{self.name} runs run {other} now (taken over): the run's end is not reported there")
+                return
             if outcome == "done":
                 summary = f"done: {why}\nworkflow {self.workflow} run {self.run}\n"
                 if status.split()[:1] == ["await"] and await self.access.text(f"{self.name}/out") == summary:

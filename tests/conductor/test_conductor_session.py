@@ -10,7 +10,9 @@ step. The test releases the gate by writing a line into the fifo.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -23,11 +25,13 @@ from review_cycle import RUN, TIMEOUT, Events, conductor_argv, connect, prompts,
 HEAD = f"[conductor held run {RUN} round"
 
 
-def workflow(base: Path) -> Path:
-    (base / "work").mkdir()
-    fifo = base / "gate"
+def workflow(base: Path, gate: str = "gate", file: str = "held.toml") -> Path:
+    """The workflow `held`; its gate reads the fifo `gate` (a run after a SIGKILL gets a fifo of its own:
+    the killed conductor's gate process may still be on its way to opening the first)."""
+    (base / "work").mkdir(exist_ok=True)
+    fifo = base / gate
     os.mkfifo(fifo)
-    path = base / "held.toml"
+    path = base / file
     path.write_text(f'''name = "held"
 [sessions.a]
 backend = "reviewer"
@@ -83,10 +87,11 @@ def ended(proc: subprocess.Popen, base: Path) -> tuple[int, str, str]:
 
 
 def unblock(base: Path) -> None:
-    try:
-        os.close(os.open(base / "gate", os.O_WRONLY | os.O_NONBLOCK))
-    except OSError:
-        pass  # no gate reads it
+    for fifo in base.glob("gate*"):
+        try:
+            os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+        except OSError:
+            pass  # no gate reads it
 
 
 def halted_at_round_1(srv, other, events: Events, base: Path, path: Path, state: Path, ctl: bytes) -> tuple:
@@ -200,7 +205,7 @@ def test_a_conductor_with_another_record_is_refused_while_the_session_runs_anoth
     base = Path(tempfile.mkdtemp(prefix="cond."))
     with review_server(base) as srv, connect(srv) as other:
         events, path = Events(srv), workflow(base)
-        elsewhere = conductor_argv(srv, path, base / "elsewhere", "--run", "t2")
+        elsewhere = conductor_argv(srv, workflow(base, "gate2", "held2.toml"), base / "elsewhere", "--run", "t2")
         proc = start(srv, path, base / "state")
         try:
             events.until(shown(1))
@@ -222,10 +227,11 @@ def test_a_conductor_with_another_record_is_refused_while_the_session_runs_anoth
         try:
             for round_ in (1, 2):
                 events.until(f" conductor-held running workflow=held run=t2 step=hold round={round_}\n")
-                release(base / "gate")
+                release(base / "gate2")
             status, out, err = ended(taken, base)
         finally:
             taken.kill()
+            unblock(base)  # the killed conductor's gate, if it opened the fifo only after the first unblock
         assert status == 0 and out.startswith("done:"), f"{out}{err}"
         assert prompts(srv, ["a"])["a"][1:] == ["[conductor held run t2 round 1 step ask]",
                                                  "[conductor held run t2 round 2 step ask]"]
@@ -244,13 +250,72 @@ def test_a_new_run_over_an_unfinished_one_of_the_same_record_takes_its_session()
             proc.kill()
             proc.wait(timeout=TIMEOUT)
             unblock(base)
-        path.write_text(path.read_text() + "# another version\n")
+        os.mkfifo(base / "gate2")  # another version of the file, whose gate reads a fifo of its own
+        path.write_text(path.read_text().replace(str(base / "gate"), str(base / "gate2")))
         taken = subprocess.Popen(conductor_argv(srv, path, state, "--again", "--run", "t3"), stdout=subprocess.PIPE,
                                  stderr=subprocess.PIPE, cwd=REPO_ROOT, text=True)
         try:
             for round_ in (1, 2):
                 events.until(f" conductor-held running workflow=held run=t3 step=hold round={round_}\n")
-                release(base / "gate")
+                release(base / "gate2")
+            status, out, err = ended(taken, base)
+        finally:
+            taken.kill()
+            unblock(base)
+        assert status == 0 and out.startswith("done:"), f"{out}{err}"
+
+
+def test_a_run_id_is_one_word_of_at_most_64_characters() -> None:
+    """It is a word of the status detail that the fence reads back: `nightly 42` would read as `nightly`,
+    and the conductor would refuse its own run after a restart."""
+    base = Path(tempfile.mkdtemp(prefix="cond."))
+    path = base / "failing.toml"
+    path.write_text('name = "failing"\n[[steps]]\nid = "gate"\nkind = "gate"\nrun = ["false"]\n')
+    for bad in ("nightly 42", "x" * 65, "-x", "a=b"):
+        argv = [sys.executable, "-m", "conductor", "run", "-a", f"unix!{base / 'none'}", "--state", str(base / "s"),
+                f"--run={bad}", str(path)]  # refused before it connects
+        done = subprocess.run(argv, capture_output=True, text=True, cwd=REPO_ROOT, timeout=TIMEOUT)
+        assert done.returncode == 2 and "a run id is 1-64 letters, digits, - and _" in done.stderr, done
+
+
+def test_a_finished_record_run_again_leaves_alone_the_run_that_took_its_session_over() -> None:
+    """Killed between its end's record and its report, a run is reported by its next `run` alone; if
+    another conductor took the session over meanwhile, that report must not end the other's turn."""
+    base = Path(tempfile.mkdtemp(prefix="cond."))
+    with review_server(base) as srv, connect(srv) as other:
+        events, path, state = Events(srv), workflow(base), base / "state"
+        counting = subprocess.Popen(conductor_argv(srv, path, base / "count"), stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE, cwd=REPO_ROOT, text=True,
+                                    env=os.environ | {"ANVILFS_CONDUCTOR_CRASH_AT": "1000000"})  # counts, never dies
+        for round_ in (1, 2):
+            events.until(shown(round_))
+            release(base / "gate")
+        status, _, err = ended(counting, base)
+        end = next(int(n) for n, what in re.findall(r"crash point (\d+) \((.*?)\)", err) if what.startswith("record: end"))
+        other.write_file("conductor-held/ctl", b"stop\n")
+        other.write_file("conductor-held/ctl", b"restart\n")
+        first = subprocess.Popen(conductor_argv(srv, path, state), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                 cwd=REPO_ROOT, text=True, env=os.environ | {"ANVILFS_CONDUCTOR_CRASH_AT": str(end)})
+        for round_ in (1, 2):
+            events.until(shown(round_))
+            release(base / "gate")
+        assert ended(first, base)[0] == -9  # killed with its end recorded, not reported: its turn still runs
+        assert other.read_file("conductor-held/status") == holding(2).encode()
+        other.write_file("conductor-held/ctl", b"stop\n")
+        other.write_file("conductor-held/ctl", b"restart\n")
+        taken = subprocess.Popen(conductor_argv(srv, workflow(base, "gate2", "held2.toml"), base / "elsewhere",
+                                                "--run", "t2"),
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=REPO_ROOT, text=True)
+        try:
+            events.until(" conductor-held running workflow=held run=t2 step=hold round=1\n")
+            again = subprocess.run(conductor_argv(srv, path, state), capture_output=True, text=True, cwd=REPO_ROOT,
+                                   timeout=TIMEOUT)
+            assert again.returncode == 0 and "runs run t2 now (taken over)" in again.stderr, again
+            assert other.read_file("conductor-held/status").startswith(b"running workflow=held run=t2 ")
+            for round_ in (1, 2):
+                if round_ == 2:
+                    events.until(" conductor-held running workflow=held run=t2 step=hold round=2\n")
+                release(base / "gate2")
             status, out, err = ended(taken, base)
         finally:
             taken.kill()
