@@ -59,7 +59,8 @@ def parser() -> argparse.ArgumentParser:
                      help="where the conductor keeps its record (default: %(default)s)")
     run.add_argument("--name", help="this conductor's name (default: the workflow's name)")
     run.add_argument("--run", dest="run_id", help="the run id in the prompts' first lines (default: made up)")
-    run.add_argument("--again", action="store_true", help="start a new run even if one is finished or was begun")
+    run.add_argument("--again", action="store_true", help="start a new run over a finished one, or over a record of another "
+                     "version of the workflow file (an unfinished run of this version goes on)")
     run.add_argument("--poll", type=float, metavar="SECONDS", help="poll status every SECONDS instead of blocking")
     shown = run.add_mutually_exclusive_group()
     shown.add_argument("--session", metavar="NAME",
