@@ -118,7 +118,7 @@ class SessionReporter:
         status = await self.status()
         if status.split()[:1] == ["stopped"]:
             raise Halted("stop", f"its session {self.name} is stopped: write restart to {self.name}/ctl to run on")
-        if (other := running_run(status)) not in (None, self.run, self.replaced):
+        if other := self._other_run(status):
             raise StepFailed(f"session {self.name} is running run {other} of this workflow: another conductor has it "
                              f"(another host or --state), or had it and died. Stop that one, or take the session over "
                              f"(write stop, then restart, to {self.name}/ctl): this run ({self.run}) then begins anew")
@@ -183,7 +183,7 @@ class SessionReporter:
             if status.split()[:1] == ["stopped"]:
                 self.access.say(f"{self.name} is stopped: the run's end is not reported there")
                 return
-            if (other := running_run(status)) not in (None, self.run, self.replaced):
+            if other := self._other_run(status):
                 self.access.say(f"{self.name} runs run {other} now (taken over): the run's end is not reported there")
                 return
             if outcome == "done":
@@ -201,6 +201,12 @@ class SessionReporter:
     async def _turn(self, status: str) -> None:
         if status.split()[:1] != ["running"]:  # interrupted just at the end, or found after a restart
             await self.put("status", f"running {self.detail('end', ())}\n")
+
+    def _other_run(self, status: str) -> str | None:
+        """The run another conductor has the session running, by its status; None if none or ours (this
+        run, or the one our record replaced)."""
+        run = running_run(status)
+        return run if run not in (None, self.run, self.replaced) else None
 
     async def status(self) -> str:
         return (await self.access.text(f"{self.name}/status")).strip()

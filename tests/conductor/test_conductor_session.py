@@ -60,19 +60,19 @@ exhausted = "next"
     return path
 
 
-def holding(round_: int) -> str:
+def holding(round_: int, run: str = RUN) -> str:
     """The conductor's status while the gate of round `round_` holds."""
-    return f"running workflow=held run={RUN} step=hold round={round_}\n"
+    return f"running workflow=held run={run} step=hold round={round_}\n"
 
 
-def shown(round_: int) -> str:
+def shown(round_: int, run: str = RUN) -> str:
     """Its `events` line then."""
-    return f" conductor-held {holding(round_)}"
+    return f" conductor-held {holding(round_, run)}"
 
 
-def start(srv, path: Path, state: Path) -> subprocess.Popen:
-    return subprocess.Popen(conductor_argv(srv, path, state), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            cwd=REPO_ROOT, text=True)
+def start(srv, path: Path, state: Path, *extra: str, env: dict | None = None) -> subprocess.Popen:
+    return subprocess.Popen(conductor_argv(srv, path, state, *extra), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            cwd=REPO_ROOT, text=True, env=os.environ | (env or {}))
 
 
 def ended(proc: subprocess.Popen, base: Path) -> tuple[int, str, str]:
@@ -105,16 +105,22 @@ def halted_at_round_1(srv, other, events: Events, base: Path, path: Path, state:
         proc.kill()
 
 
-def through_both_rounds(srv, events: Events, base: Path, path: Path, state: Path) -> tuple:
-    """Start the conductor and release the gate of each round; how it ended."""
-    proc = start(srv, path, state)
+def released(proc: subprocess.Popen, events: Events, base: Path, run: str = RUN, gate: str = "gate") -> tuple:
+    """Release the gate (the fifo `gate`) of each round as the conductor `proc` of run `run` holds there;
+    how it ended."""
     try:
         for round_ in (1, 2):
-            events.until(shown(round_))
-            release(base / "gate")
+            events.until(shown(round_, run))
+            release(base / gate)
         return ended(proc, base)
     finally:
         proc.kill()
+        unblock(base)  # a gate of a conductor killed before, if it opened its fifo only after an earlier unblock
+
+
+def through_both_rounds(srv, events: Events, base: Path, path: Path, state: Path) -> tuple:
+    """Start the conductor and release the gate of each round; how it ended."""
+    return released(start(srv, path, state), events, base)
 
 
 def record(state: Path) -> dict:
@@ -204,8 +210,8 @@ def test_a_conductor_with_another_record_is_refused_while_the_session_runs_anoth
     until someone stops and restarts the session, and the other record's run then begins anew."""
     base = Path(tempfile.mkdtemp(prefix="cond."))
     with review_server(base) as srv, connect(srv) as other:
-        events, path = Events(srv), workflow(base)
-        elsewhere = conductor_argv(srv, workflow(base, "gate2", "held2.toml"), base / "elsewhere", "--run", "t2")
+        events, path, path2 = Events(srv), workflow(base), workflow(base, "gate2", "held2.toml")
+        elsewhere = conductor_argv(srv, path2, base / "elsewhere", "--run", "t2")
         proc = start(srv, path, base / "state")
         try:
             events.until(shown(1))
@@ -223,15 +229,8 @@ def test_a_conductor_with_another_record_is_refused_while_the_session_runs_anoth
         assert again.returncode == 2 and "write stop, then restart, to conductor-held/ctl" in again.stdout, again
         other.write_file("conductor-held/ctl", b"stop\n")
         other.write_file("conductor-held/ctl", b"restart\n")
-        taken = subprocess.Popen(elsewhere, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=REPO_ROOT, text=True)
-        try:
-            for round_ in (1, 2):
-                events.until(f" conductor-held running workflow=held run=t2 step=hold round={round_}\n")
-                release(base / "gate2")
-            status, out, err = ended(taken, base)
-        finally:
-            taken.kill()
-            unblock(base)  # the killed conductor's gate, if it opened the fifo only after the first unblock
+        taken = start(srv, path2, base / "elsewhere", "--run", "t2")
+        status, out, err = released(taken, events, base, "t2", "gate2")
         assert status == 0 and out.startswith("done:"), f"{out}{err}"
         assert prompts(srv, ["a"])["a"][1:] == ["[conductor held run t2 round 1 step ask]",
                                                  "[conductor held run t2 round 2 step ask]"]
@@ -252,16 +251,7 @@ def test_a_new_run_over_an_unfinished_one_of_the_same_record_takes_its_session()
             unblock(base)
         os.mkfifo(base / "gate2")  # another version of the file, whose gate reads a fifo of its own
         path.write_text(path.read_text().replace(str(base / "gate"), str(base / "gate2")))
-        taken = subprocess.Popen(conductor_argv(srv, path, state, "--again", "--run", "t3"), stdout=subprocess.PIPE,
-                                 stderr=subprocess.PIPE, cwd=REPO_ROOT, text=True)
-        try:
-            for round_ in (1, 2):
-                events.until(f" conductor-held running workflow=held run=t3 step=hold round={round_}\n")
-                release(base / "gate2")
-            status, out, err = ended(taken, base)
-        finally:
-            taken.kill()
-            unblock(base)
+        status, out, err = released(start(srv, path, state, "--again", "--run", "t3"), events, base, "t3", "gate2")
         assert status == 0 and out.startswith("done:"), f"{out}{err}"
 
 
@@ -284,37 +274,26 @@ def test_a_finished_record_run_again_leaves_alone_the_run_that_took_its_session_
     base = Path(tempfile.mkdtemp(prefix="cond."))
     with review_server(base) as srv, connect(srv) as other:
         events, path, state = Events(srv), workflow(base), base / "state"
-        counting = subprocess.Popen(conductor_argv(srv, path, base / "count"), stdout=subprocess.PIPE,
-                                    stderr=subprocess.PIPE, cwd=REPO_ROOT, text=True,
-                                    env=os.environ | {"ANVILFS_CONDUCTOR_CRASH_AT": "1000000"})  # counts, never dies
-        for round_ in (1, 2):
-            events.until(shown(round_))
-            release(base / "gate")
-        status, _, err = ended(counting, base)
+        counting = start(srv, path, base / "count", env={"ANVILFS_CONDUCTOR_CRASH_AT": "1000000"})  # never dies
+        status, _, err = released(counting, events, base)
         end = next(int(n) for n, what in re.findall(r"crash point (\d+) \((.*?)\)", err) if what.startswith("record: end"))
         other.write_file("conductor-held/ctl", b"stop\n")
         other.write_file("conductor-held/ctl", b"restart\n")
-        first = subprocess.Popen(conductor_argv(srv, path, state), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                 cwd=REPO_ROOT, text=True, env=os.environ | {"ANVILFS_CONDUCTOR_CRASH_AT": str(end)})
-        for round_ in (1, 2):
-            events.until(shown(round_))
-            release(base / "gate")
-        assert ended(first, base)[0] == -9  # killed with its end recorded, not reported: its turn still runs
+        first = start(srv, path, state, env={"ANVILFS_CONDUCTOR_CRASH_AT": str(end)})
+        assert released(first, events, base)[0] == -9  # killed with its end recorded, not reported: its turn still runs
         assert other.read_file("conductor-held/status") == holding(2).encode()
         other.write_file("conductor-held/ctl", b"stop\n")
         other.write_file("conductor-held/ctl", b"restart\n")
-        taken = subprocess.Popen(conductor_argv(srv, workflow(base, "gate2", "held2.toml"), base / "elsewhere",
-                                                "--run", "t2"),
-                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=REPO_ROOT, text=True)
+        taken = start(srv, workflow(base, "gate2", "held2.toml"), base / "elsewhere", "--run", "t2")
         try:
-            events.until(" conductor-held running workflow=held run=t2 step=hold round=1\n")
+            events.until(shown(1, "t2"))
             again = subprocess.run(conductor_argv(srv, path, state), capture_output=True, text=True, cwd=REPO_ROOT,
                                    timeout=TIMEOUT)
             assert again.returncode == 0 and "runs run t2 now (taken over)" in again.stderr, again
             assert other.read_file("conductor-held/status").startswith(b"running workflow=held run=t2 ")
             for round_ in (1, 2):
                 if round_ == 2:
-                    events.until(" conductor-held running workflow=held run=t2 step=hold round=2\n")
+                    events.until(shown(2, "t2"))
                 release(base / "gate2")
             status, out, err = ended(taken, base)
         finally:
