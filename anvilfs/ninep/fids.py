@@ -23,6 +23,12 @@ class FidTable(Generic[T]):
     def __len__(self) -> int:
         return len(self._fids)
 
+    @property
+    def by_number(self) -> dict[int, T]:
+        """The table itself, for a caller that makes the checks of `get`, `check_free` and `bind` on its
+        own (the server's frame-level path, which cannot afford a call for each)."""
+        return self._fids
+
     def get(self, fid: int) -> T:
         try:
             return self._fids[fid]

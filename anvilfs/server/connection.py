@@ -29,6 +29,7 @@ from ..ninep import messages as m
 from ..ninep.consts import NOTAG
 from ..tree import Directory
 from .dispatch import Blocked, Dispatcher, Limits
+from .hotpath import HotPath
 from .state import Deferred
 from .token import Token
 from .transport import transport_for
@@ -60,6 +61,7 @@ class Connection:
         on_error: Callable[[str, str], None] = lambda where, text: None,
         name: str = "conn",
         token: Token | None = None,  # the aname an attach must present (TCP), or None
+        hot_path: bool = True,  # answer plain walks, opens, reads and clunks from their frames (hotpath.py)
     ):
         self.stream = stream
         self.io = transport_for(stream)
@@ -78,6 +80,8 @@ class Connection:
         self._in_batch = False  # replies made while handling a batch go out with it
         self._nursery: trio.Nursery | None = None
         self._codec = codec_for(Dialect.P2000)  # the negotiated dialect's, from each Tversion on
+        self._hotpath = HotPath(self.dispatcher) if hot_path and not trace else None
+        self._hot: dict = {}  # request type byte -> its frame-level answer (hotpath.py)
 
     @property
     def dialect(self) -> Dialect:
@@ -204,7 +208,17 @@ class Connection:
         next_frame, handle, limit = self.frames.next_frame, self._handle_frame, self.limits.max_unsent
         try:
             while (frame := next_frame()) is not None:
-                handle(frame)
+                # The plain walk, open, read and clunk are answered from their frame (hotpath.py), when
+                # nothing is in flight that a tag or a clunk could touch; None hands a frame on. The
+                # table is looked up per frame: a Tversion in the batch changes it.
+                if (answer := self._hot.get(frame[4])) is None or self.tags or self._flushing:
+                    handle(frame)
+                elif (reply := answer(frame)) is None:
+                    handle(frame)
+                elif type(reply) is bytes:
+                    self._out += reply
+                else:
+                    self._queue(reply)
                 if len(self._out) > limit:  # _has_room, without a call per frame
                     return True
             return False
@@ -236,17 +250,22 @@ class Connection:
             if self.tags and kind in _ENDS_READS:
                 self._cancel_reads_of(msg.fid)
             reply = self.dispatcher.handle(msg)
-            kind = type(reply)
-            if kind is bytes and self._in_batch and not self.trace:
-                self._out += reply  # what send() does with a frame in a batch, without the call (most replies)
-            elif kind is Deferred:
-                self._start_deferred(reply)
-            elif kind is not Blocked:
-                self.send(reply)
+            if type(reply) is not Blocked:
+                self._queue(reply)
             elif len(self.tags) >= self.limits.max_blocked_reads:
                 self.send(self.dispatcher.error(msg, _too_many_blocked(self.limits.max_blocked_reads), errno.EMFILE))
             else:
                 self._start_blocked(reply)
+
+    def _queue(self, reply: m.Message | bytes | Deferred) -> None:
+        """Queue the reply a request got at once, or start the task of one deferred."""
+        kind = type(reply)
+        if kind is bytes and self._in_batch and not self.trace:
+            self._out += reply  # what send() does with a frame in a batch, without the call (most replies)
+        elif kind is Deferred:
+            self._start_deferred(reply)
+        else:
+            self.send(reply)
 
     def _version(self, msg: m.Tversion) -> None:
         """A Tversion resets the session: nothing in flight is answered, and the new msize and dialect
@@ -254,6 +273,8 @@ class Connection:
         self._cancel_all("reset")
         self.send(self.dispatcher.handle(msg))
         self._codec = codec_for(self.dialect)
+        if self._hotpath is not None:  # a trace shows every message: nothing bypasses the message path then
+            self._hot = self._hotpath.table(self.dispatcher.dialect)
         self.frames.max_size = self.dispatcher.msize
 
     # ------------------------------------------------------------ blocking reads and flush

@@ -65,13 +65,18 @@ class Dispatcher(AttributeRequests):
             if self.dialect is None and not isinstance(msg, m.Tversion):
                 raise InvalidRequest("no version negotiated: send Tversion first")
             return handler(self, msg)
-        except AnvilError as exc:
+        except Exception as exc:
+            return self.refusal(msg, exc)
+
+    def refusal(self, msg: m.Message, exc: Exception) -> m.Message:
+        """The reply to `msg` whose handling raised `exc` (the frame-level path's too: hotpath.py)."""
+        if isinstance(exc, AnvilError):
             return self.error(msg, exc.message, exc.errno, detail=exc.detail)
-        except RequestError as exc:
+        if isinstance(exc, RequestError):
             return self.error(msg, exc.message, exc.errno)
-        except Exception as exc:  # a bug behind one file must not take the connection down
-            log.exception("%s failed", type(msg).__name__)
-            return self.error(msg, f"internal error: {type(exc).__name__}: {exc}", errno.EIO)
+        # a bug behind one file must not take the connection down
+        log.error("%s failed", type(msg).__name__, exc_info=exc)
+        return self.error(msg, f"internal error: {type(exc).__name__}: {exc}", errno.EIO)
 
     def error(self, msg: m.Message, text: str, code: int, *, detail: str = "", record: bool = True) -> m.Message:
         """The reply that refuses `msg`, in the dialect's way (SPEC §2); recorded in `errors` unless `record` is off.
