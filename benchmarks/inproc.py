@@ -89,8 +89,7 @@ class Fed:
 
     def feed(self, data: bytes) -> None:
         conn = self.conn
-        conn.frames.feed(data)
-        conn._handle_frames()
+        conn._handle_frames(data)
         self.replies = bytes(conn._out)
         conn._out.clear()
 

@@ -127,6 +127,8 @@ def main(argv: list[str] | None = None) -> int:
         if table and args.floor:
             (tmp / "floor").mkdir()
             servers.append(stack.enter_context(floor_server(tmp / "floor", SESSIONS, status, pin)))
+        if table:
+            speed_rows.warm_up(binary, servers, pin)
         for key in table:
             speed_rows.run_row(key, binary, servers, args.reps, args.seconds, pin)
         if "cli" in args.sections:

@@ -80,6 +80,15 @@ def summarise(row: Row, got: dict[str, list[Result]]) -> None:
                    row.ratio_target if (name, base) == ("anvilfs", "diod") else None, f"reps {spread(ratios)}")
 
 
+def warm_up(binary: Path, servers: Sequence[Server], pin: Sequence[str], seconds: float = 1.0) -> None:
+    """Read every status file of every server once, unmeasured, as a server that has run a while has been:
+    anvilfs builds a session's directory at its first walk (about 50 us each, 1,000 of them in the first
+    rep's first pass otherwise), diod and the kernel fill their dentry and inode caches."""
+    for server in servers:
+        r = run_clients(binary, server, "read", procs=1, seconds=seconds, pin=pin)
+        say(f"# warm-up: {server.name} {r.ops:.0f} status reads in {seconds:g} s, not counted")
+
+
 def run_row(key: str, binary: Path, servers: Sequence[Server], reps: int, seconds: float,
             pin: Sequence[str]) -> None:
     row = ROWS[key]

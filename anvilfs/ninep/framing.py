@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import struct
+from collections.abc import Iterable
 
 from .consts import HEADER_SIZE
 from .errors import FramingError
@@ -34,6 +35,17 @@ class FrameBuffer:
         if type(self._buf) is not bytearray:  # a part of a frame is left: collect from here on
             self._buf, self._pos = bytearray(self._buf[self._pos:]), 0
         self._buf += data
+
+    def split(self, data: bytes) -> Iterable[bytes]:
+        """Feed `data`, and iterate over the whole frames there are then, each taken from the buffer as it
+        is reached (what is not reached stays). The usual receive, exactly one whole frame with nothing
+        pending, comes back as it is, without going through the buffer."""
+        if self._pos == len(self._buf) and type(data) is bytes and len(data) >= HEADER_SIZE:
+            size = _SIZE.unpack_from(data)[0]
+            if size == len(data) and size <= self.max_size:
+                return (data,)
+        self.feed(data)
+        return iter(self.next_frame, None)
 
     def next_frame(self) -> bytes | None:
         """The next whole frame, or None until more bytes arrive."""

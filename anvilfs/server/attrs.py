@@ -57,6 +57,23 @@ def qid_of(node: Node) -> Qid:
     return _qid(node, 0 if stamp is None else stamp()[0] & 0xFFFFFFFF)
 
 
+# The same qids as wire bytes, for the frame-level path (hotpath.py), kept the same way.
+_PACKED: dict[tuple[int, int, bool], bytes] = {}
+_QID_BYTES = struct.Struct("<BIQ").pack
+
+
+def packed_qid(node: Node) -> bytes:
+    """qid_of(node) as its 13 bytes on the wire."""
+    stamp = node.stamp
+    key = (node.path, 0 if stamp is None else stamp()[0] & 0xFFFFFFFF, node.is_dir)
+    packed = _PACKED.get(key)
+    if packed is None:
+        if len(_PACKED) >= _QIDS_KEPT:
+            _PACKED.clear()
+        packed = _PACKED[key] = _QID_BYTES(c.QTDIR if key[2] else c.QTFILE, key[1], key[0])
+    return packed
+
+
 def stat_of(node: Node) -> Stat:
     name, uid, gid = _owner()
     mode = node.mode | (c.DMDIR if node.is_dir else 0)

@@ -190,10 +190,10 @@ class Connection:
                 data = await io.receive()
             if not data:
                 return
-            self.frames.feed(data)
             try:
-                while self._handle_frames():
+                while self._handle_frames(data):
                     await self._flush_out()  # too much unsent: send it before the rest of the batch
+                    data = b""
             except FramingError as exc:
                 log.warning("%s: closing connection: %s", self.name, exc)
                 self.dispatcher.on_error(self.name, f"connection closed: {exc}")
@@ -202,12 +202,13 @@ class Connection:
             if self._out and not self._send_now():
                 await self._flush_out()  # the whole batch's replies in one send
 
-    def _handle_frames(self) -> bool:
-        """Handle buffered frames; True if it stopped early because the unsent replies passed the limit."""
+    def _handle_frames(self, data: bytes) -> bool:
+        """Handle the frames `data` completes; True if it stopped early because the unsent replies passed
+        the limit (the rest stay buffered: call again with b"")."""
         self._in_batch = True
-        next_frame, handle, limit = self.frames.next_frame, self._handle_frame, self.limits.max_unsent
+        handle, limit = self._handle_frame, self.limits.max_unsent
         try:
-            while (frame := next_frame()) is not None:
+            for frame in self.frames.split(data):
                 # The plain walk, open, read and clunk are answered from their frame (hotpath.py), when
                 # nothing is in flight that a tag or a clunk could touch; None hands a frame on. The
                 # table is looked up per frame: a Tversion in the batch changes it.

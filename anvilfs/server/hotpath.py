@@ -26,8 +26,8 @@ from collections.abc import Callable
 from ..ninep import Dialect, codec_for
 from ..ninep import consts as c
 from ..ninep import messages as m
-from ..tree import Directory, Node, SnapshotReads
-from .attrs import qid_of
+from ..tree import Directory, SnapshotReads
+from .attrs import packed_qid
 from .dispatch import Dispatcher
 from .opening import linux_access, open_fid, plan9_access
 from .state import Deferred, Fid
@@ -39,9 +39,9 @@ _OPEN = struct.Struct("<IBHIB")  # fid mode
 _READ = struct.Struct("<IBHIQI")  # fid offset count
 _CLUNK = struct.Struct("<IBHI")  # fid
 _U16 = struct.Struct("<H")
-_QID = struct.Struct("<BIQ")
 _RWALK = struct.Struct("<IBHH")  # nwqid, then the qids
-_ROPEN = struct.Struct("<IBHBIQI")  # qid iounit: Ropen and Rlopen alike
+_ROPEN_HEAD = struct.Struct("<IBH")  # then qid iounit: Ropen and Rlopen alike
+_U32 = struct.Struct("<I")
 _RREAD = struct.Struct("<IBHI")  # count, then the data
 _RCLUNK = struct.Struct("<IBH")
 _NOFID = c.NOFID
@@ -49,11 +49,6 @@ _RWALK_TYPE, _ROPEN_TYPE, _RLOPEN_TYPE = m.Rwalk.TYPE, m.Ropen.TYPE, m.Rlopen.TY
 _RREAD_TYPE, _RCLUNK_TYPE = m.Rread.TYPE, m.Rclunk.TYPE
 
 Answer = Callable[[bytes], object]  # a frame -> its reply (as Dispatcher.handle returns it), or None
-
-
-def packed_qid(node: Node) -> bytes:
-    qid = qid_of(node)
-    return _QID.pack(qid.type, qid.version, qid.path)
 
 
 class HotPath:
@@ -141,10 +136,10 @@ class HotPath:
             return None
         try:
             open_fid(fid, read, write, trunc)  # changes nothing when it refuses
-            qid = qid_of(fid.node)
+            qid = packed_qid(fid.node)
         except Exception as exc:
             return self._refusal(frame, exc)
-        return _ROPEN.pack(24, rtype, tag, qid.type, qid.version, qid.path, self.d.iounit)
+        return _ROPEN_HEAD.pack(24, rtype, tag) + qid + _U32.pack(self.d.iounit)
 
     # ------------------------------------------------------------ read
 

@@ -182,3 +182,40 @@ def test_a_receive_of_whole_frames_is_handed_out_without_a_copy():
     buf = FrameBuffer(max_size=8192)
     buf.feed(FRAMES[2])
     assert buf.next_frame() is FRAMES[2]
+
+
+@given(
+    frames=st.lists(st.binary(max_size=40).map(raw_frame), min_size=1, max_size=10),
+    data=st.data(),
+)
+@settings(max_examples=150, deadline=None)
+def test_split_gives_the_frames_of_any_chunking_and_leaves_what_is_not_taken(frames, data):
+    """split(data) is feed(data) and then the frames: the whole frames of any chunking come out in order,
+    and a split left partly taken (the connection's unsent limit) gives the rest from the next split."""
+    stream = b"".join(frames)
+    cuts = sorted(data.draw(st.lists(st.integers(0, len(stream)), max_size=12), label="cuts"))
+    buf = FrameBuffer(max_size=64)
+    got = []
+    for start, end in zip([0, *cuts], [*cuts, len(stream)]):
+        for frame in buf.split(stream[start:end]):
+            got.append(frame)
+            if data.draw(st.booleans(), label="stop here"):
+                break
+    got += buf.split(b"")
+    assert got == frames
+    assert buf.pending == 0
+
+
+def test_split_of_one_whole_frame_onto_nothing_pending_is_that_frame_unbuffered():
+    buf = FrameBuffer(max_size=8192)
+    assert list(buf.split(FRAMES[2])) == [FRAMES[2]] and next(iter(buf.split(FRAMES[2]))) is FRAMES[2]
+    assert buf.pending == 0 and buf.next_frame() is None
+
+
+def test_split_checks_sizes_as_next_frame_does():
+    buf = FrameBuffer(max_size=64)
+    with pytest.raises(FramingError, match="larger than msize 64"):
+        list(buf.split(raw_frame(b"x" * 60)))  # one whole frame, but over the limit
+    buf = FrameBuffer(max_size=64)
+    with pytest.raises(FramingError, match="smaller than"):
+        list(buf.split(struct.pack("<I", 5) + b"abc"))
