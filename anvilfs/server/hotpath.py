@@ -23,7 +23,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Callable
 
-from ..ninep import Dialect, codec_for
+from ..ninep import Dialect, codec_for, frame_maker
 from ..ninep import consts as c
 from ..ninep import messages as m
 from ..tree import Directory, SnapshotReads
@@ -42,11 +42,11 @@ _U16 = struct.Struct("<H")
 _RWALK = struct.Struct("<IBHH")  # nwqid, then the qids
 _ROPEN_HEAD = struct.Struct("<IBH")  # then qid iounit: Ropen and Rlopen alike
 _U32 = struct.Struct("<I")
-_RREAD = struct.Struct("<IBHI")  # count, then the data
 _RCLUNK = struct.Struct("<IBH")
 _NOFID = c.NOFID
 _RWALK_TYPE, _ROPEN_TYPE, _RLOPEN_TYPE = m.Rwalk.TYPE, m.Ropen.TYPE, m.Rlopen.TYPE
-_RREAD_TYPE, _RCLUNK_TYPE = m.Rread.TYPE, m.Rclunk.TYPE
+_RCLUNK_TYPE = m.Rclunk.TYPE
+_RREAD = frame_maker(m.Rread)  # (tag, data) -> the frame, or the message if the data cannot be encoded
 
 Answer = Callable[[bytes], object]  # a frame -> its reply (as Dispatcher.handle returns it), or None
 
@@ -104,8 +104,8 @@ class HotPath:
                     return None  # a walk that stops short: the message path says where
                 trail += (child,)
                 qids += packed_qid(child)
-        except (struct.error, UnicodeDecodeError):
-            return None
+        except Exception:  # a frame that does not parse, a lookup or a stamp that raises: nothing changed yet,
+            return None  # and the message path answers it, or refuses it as it must
         if pos != size:
             return None
         new = Fid(trail, fid.caller)
@@ -151,8 +151,11 @@ class HotPath:
         if fid is None or not fid.can_read or fid.can_write or fid.listing is not None:
             return None  # directories, and files open for writing too (read-back), go the message path
         handle = fid.handle
-        if handle.blocking and not handle.ready(offset):
-            return None  # a read that waits: the message path parks it
+        try:
+            if handle.blocking and not handle.ready(offset):
+                return None  # a read that waits: the message path parks it
+        except Exception:
+            return None  # the message path refuses it
         d = self.d
         count = min(count, d.iounit)
         try:
@@ -162,7 +165,7 @@ class HotPath:
                 data = handle.read(offset, count)
         except Exception as exc:
             return self._refusal(frame, exc)
-        return _RREAD.pack(11 + len(data), _RREAD_TYPE, tag, len(data)) + data
+        return _RREAD(tag, data)  # the data is taken: a reply that cannot be encoded is the message path's error
 
     # ------------------------------------------------------------ clunk
 

@@ -1,18 +1,24 @@
 """The frame-level path (server/hotpath.py) answers exactly as the message path would.
 
-Two connections, each over its own copy of one tree, are sent the same
-frames: one answers plain walks, opens, reads and clunks from their frames,
-the other (``hot_path=False``) decodes every request into a message. Every
-reply must be the same bytes, the errors recorded the same, and at the end
-both must hold the same fids in the same states and count the same bytes
-held, after every batch. The requests are drawn by hypothesis from what a client can send:
+Two connections over unix socket pairs (the server's own socket transport),
+each serving its own copy of one tree, are sent the same frames: one
+answers plain walks, opens, reads and clunks from their frames, the other
+(``hot_path=False``) decodes every request into a message. After each batch
+the test waits until both servers have nothing left to do (trio's
+``wait_all_tasks_blocked``) and takes what each sent: the same bytes, the
+same errors recorded, the same fids in the same states, the same bytes
+held. The requests are drawn by hypothesis from what a client can send:
 names that exist or not, "." and "..", walks past a file or of 17 names,
-fids in use, open modes a file refuses, reads at any offset, clunks that
-submit, and frames a byte too long or too short.
+fids in use or past the fid limit, open modes a file refuses, reads at any
+offset, clunks that submit (answered only once the submission lands),
+reads that park, flushes, a Tversion in the middle, frames a byte too long
+or too short; and from what a tree can do: lookups, stamps, `ready` and
+reads that raise, a read whose data cannot be encoded.
 """
 
 from __future__ import annotations
 
+import socket
 import struct
 
 import pytest
@@ -21,6 +27,7 @@ import trio.testing
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from anvilfs.errors import NotFound
 from anvilfs.ninep import Dialect, FrameBuffer, codec_for
 from anvilfs.ninep import messages as m
 from anvilfs.ninep.consts import NOFID
@@ -31,25 +38,47 @@ from anvilfs.waitable import Later
 from harness.deadlines import within
 
 ROOT = 0
-FIDS = (ROOT, 1, 2, 3, 4, NOFID)
-NAMES = ("dir", "status", "notes", "ctl", "in", "slow", "broken", "events", "big", "mail", "a", "b", "nope", "..", ".", "", "x/y")
+FIDS = (ROOT, 1, 2, 3, 4, 5, NOFID)
+LIMITS = Limits(max_fids=5, max_unsent=4096)  # the fid limit within reach; big reads pass the unsent limit
+BIG = 20_000  # bytes of the file `big`: more than one read of an 8 KiB msize carries
+NAMES = ("dir", "status", "notes", "ctl", "in", "slow", "broken", "events", "parked", "shaky", "textdata", "gone",
+         "odd", "boom", "big", "mail", "a", "b", "nope", "..", ".", "", "x/y")
 PATHS = tuple([name.encode() for name in path] for path in (
     ("status",), ("dir", "a", "status"), ("dir", "b", "status"), ("dir", "status"), ("notes",), ("ctl",), ("in",),
-    ("slow",), ("broken",), ("events",), ("big",), ("dir",), ("dir", "a"), (), ("dir", "..", "status")))
-BIG = 20_000  # bytes of the file `big`: more than one read of an 8 KiB msize carries
+    ("slow",), ("broken",), ("events",), ("parked",), ("shaky",), ("textdata",), ("gone",), ("odd", "boom"),
+    ("odd", "fixed"), ("big",), ("mail",), ("dir",), ("dir", "a"), (), ("dir", "..", "status")))
 
 
-class _ReadyCursor:
-    """A stream whose data is always there: its reads never wait."""
+# ---------------------------------------------------------------- the tree
+
+
+class _Cursor:
+    """A stream's cursor: `ready` as given (or raising), and a read of bytes (or of text, which no reply carries)."""
+
+    def __init__(self, ready: bool | None = True, data: object = b"event\n"):
+        self._ready, self._data = ready, data
 
     def ready(self, offset: int) -> bool:
-        return True
+        if self._ready is None:
+            raise RuntimeError("a cursor that cannot say")
+        return self._ready
 
     async def wait_ready(self, offset: int) -> None:
-        return None
+        if not self._ready:
+            await trio.sleep_forever()  # parked until flushed or clunked
 
-    def read(self, offset: int, count: int) -> bytes:
-        return b"event %d\n" % offset
+    def read(self, offset: int, count: int):
+        return self._data
+
+
+class _Gate(Later):
+    """A submission that lands when the test opens its server's gate (after each batch's replies)."""
+
+    def __init__(self, server: Served) -> None:
+        self._server = server
+
+    async def wait(self) -> None:
+        await self._server.gate.wait()
 
 
 class _ReadBack(File):
@@ -75,31 +104,22 @@ class _ReadBackHandle(Handle):
         return b"sent %d\n" % sent
 
 
-def _broken() -> str:
-    raise RuntimeError("a bug behind one file")
+def _raise(error: Exception):
+    def fail(*args):
+        raise error
+    return fail
 
 
-class _Done(Later):
-    """A submission already on disk: the deferred clunk is answered at once."""
-
-    def __init__(self) -> None:
-        pass
-
-    async def wait(self) -> None:
-        return None
-
-
-def tree() -> tuple[Directory, list[str]]:
-    """A tree of every kind of file the hot path meets, and the list its submissions land in."""
-    submitted: list[str] = []
+def tree(server: Served) -> Directory:
+    """Every kind of file the frame-level path meets, and some that fail in each way they can."""
     table = CommandTable([Command("echo", lambda args: " ".join(args.words), "echo WORD...", max_words=None)])
 
     def submit(data: bytes, caller: Caller) -> None:
-        submitted.append(data.decode(errors="replace"))
+        server.submitted.append((caller.uname, data.decode(errors="replace")))
 
     def submit_later(data: bytes, caller: Caller) -> Later:
         submit(data, caller)
-        return _Done()
+        return _Gate(server)
 
     def collect(name: str, on_submit) -> CollectFile:
         return CollectFile(name, name, check=lambda size, caller: None, submit=on_submit,
@@ -108,20 +128,27 @@ def tree() -> tuple[Directory, list[str]]:
     lines: list[str] = []
     objects = {name: Directory(name, f"obj/{name}", [TextFile("status", f"obj/{name}/status", lambda n=name: f"{n} idle\n")])
                for name in ("a", "b")}
-    root = Directory("/", "/", [
+    gone = TextFile("gone", "gone", lambda: "")
+    gone.stamp = _raise(NotFound("gone: the bead was removed"))  # a bead file whose bead is gone
+    return Directory("/", "/", [
         Directory("dir", "dir", [TextFile("status", "dir/status", lambda: "busy since long ago\n" * 3)],
                   more=lambda: list(objects.values()), find=objects.get),
+        Directory("odd", "odd", [TextFile("fixed", "odd/fixed", lambda: "x\n")],
+                  find=_raise(ValueError("not a file name inside a state directory"))),
         TextFile("status", "status", lambda: "idle\n"),
         TextFile("notes", "notes", lambda: "".join(lines), on_line=lambda line, caller: lines.append(line + "\n")),
         CtlFile("ctl", "ctl", table, readable=True),
         collect("in", submit),
         collect("slow", submit_later),
-        TextFile("broken", "broken", _broken),
-        StreamFile("events", "events", _ReadyCursor),
+        TextFile("broken", "broken", _raise(RuntimeError("a bug behind one file"))),
+        StreamFile("events", "events", _Cursor),
+        StreamFile("parked", "parked", lambda: _Cursor(ready=False)),
+        StreamFile("shaky", "shaky", lambda: _Cursor(ready=None)),
+        StreamFile("textdata", "textdata", lambda: _Cursor(data="not bytes")),
+        gone,
         _ReadBack("mail", "mail", 0o600),
         TextFile("big", "big", lambda: "0123456789" * (BIG // 10)),
     ])
-    return root, submitted
 
 
 # ---------------------------------------------------------------- the requests
@@ -133,16 +160,21 @@ _paths = st.one_of(*[st.sampled_from(PATHS)] * 3, _junk_names)  # mostly a path 
 _walk = st.builds(lambda fid, newfid, names: ("walk", fid, newfid, names), _fids, _fids, _paths)
 _modes = st.sampled_from((0, 1, 2, 3, 0x10, 0x12, 0x40, 0o1000, 0o1002, 0o100000)) | st.integers(0, 2**32 - 1)
 _open = st.builds(lambda fid, mode: ("open", fid, mode), _fids, _modes)
+_other_open = st.builds(lambda fid, mode: ("other open", fid, mode), _fids, _modes)  # the other dialects' open
 _offsets = st.sampled_from((0, 0, 1, 5, 20, 59, 60, 1000, 8168, 8169, BIG)) | st.integers(0, 2**64 - 1)
 _counts = st.sampled_from((0, 1, 3, 8192, 9000, 2**32 - 1)) | st.integers(0, 2**32 - 1)
 _read = st.builds(lambda fid, offset, count: ("read", fid, offset, count), _fids, _offsets, _counts)
 _write = st.builds(lambda fid, data: ("write", fid, data), _fids, st.sampled_from((b"echo hi\n", b"line\n", b"x" * 10, b"")))
 _clunk = st.builds(lambda fid: ("clunk", fid), _fids)
-_request = st.one_of(_walk, _open, _read, _write, _clunk)
+_flush = st.builds(lambda back: ("flush", back), st.integers(1, 6))  # of the request sent `back` requests before
+_version = st.builds(lambda version, msize: ("version", version, msize),
+                     st.sampled_from([d.value for d in Dialect]), st.sampled_from((4096, 8192)))
+_request = st.one_of(_walk, _open, _read, _write, _clunk, _flush, _other_open)
 # What a client mostly sends: a walk from the root to a file, its open as the file is meant to be opened
 # (or not), reads or writes of it, its clunk.
 _USES = [(path, mode) for path, modes in (
     (("status",), (0,)), (("dir", "a", "status"), (0,)), (("big",), (0,)), (("broken",), (0,)), (("events",), (0,)),
+    (("parked",), (0,)), (("shaky",), (0,)), (("textdata",), (0,)), (("gone",), (0,)),
     (("notes",), (0, 2)), (("ctl",), (1, 2)), (("in",), (1,)), (("slow",), (1,)), (("mail",), (1, 2)), (("dir",), (0,)))
     for mode in modes]
 _usual = st.sampled_from(_USES).map(lambda use: ([name.encode() for name in use[0]], use[1]))
@@ -153,29 +185,54 @@ _use = st.builds(lambda fid, target, middle, clunk: [
     *([("clunk", fid)] if clunk else [])],
     st.sampled_from((1, 2, 3)), _usual | st.tuples(_paths, _modes), _middle, st.booleans())
 _mangle = st.sampled_from((None, None, None, None, None, None, "long", "short"))
+
+
 def _plain(*requests: tuple) -> list[tuple[tuple, None]]:
     return [(request, None) for request in requests]
 
 
-_batch = st.lists(st.tuples(_request, _mangle), min_size=1, max_size=4) | _use.map(lambda rs: [(r, None) for r in rs])
+_batch = st.one_of(
+    st.lists(st.tuples(_request, _mangle), min_size=1, max_size=4),
+    _use.map(lambda requests: _plain(*requests)),
+    _use.map(lambda requests: _plain(*requests)),
+    _version.map(lambda version: _plain(version, ("attach",))),
+)
 
 
-def frame_of(request: tuple, tag: int, dialect: Dialect) -> bytes:
-    kind, fid, *rest = request
-    codec = codec_for(dialect)
-    if kind == "walk":
-        newfid, names = rest
-        body = struct.pack("<IIH", fid, newfid, len(names)) + b"".join(struct.pack("<H", len(n)) + n for n in names)
-        return _HEAD.pack(7 + len(body), m.Twalk.TYPE, tag) + body
-    if kind == "open":  # the dialect's open; the modes are Linux flags and 9P modes alike, cut to a byte for Topen
-        if dialect is Dialect.P2000L:
-            return codec.encode(m.Tlopen(tag=tag, fid=fid, flags=rest[0]))
-        return codec.encode(m.Topen(tag=tag, fid=fid, mode=rest[0] & 0xFF))
-    if kind == "read":
-        return codec.encode(m.Tread(tag=tag, fid=fid, offset=rest[0], count=rest[1]))
-    if kind == "write":
-        return codec.encode(m.Twrite(tag=tag, fid=fid, offset=0, data=rest[0]))
-    return codec.encode(m.Tclunk(tag=tag, fid=fid))
+class Frames:
+    """Makes the frames of drawn requests, in the dialect the conversation is in (a Tversion changes it)."""
+
+    def __init__(self, dialect: Dialect):
+        self.dialect, self.tag = dialect, 10
+
+    def __call__(self, request: tuple, how: str | None) -> bytes:
+        tag, self.tag = self.tag, self.tag + 1
+        return mangled(self._frame(request, tag), how)
+
+    def _frame(self, request: tuple, tag: int) -> bytes:
+        kind, *rest = request
+        codec = codec_for(self.dialect)
+        if kind == "walk":
+            fid, newfid, names = rest
+            body = struct.pack("<IIH", fid, newfid, len(names)) + b"".join(struct.pack("<H", len(n)) + n for n in names)
+            return _HEAD.pack(7 + len(body), m.Twalk.TYPE, tag) + body
+        if kind in ("open", "other open"):  # the modes are Linux flags and 9P modes alike, cut to a byte for Topen
+            if (self.dialect is Dialect.P2000L) == (kind == "open"):
+                return codec.encode(m.Tlopen(tag=tag, fid=rest[0], flags=rest[1]))
+            return codec.encode(m.Topen(tag=tag, fid=rest[0], mode=rest[1] & 0xFF))
+        if kind == "read":
+            return codec.encode(m.Tread(tag=tag, fid=rest[0], offset=rest[1], count=rest[2]))
+        if kind == "write":
+            return codec.encode(m.Twrite(tag=tag, fid=rest[0], offset=0, data=rest[1]))
+        if kind == "clunk":
+            return codec.encode(m.Tclunk(tag=tag, fid=rest[0]))
+        if kind == "flush":
+            return codec.encode(m.Tflush(tag=tag, oldtag=tag - rest[0]))
+        if kind == "version":
+            self.dialect = Dialect(rest[0])
+            return codec.encode(m.Tversion(tag=0xFFFF, msize=rest[1], version=rest[0]))
+        assert kind == "attach", kind
+        return codec.encode(m.Tattach(tag=tag, fid=ROOT, afid=NOFID, uname="me", aname="", n_uname=1000))
 
 
 def mangled(frame: bytes, how: str | None) -> bytes:
@@ -191,51 +248,81 @@ def mangled(frame: bytes, how: str | None) -> bytes:
 
 
 class Served:
-    """One connection over its own tree, fed frames; the replies come back as bytes."""
+    """One connection over a socket pair, serving its own tree; the test's end is a plain socket."""
 
     def __init__(self, nursery: trio.Nursery, hot: bool):
-        self.root, self.submitted = tree()
+        self.submitted: list[tuple[str, str]] = []
         self.errors: list[tuple[str, str]] = []
-        client, server = trio.testing.memory_stream_pair()
-        self.conn = Connection(server, self.root, hot_path=hot, on_error=lambda where, text: self.errors.append((where, text)))
+        self.gate = trio.Event()
+        self.root = tree(self)
+        ours, theirs = socket.socketpair()
+        ours.setblocking(False)
+        self.sock = ours
+        stream = trio.SocketStream(trio.socket.from_stdlib_socket(theirs))
+        self.conn = Connection(stream, self.root, hot_path=hot, limits=LIMITS,
+                               on_error=lambda where, text: self.errors.append((where, text)))
         nursery.start_soon(self.conn.serve)
-        self.client = client
-        self.frames = FrameBuffer(Limits().max_msize)
+        self.frames = FrameBuffer(1 << 20)
 
-    async def exchange(self, frames: list[bytes]) -> list[bytes]:
-        await self.client.send_all(b"".join(frames))
-        replies = []
-        with within(10, f"{len(frames)} replies"):
-            while len(replies) < len(frames):
-                while (frame := self.frames.next_frame()) is None:
-                    self.frames.feed(await self.client.receive_some(1 << 16))
-                replies.append(frame)
-        return replies
+    def send(self, data: bytes) -> None:
+        self.sock.sendall(data)
+
+    def take(self) -> list[bytes]:
+        """The whole frames the server has sent so far."""
+        while True:
+            try:
+                data = self.sock.recv(1 << 16)
+            except BlockingIOError:
+                break
+            assert data, "the server closed the connection"
+            self.frames.feed(data)
+        return self.frames.frames()
+
+    def land_submissions(self) -> None:
+        self.gate.set()
+        self.gate = trio.Event()
 
     def state(self) -> dict:
-        fids = self.conn.dispatcher.fids.by_number
-        return {"fids": {n: ([node.key for node in f.trail], f.handle is None, f.can_read, f.can_write, f.listing is None)
-                         for n, f in fids.items()},
-                "collected": self.conn.dispatcher.collected.held,
-                "snapshot bytes": self.conn.dispatcher.snapshots.held_bytes,
-                "submitted": self.submitted, "errors": self.errors}
+        d = self.conn.dispatcher
+        return {"fids": {n: ([node.key for node in f.trail], f.caller, f.handle is None, f.can_read, f.can_write,
+                             f.listing is None) for n, f in d.fids.by_number.items()},
+                "in flight": sorted(self.conn.tags), "collected": d.collected.held,
+                "snapshot bytes": d.snapshots.held_bytes, "submitted": self.submitted, "errors": self.errors}
+
+
+async def settled(servers: list[Served]) -> list[list[bytes]]:
+    """What each server sends until all of them wait for nothing the test has not given yet.
+
+    Compared as sets of frames: the replies of reads parked in tasks and ended together (a clunk of
+    their fid) come in the order trio runs the tasks, which it varies on purpose."""
+    got: list[list[bytes]] = [[] for _ in servers]
+    with within(10, "the servers to settle"):
+        while True:
+            await trio.testing.wait_all_tasks_blocked()
+            more = [server.take() for server in servers]
+            if not any(more):  # a reply larger than the socket's buffer comes in parts
+                return got
+            for replies, part in zip(got, more):
+                replies += part
 
 
 async def conversation(dialect: Dialect, batches: list[list[tuple[tuple, str | None]]]) -> None:
-    p2000 = codec_for(Dialect.P2000)
-    hello = [p2000.encode(m.Tversion(tag=0xFFFF, msize=8192, version=dialect.value)),
-             codec_for(dialect).encode(m.Tattach(tag=1, fid=ROOT, afid=NOFID, uname="me", aname="", n_uname=1000))]
     async with trio.open_nursery() as nursery:
-        hot, plain = Served(nursery, hot=True), Served(nursery, hot=False)
-        assert await hot.exchange(hello) == await plain.exchange(hello)
-        tag = 10
-        for batch in batches:
-            frames = []
-            for request, how in batch:
-                frames.append(mangled(frame_of(request, tag, dialect), how))
-                tag += 1
-            assert await hot.exchange(frames) == await plain.exchange(frames), batch
-            assert hot.state() == plain.state(), batch
+        servers = [Served(nursery, hot=True), Served(nursery, hot=False)]
+        make = Frames(dialect)
+        hello = codec_for(Dialect.P2000).encode(m.Tversion(tag=0xFFFF, msize=8192, version=dialect.value)) + \
+            make(("attach",), None)
+        for step, batch in enumerate([[(("hello",), None)], *batches]):
+            data = hello if step == 0 else b"".join(make(request, how) for request, how in batch)
+            for server in servers:
+                server.send(data)
+            hot, plain = await settled(servers)
+            assert sorted(hot) == sorted(plain), (step, batch)
+            for server in servers:  # the submissions of this batch land: their deferred Rclunks go out
+                server.land_submissions()
+            hot, plain = await settled(servers)
+            assert sorted(hot) == sorted(plain), (step, batch, "after the submissions landed")
+            assert servers[0].state() == servers[1].state(), (step, batch)
         nursery.cancel_scope.cancel()
 
 
@@ -246,6 +333,20 @@ async def conversation(dialect: Dialect, batches: list[list[tuple[tuple, str | N
 @example(batches=[_plain(("walk", ROOT, 1, []), ("walk", ROOT, 1, [b"status"]), ("walk", 1, 1, [b"..", b"dir"]))])
 @example(batches=[_plain(("walk", ROOT, 1, [b"big"]), ("open", 1, 0), ("read", 1, 0, 2**32 - 1), ("read", 1, BIG - 3, 9),
                          ("walk", ROOT, 2, [b"events"]), ("open", 2, 0), ("read", 2, 7, 100), ("clunk", 2))])
+@example(batches=[_plain(*(("walk", ROOT, fid, []) for fid in range(1, 6)),  # past the fid limit
+                         ("clunk", 4), ("walk", ROOT, NOFID, []))])
+@example(batches=[_plain(("walk", ROOT, 1, [b"status"]), ("open", 1, 0), ("walk", 1, 2, [])),
+                  _plain(("walk", ROOT, 3, [b"dir"]), ("open", 3, 0), ("walk", 3, 4, [b"a"]))])  # open fids walked
+@example(batches=[_plain(("walk", ROOT, 1, [b"parked"]), ("open", 1, 0), ("read", 1, 0, 10), ("walk", ROOT, 2, [b"status"])),
+                  _plain(("open", 2, 0), ("read", 2, 0, 10), ("clunk", 1), ("clunk", 2))])  # a parked read
+@example(batches=[_plain(("walk", ROOT, 1, [b"slow"]), ("open", 1, 1), ("write", 1, b"line\n"), ("clunk", 1),
+                         ("walk", ROOT, 1, [b"status"]), ("read", 1, 0, 10))])  # a deferred clunk, its tag reused
+@example(batches=[_plain(("walk", ROOT, 1, [b"status"]), ("open", 1, 0), ("version", "9P2000", 4096), ("attach",),
+                         ("walk", ROOT, 1, [b"big"]), ("open", 1, 0), ("read", 1, 0, 8192),
+                         ("walk", ROOT, 2, [b"status"]), ("other open", 2, 0))])  # a Tversion amid a batch
+@example(batches=[_plain(("walk", ROOT, 1, [b"odd", b"boom"]), ("walk", ROOT, 1, [b"gone"]), ("walk", ROOT, 2, [b"shaky"]),
+                         ("open", 2, 0), ("read", 2, 0, 10), ("walk", ROOT, 3, [b"textdata"]), ("open", 3, 0),
+                         ("read", 3, 0, 10))])  # lookups, stamps, ready and data that fail
 def test_the_hot_path_answers_as_the_message_path(dialect: Dialect, batches) -> None:
     trio.run(conversation, dialect, batches)
 
@@ -264,6 +365,12 @@ def test_a_usual_poll_is_answered_on_the_hot_path(monkeypatch) -> None:
         monkeypatch.setattr(HotPath, name, counted)
     poll = [("walk", ROOT, 1, [b"dir", b"a", b"status"]), ("open", 1, 0), ("read", 1, 0, 8192), ("read", 1, 7, 8192),
             ("clunk", 1), ("walk", ROOT, 2, [b"nope"]), ("read", 2, 0, 10)]
-    trio.run(conversation, Dialect.P2000L, [[(request, None)] for request in poll])
+    trio.run(conversation, Dialect.P2000L, [_plain(request) for request in poll])
     # only the first connection has a hot path; the missing name and the read of fid 2 it declined
     assert answered == ["walk", "lopen", "read", "read", "clunk"]
+
+
+def test_a_traced_connection_answers_everything_on_the_message_path() -> None:
+    """The trace shows every message: no request may go round it."""
+    conn = Connection(trio.testing.memory_stream_pair()[1], Directory("/", "/"), trace=lambda line: None)
+    assert conn._hotpath is None
