@@ -40,9 +40,8 @@ _READ = struct.Struct("<IBHIQI")  # fid offset count
 _CLUNK = struct.Struct("<IBHI")  # fid
 _U16 = struct.Struct("<H")
 _RWALK = struct.Struct("<IBHH")  # nwqid, then the qids
-_ROPEN_HEAD = struct.Struct("<IBH")  # then qid iounit: Ropen and Rlopen alike
+_HEAD = struct.Struct("<IBH")  # size type tag: an Rclunk whole, an Ropen's or Rlopen's before its qid and iounit
 _U32 = struct.Struct("<I")
-_RCLUNK = struct.Struct("<IBH")
 _NOFID = c.NOFID
 _RWALK_TYPE, _ROPEN_TYPE, _RLOPEN_TYPE = m.Rwalk.TYPE, m.Ropen.TYPE, m.Rlopen.TYPE
 _RCLUNK_TYPE = m.Rclunk.TYPE
@@ -139,7 +138,7 @@ class HotPath:
             qid = packed_qid(fid.node)
         except Exception as exc:
             return self._refusal(frame, exc)
-        return _ROPEN_HEAD.pack(24, rtype, tag) + qid + _U32.pack(self.d.iounit)
+        return _HEAD.pack(24, rtype, tag) + qid + _U32.pack(self.d.iounit)
 
     # ------------------------------------------------------------ read
 
@@ -176,7 +175,7 @@ class HotPath:
         fid = self._fids.pop(number, None)
         if fid is None:
             return None
-        reply = _RCLUNK.pack(7, _RCLUNK_TYPE, tag)
+        reply = _HEAD.pack(7, _RCLUNK_TYPE, tag)
         if fid.handle is not None:
             try:
                 self.d.collected.release(fid)  # before the submit, which may fail: the bytes go either way
