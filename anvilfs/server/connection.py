@@ -1,7 +1,9 @@
 """One client connection: the only place where 9P meets trio.
 
 Requests are answered inline as their frames arrive, and the replies of one
-received batch go out in one send. Unsent replies are bounded: once they pass
+received batch go out in one send. The plain walk, open, read and clunk are
+answered from their frames (hotpath.py) while nothing is in flight; the rest
+are decoded into messages for the dispatcher. Unsent replies are bounded: once they pass
 ``Limits.max_unsent`` the loop stops handling frames (they stay in the frame
 buffer, and the socket is not read) until the replies are sent. Only a read
 that must wait (the blocking files) gets a task, under a cancel scope kept in
