@@ -36,7 +36,7 @@ class AttributeRequests:
         return m.Rwstat(tag=msg.tag)
 
     def getattr(self, msg: m.Tgetattr) -> m.Message:
-        return m.Rgetattr(tag=msg.tag, **getattr_of(self.fids.get(msg.fid).node))
+        return m.Rgetattr(msg.tag, *getattr_of(self.fids.get(msg.fid).node))
 
     def setattr(self, msg: m.Tsetattr) -> m.Message:
         fid = self.fids.get(msg.fid)

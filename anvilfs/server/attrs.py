@@ -85,16 +85,14 @@ def stat_of(node: Node) -> Stat:
     )
 
 
-def getattr_of(node: Node) -> dict:
-    """The fields of an Rgetattr for a node (9P2000.L)."""
+def getattr_of(node: Node) -> tuple:
+    """The fields of an Rgetattr for a node (9P2000.L), after its tag, in the message's order:
+    valid qid mode uid gid nlink rdev size blksize blocks, then atime mtime ctime btime (seconds,
+    nanoseconds), gen, data_version."""
     _, uid, gid = _owner()
-    kind = c.S_IFDIR if node.is_dir else c.S_IFREG
     version, mtime = _stamp(node)
-    return dict(
-        valid=c.GETATTR_BASIC, qid=_qid(node, version),
-        mode=kind | node.mode, uid=uid, gid=gid, nlink=2 if node.is_dir else 1, size=0, blksize=4096, blocks=0,
-        atime_sec=mtime, mtime_sec=mtime, ctime_sec=mtime,
-    )
+    return (c.GETATTR_BASIC, _qid(node, version), (c.S_IFDIR if node.is_dir else c.S_IFREG) | node.mode, uid, gid,
+            2 if node.is_dir else 1, 0, 0, 4096, 0, mtime, 0, mtime, 0, mtime, 0, 0, 0, 0, 0)
 
 
 def pack_stats(nodes: list[Node], start: int, count: int, dialect: Dialect) -> tuple[bytes, int]:

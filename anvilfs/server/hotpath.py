@@ -4,8 +4,9 @@ A poll of status files is walk, open, read and clunk, over and over; on the
 message path each costs a decode into a message, a dispatch on its class,
 a handler and its generic checks, then an encode (issue 11: about 7 µs of
 Python a request, twice what the socket costs). Here those four (Twalk,
-Topen or Tlopen, Tread, Tclunk) are answered from the frame's bytes: one
-``struct`` call for the fields, the same checks, and the reply packed at once.
+Topen or Tlopen, Tread, Tclunk), and the Tgetattr with which Linux stats
+every file it opens, are answered from the frame's bytes: one ``struct``
+call for the fields, the same checks, and the reply packed at once.
 
 It is a shortcut, never a second set of rules. A function here answers only
 the plain case: a frame of the exact size, a walk that reaches its end, a
@@ -27,7 +28,7 @@ from ..ninep import Dialect, codec_for, frame_maker
 from ..ninep import consts as c
 from ..ninep import messages as m
 from ..tree import Directory, SnapshotReads
-from .attrs import packed_qid
+from .attrs import getattr_of, packed_qid
 from .dispatch import Dispatcher
 from .opening import linux_access, open_fid, plan9_access
 from .state import Deferred, Fid
@@ -38,6 +39,7 @@ _LOPEN = struct.Struct("<IBHII")  # fid flags
 _OPEN = struct.Struct("<IBHIB")  # fid mode
 _READ = struct.Struct("<IBHIQI")  # fid offset count
 _CLUNK = struct.Struct("<IBHI")  # fid
+_GETATTR = struct.Struct("<IBHIQ")  # fid request_mask
 _U16 = struct.Struct("<H")
 _RWALK = struct.Struct("<IBHH")  # nwqid, then the qids
 _HEAD = struct.Struct("<IBH")  # size type tag: an Rclunk whole, an Ropen's or Rlopen's before its qid and iounit
@@ -46,6 +48,7 @@ _NOFID = c.NOFID
 _RWALK_TYPE, _ROPEN_TYPE, _RLOPEN_TYPE = m.Rwalk.TYPE, m.Ropen.TYPE, m.Rlopen.TYPE
 _RCLUNK_TYPE = m.Rclunk.TYPE
 _RREAD = frame_maker(m.Rread)  # (tag, data) -> the frame, or the message if the data cannot be encoded
+_RGETATTR = frame_maker(m.Rgetattr)  # (tag, *its fields): the same, for Linux's stat of every file it opens
 
 Answer = Callable[[bytes], object]  # a frame -> its reply (as Dispatcher.handle returns it), or None
 
@@ -66,6 +69,7 @@ class HotPath:
         table: dict[int, Answer] = {m.Twalk.TYPE: self.walk, m.Tread.TYPE: self.read, m.Tclunk.TYPE: self.clunk}
         if dialect is Dialect.P2000L:
             table[m.Tlopen.TYPE] = self.lopen
+            table[m.Tgetattr.TYPE] = self.getattr
         else:
             table[m.Topen.TYPE] = self.open
         return table
@@ -184,3 +188,18 @@ class HotPath:
             except Exception as exc:
                 return self._refusal(frame, exc)
         return reply
+
+    # ------------------------------------------------------------ getattr (9P2000.L)
+
+    def getattr(self, frame: bytes):
+        if len(frame) != _GETATTR.size:
+            return None
+        _, _, tag, number, _ = _GETATTR.unpack(frame)
+        fid = self._fids.get(number)
+        if fid is None:
+            return None
+        try:
+            values = getattr_of(fid.node)
+        except Exception:  # a stamp that raises: nothing changed, and the message path refuses it
+            return None
+        return _RGETATTR(tag, *values)

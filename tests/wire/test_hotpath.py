@@ -18,6 +18,7 @@ reads that raise, a read whose data cannot be encoded.
 
 from __future__ import annotations
 
+import os
 import socket
 import struct
 
@@ -166,10 +167,11 @@ _counts = st.sampled_from((0, 1, 3, 8192, 9000, 2**32 - 1)) | st.integers(0, 2**
 _read = st.builds(lambda fid, offset, count: ("read", fid, offset, count), _fids, _offsets, _counts)
 _write = st.builds(lambda fid, data: ("write", fid, data), _fids, st.sampled_from((b"echo hi\n", b"line\n", b"x" * 10, b"")))
 _clunk = st.builds(lambda fid: ("clunk", fid), _fids)
+_getattr = st.builds(lambda fid, mask: ("getattr", fid, mask), _fids, st.sampled_from((0x7FF, 0x3FFF, 0)))
 _flush = st.builds(lambda back: ("flush", back), st.integers(1, 6))  # of the request sent `back` requests before
 _version = st.builds(lambda version, msize: ("version", version, msize),
                      st.sampled_from([d.value for d in Dialect]), st.sampled_from((4096, 8192)))
-_request = st.one_of(_walk, _open, _read, _write, _clunk, _flush, _other_open)
+_request = st.one_of(_walk, _open, _read, _write, _clunk, _flush, _other_open, _getattr)
 # What a client mostly sends: a walk from the root to a file, its open as the file is meant to be opened
 # (or not), reads or writes of it, its clunk.
 _USES = [(path, mode) for path, modes in (
@@ -178,10 +180,11 @@ _USES = [(path, mode) for path, modes in (
     (("notes",), (0, 2)), (("ctl",), (1, 2)), (("in",), (1,)), (("slow",), (1,)), (("mail",), (1, 2)), (("dir",), (0,)))
     for mode in modes]
 _usual = st.sampled_from(_USES).map(lambda use: ([name.encode() for name in use[0]], use[1]))
-_middle = st.lists(st.tuples(_offsets, _counts) | st.sampled_from((b"echo hi\n", b"line\n")), max_size=3)
+_middle = st.lists(st.tuples(_offsets, _counts) | st.sampled_from((b"echo hi\n", b"line\n", "getattr")), max_size=3)
 _use = st.builds(lambda fid, target, middle, clunk: [
     ("walk", ROOT, fid, target[0]), ("open", fid, target[1]),
-    *(("write", fid, part) if isinstance(part, bytes) else ("read", fid, *part) for part in middle),
+    *(("write", fid, part) if isinstance(part, bytes) else ("getattr", fid, 0x7FF) if part == "getattr"
+      else ("read", fid, *part) for part in middle),
     *([("clunk", fid)] if clunk else [])],
     st.sampled_from((1, 2, 3)), _usual | st.tuples(_paths, _modes), _middle, st.booleans())
 _mangle = st.sampled_from((None, None, None, None, None, None, "long", "short"))
@@ -226,6 +229,8 @@ class Frames:
             return codec.encode(m.Twrite(tag=tag, fid=rest[0], offset=0, data=rest[1]))
         if kind == "clunk":
             return codec.encode(m.Tclunk(tag=tag, fid=rest[0]))
+        if kind == "getattr":  # 9P2000.L's; in the other dialects, a request the server does not know
+            return codec_for(Dialect.P2000L).encode(m.Tgetattr(tag=tag, fid=rest[0], request_mask=rest[1]))
         if kind == "flush":
             return codec.encode(m.Tflush(tag=tag, oldtag=tag - rest[0]))
         if kind == "version":
@@ -346,7 +351,8 @@ async def conversation(dialect: Dialect, batches: list[list[tuple[tuple, str | N
                          ("walk", ROOT, 2, [b"status"]), ("other open", 2, 0))])  # a Tversion amid a batch
 @example(batches=[_plain(("walk", ROOT, 1, [b"odd", b"boom"]), ("walk", ROOT, 1, [b"gone"]), ("walk", ROOT, 2, [b"shaky"]),
                          ("open", 2, 0), ("read", 2, 0, 10), ("walk", ROOT, 3, [b"textdata"]), ("open", 3, 0),
-                         ("read", 3, 0, 10))])  # lookups, stamps, ready and data that fail
+                         ("read", 3, 0, 10), ("walk", ROOT, 4, [b"dir", b"a"]), ("getattr", 4, 0x7FF),
+                         ("getattr", 5, 0x7FF))])  # lookups, stamps, ready and data that fail; getattrs
 def test_the_hot_path_answers_as_the_message_path(dialect: Dialect, batches) -> None:
     trio.run(conversation, dialect, batches)
 
@@ -354,7 +360,7 @@ def test_the_hot_path_answers_as_the_message_path(dialect: Dialect, batches) -> 
 def test_a_usual_poll_is_answered_on_the_hot_path(monkeypatch) -> None:
     """The test above would pass with a hot path that always declined: here its answers are counted."""
     answered: list[str] = []
-    for name in ("walk", "lopen", "read", "clunk"):
+    for name in ("walk", "lopen", "read", "clunk", "getattr"):
         real = getattr(HotPath, name)
 
         def counted(self, frame, real=real, name=name):
@@ -363,14 +369,34 @@ def test_a_usual_poll_is_answered_on_the_hot_path(monkeypatch) -> None:
                 answered.append(name)
             return reply
         monkeypatch.setattr(HotPath, name, counted)
-    poll = [("walk", ROOT, 1, [b"dir", b"a", b"status"]), ("open", 1, 0), ("read", 1, 0, 8192), ("read", 1, 7, 8192),
-            ("clunk", 1), ("walk", ROOT, 2, [b"nope"]), ("read", 2, 0, 10)]
+    poll = [("walk", ROOT, 1, [b"dir", b"a", b"status"]), ("getattr", 1, 0x7FF), ("open", 1, 0), ("read", 1, 0, 8192),
+            ("read", 1, 7, 8192), ("clunk", 1), ("walk", ROOT, 2, [b"nope"]), ("read", 2, 0, 10)]
     trio.run(conversation, Dialect.P2000L, [_plain(request) for request in poll])
     # only the first connection has a hot path; the missing name and the read of fid 2 it declined
-    assert answered == ["walk", "lopen", "read", "read", "clunk"]
+    assert answered == ["walk", "getattr", "lopen", "read", "read", "clunk"]
 
 
 def test_a_traced_connection_answers_everything_on_the_message_path() -> None:
     """The trace shows every message: no request may go round it."""
     conn = Connection(trio.testing.memory_stream_pair()[1], Directory("/", "/"), trace=lambda line: None)
     assert conn._hotpath is None
+
+
+def test_a_getattr_says_what_each_field_is_named_for() -> None:
+    """attrs.getattr_of gives Rgetattr's fields by position: each must land where its name says."""
+    async def stat_both() -> list[m.Message]:
+        async with trio.open_nursery() as nursery:
+            server = Served(nursery, hot=True)
+            make = Frames(Dialect.P2000L)
+            server.send(codec_for(Dialect.P2000).encode(m.Tversion(tag=0xFFFF, msize=8192, version="9P2000.L"))
+                        + make(("attach",), None) + make(("walk", ROOT, 1, [b"status"]), None)
+                        + make(("getattr", 1, 0x7FF), None) + make(("getattr", ROOT, 0x7FF), None))
+            replies = (await settled([server]))[0]
+            nursery.cancel_scope.cancel()
+        return [codec_for(Dialect.P2000L).decode(frame) for frame in replies[-2:]]
+
+    file, root = trio.run(stat_both)
+    assert (file.mode & 0o170000, root.mode & 0o170000) == (0o100000, 0o040000)  # S_IFREG, S_IFDIR
+    assert (file.nlink, root.nlink, file.blksize, file.size, file.blocks, file.rdev) == (1, 2, 4096, 0, 0, 0)
+    assert file.atime_sec == file.mtime_sec == file.ctime_sec > 1_700_000_000 and file.btime_sec == 0
+    assert (file.uid, file.gid) == (os.getuid(), os.getgid()) and file.valid == 0x7FF
