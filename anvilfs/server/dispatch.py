@@ -17,6 +17,7 @@ import errno
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from ..errors import AnvilError, InvalidRequest, NotPermitted, NotSupported, PermissionDenied, kind_of
 from ..ninep import Dialect, RequestError, frame_maker, negotiate
@@ -25,12 +26,15 @@ from ..ninep import messages as m
 from ..ninep.dialect import MIN_MSIZE, UNKNOWN
 from ..ninep.errstr import fit, word_for_9p2000
 from ..ninep.fids import FidTable
-from ..tree import Caller, Directory, Node, SnapshotBudget, SnapshotReads
+from ..tree import Caller, Directory, Handle, Node, SnapshotBudget, SnapshotReads
 from .attrs import pack_dirents, pack_stats, qid_of
 from .attr_requests import AttributeRequests
 from .opening import linux_access, open_existing, open_fid, plan9_access
 from .state import Blocked, CollectBudget, Deferred, Fid, Limits
 from .token import Token
+
+if TYPE_CHECKING:
+    from ..waitable import Later
 
 
 log = logging.getLogger("anvilfs.server")
@@ -218,12 +222,17 @@ class Dispatcher(AttributeRequests):
         if handle.blocking and not handle.ready(msg.offset):
             return Blocked(fid, msg.fid, msg.tag, msg.offset, count)
         try:
-            if isinstance(handle, SnapshotReads):
-                return _RREAD(msg.tag, handle.read(msg.offset, count, self.snapshots))
-            return _RREAD(msg.tag, handle.read(msg.offset, count))
+            return _RREAD(msg.tag, self.take(handle, msg.offset, count))
         finally:
             if fid.can_write:  # a read can submit what was written (mail's read-back); nothing else is held
                 self.collected.recount(fid)
+
+    def take(self, handle: Handle, offset: int, count: int) -> bytes:
+        """What a read of an open file that need not wait gives; a snapshot it takes is this connection's
+        to hold (the frame-level path's reads too: hotpath.py)."""
+        if isinstance(handle, SnapshotReads):
+            return handle.read(offset, count, self.snapshots)
+        return handle.read(offset, count)
 
     def finish_read(self, blocked: Blocked) -> m.Message:
         """Answer a blocked read once its handle is ready (no checkpoint in between)."""
@@ -268,17 +277,21 @@ class Dispatcher(AttributeRequests):
 
     def clunk(self, msg: m.Tclunk) -> m.Message | bytes | Deferred:
         fid = self.fids.pop(msg.fid)
-        if fid.handle is not None:
-            self.collected.release(fid)  # before the submit, which may fail: the bytes go either way
-            if (later := fid.handle.clunk()) is not None:  # a prompt: answered once it is on disk
-                return Deferred(later, msg, _RCLUNK(msg.tag))
+        if (later := self.close(fid)) is not None:  # a prompt: answered once it is on disk
+            return Deferred(later, msg, _RCLUNK(msg.tag))
         return _RCLUNK(msg.tag)
+
+    def close(self, fid: Fid) -> Later | None:
+        """Close what a fid taken out of the table has open: its written bytes are no longer held, and
+        its handle submits them; the submission's Later, if it has one (the frame-level path's too)."""
+        if fid.handle is None:
+            return None
+        self.collected.release(fid)  # before the submit, which may fail: the bytes go either way
+        return fid.handle.clunk()
 
     def remove(self, msg: m.Tremove) -> m.Message:
         fid = self.fids.pop(msg.fid)  # remove(5): the fid is clunked even if the remove fails
-        if fid.handle is not None:
-            self.collected.release(fid)
-            fid.handle.clunk()
+        self.close(fid)
         if len(fid.trail) < 2:
             raise NotPermitted("the root cannot be removed")
         fid.trail[-2].remove_entry(fid.node, fid.caller)

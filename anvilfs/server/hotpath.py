@@ -15,7 +15,7 @@ else it returns None *before changing anything*, and the connection hands
 the frame to the message path, which decodes it again and answers it, error
 texts and all. What it does run (opening a file, reading it, clunking it) is
 the dispatcher's own code, and an exception there is turned into its reply
-by the dispatcher's own `refusal`. tests/unit/test_hotpath.py runs the same
+by the dispatcher's own `refusal`. tests/wire/test_hotpath.py runs the same
 requests down both paths and compares every reply and the fids left.
 """
 
@@ -24,10 +24,10 @@ from __future__ import annotations
 import struct
 from collections.abc import Callable
 
-from ..ninep import Dialect, codec_for, frame_maker
+from ..ninep import Dialect, RequestError, codec_for, frame_maker
 from ..ninep import consts as c
 from ..ninep import messages as m
-from ..tree import Directory, SnapshotReads
+from ..tree import Directory
 from .attrs import getattr_of, packed_qid
 from .dispatch import Dispatcher
 from .opening import linux_access, open_fid, plan9_access
@@ -44,7 +44,6 @@ _U16 = struct.Struct("<H")
 _RWALK = struct.Struct("<IBHH")  # nwqid, then the qids
 _HEAD = struct.Struct("<IBH")  # size type tag: an Rclunk whole, an Ropen's or Rlopen's before its qid and iounit
 _U32 = struct.Struct("<I")
-_NOFID = c.NOFID
 _RWALK_TYPE, _ROPEN_TYPE, _RLOPEN_TYPE = m.Rwalk.TYPE, m.Ropen.TYPE, m.Rlopen.TYPE
 _RCLUNK_TYPE = m.Rclunk.TYPE
 _RREAD = frame_maker(m.Rread)  # (tag, data) -> the frame, or the message if the data cannot be encoded
@@ -87,9 +86,11 @@ class HotPath:
         fid = self._fids.get(number)
         if fid is None or fid.handle is not None or nwname > c.MAXWELEM:
             return None
-        fids = self._fids
-        if newnumber != number and (newnumber in fids or newnumber == _NOFID or len(fids) >= self.d.fids.limit):
-            return None
+        if newnumber != number:
+            try:
+                self.d.fids.check_free(newnumber)
+            except RequestError:
+                return None  # in use, NOFID, or past the limit: the message path says which
         trail, qids, pos = fid.trail, b"", 17
         try:
             for _ in range(nwname):
@@ -111,8 +112,7 @@ class HotPath:
             return None  # and the message path answers it, or refuses it as it must
         if pos != size:
             return None
-        new = Fid(trail, fid.caller)
-        fids[newnumber] = new  # checked free above (or it is the walked fid itself)
+        self._fids[newnumber] = Fid(trail, fid.caller)  # checked free above (or it is the walked fid itself)
         return _RWALK.pack(9 + len(qids), _RWALK_TYPE, tag, nwname) + qids
 
     # ------------------------------------------------------------ open
@@ -159,13 +159,8 @@ class HotPath:
                 return None  # a read that waits: the message path parks it
         except Exception:
             return None  # the message path refuses it
-        d = self.d
-        count = min(count, d.iounit)
         try:
-            if isinstance(handle, SnapshotReads):
-                data = handle.read(offset, count, d.snapshots)
-            else:
-                data = handle.read(offset, count)
+            data = self.d.take(handle, offset, min(count, self.d.iounit))
         except Exception as exc:
             return self._refusal(frame, exc)
         return _RREAD(tag, data)  # the data is taken: a reply that cannot be encoded is the message path's error
@@ -180,13 +175,12 @@ class HotPath:
         if fid is None:
             return None
         reply = _HEAD.pack(7, _RCLUNK_TYPE, tag)
-        if fid.handle is not None:
-            try:
-                self.d.collected.release(fid)  # before the submit, which may fail: the bytes go either way
-                if (later := fid.handle.clunk()) is not None:  # a prompt: answered once it is on disk
-                    return Deferred(later, self._decode(frame), reply)
-            except Exception as exc:
-                return self._refusal(frame, exc)
+        try:
+            later = self.d.close(fid)
+        except Exception as exc:
+            return self._refusal(frame, exc)
+        if later is not None:  # a prompt: answered once it is on disk
+            return Deferred(later, self._decode(frame), reply)
         return reply
 
     # ------------------------------------------------------------ getattr (9P2000.L)
