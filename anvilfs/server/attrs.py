@@ -36,42 +36,38 @@ def _stamp(node: Node) -> tuple[int, int]:
 
 # Qids are frozen and a node's repeats until its version moves, so walks and
 # opens share them: building one (a frozen dataclass) costs about a microsecond,
-# a walk to a status file and its open need three. Keyed by what makes the qid;
-# cleared when full, so it holds at most _QIDS_KEPT of them.
-_QIDS: dict[tuple[int, int, bool], Qid] = {}
+# a walk to a status file and its open need three. Each is kept with its 13
+# bytes on the wire, which the frame-level path (hotpath.py) sends. Keyed by
+# what makes the qid; cleared when full, so it holds at most _QIDS_KEPT.
+_QIDS: dict[tuple[int, int, bool], tuple[Qid, bytes]] = {}
 _QIDS_KEPT = 4096
+_QID_BYTES = struct.Struct("<BIQ").pack
+
+
+def _qids(node: Node, version: int) -> tuple[Qid, bytes]:
+    key = (node.path, version, node.is_dir)
+    both = _QIDS.get(key)
+    if both is None:
+        if len(_QIDS) >= _QIDS_KEPT:
+            _QIDS.clear()
+        kind = c.QTDIR if node.is_dir else c.QTFILE
+        both = _QIDS[key] = (Qid(kind, version, node.path), _QID_BYTES(kind, version, node.path))
+    return both
 
 
 def _qid(node: Node, version: int) -> Qid:
-    key = (node.path, version, node.is_dir)
-    qid = _QIDS.get(key)
-    if qid is None:
-        if len(_QIDS) >= _QIDS_KEPT:
-            _QIDS.clear()
-        qid = _QIDS[key] = Qid(c.QTDIR if node.is_dir else c.QTFILE, version, node.path)
-    return qid
+    return _qids(node, version)[0]
 
 
 def qid_of(node: Node) -> Qid:
     stamp = node.stamp  # _stamp's version, without its mtime and a call (three qids in a status read)
-    return _qid(node, 0 if stamp is None else stamp()[0] & 0xFFFFFFFF)
-
-
-# The same qids as wire bytes, for the frame-level path (hotpath.py), kept the same way.
-_PACKED: dict[tuple[int, int, bool], bytes] = {}
-_QID_BYTES = struct.Struct("<BIQ").pack
+    return _qids(node, 0 if stamp is None else stamp()[0] & 0xFFFFFFFF)[0]
 
 
 def packed_qid(node: Node) -> bytes:
     """qid_of(node) as its 13 bytes on the wire."""
-    stamp = node.stamp
-    key = (node.path, 0 if stamp is None else stamp()[0] & 0xFFFFFFFF, node.is_dir)
-    packed = _PACKED.get(key)
-    if packed is None:
-        if len(_PACKED) >= _QIDS_KEPT:
-            _PACKED.clear()
-        packed = _PACKED[key] = _QID_BYTES(c.QTDIR if key[2] else c.QTFILE, key[1], key[0])
-    return packed
+    stamp = node.stamp  # as qid_of
+    return _qids(node, 0 if stamp is None else stamp()[0] & 0xFFFFFFFF)[1]
 
 
 def stat_of(node: Node) -> Stat:
