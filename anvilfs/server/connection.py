@@ -1,8 +1,8 @@
 """One client connection: the only place where 9P meets trio.
 
 Requests are answered inline as their frames arrive, and the replies of one
-received batch go out in one send. The plain walk, open, read and clunk are
-answered from their frames (hotpath.py) while nothing is in flight; the rest
+received batch go out in one send. The plain walk, open, read, clunk and
+getattr are answered from their frames (hotpath.py) while nothing is in flight; the rest
 are decoded into messages for the dispatcher. Unsent replies are bounded:
 once they pass ``Limits.max_unsent`` the loop stops handling frames (they
 stay in the frame buffer, and the socket is not read) until the replies are
@@ -45,7 +45,7 @@ class Connection(ParkedRequests):
         on_error: Callable[[str, str], None] = lambda where, text: None,
         name: str = "conn",
         token: Token | None = None,  # the aname an attach must present (TCP), or None
-        hot_path: bool = True,  # answer plain walks, opens, reads and clunks from their frames (hotpath.py)
+        hot_path: bool = True,  # answer plain walks, opens, reads, clunks and getattrs from their frames (hotpath.py)
     ):
         self.stream = stream
         self.io = transport_for(stream)
@@ -193,12 +193,11 @@ class Connection(ParkedRequests):
         handle, limit = self._handle_frame, self.limits.max_unsent
         try:
             for frame in self.frames.split(data):
-                # The plain walk, open, read and clunk are answered from their frame (hotpath.py), when
-                # nothing is in flight that a tag or a clunk could touch; None hands a frame on. The
+                # The plain walk, open, read, clunk and getattr are answered from their frame (hotpath.py),
+                # when nothing is in flight that a tag or a clunk could touch; None hands a frame on. The
                 # table is looked up per frame: a Tversion in the batch changes it.
-                if (answer := self._hot.get(frame[4])) is None or self.tags or self._flushing:
-                    handle(frame)
-                elif (reply := answer(frame)) is None:
+                if ((answer := self._hot.get(frame[4])) is None or self.tags or self._flushing
+                        or (reply := answer(frame)) is None):
                     handle(frame)
                 elif type(reply) is bytes:
                     self._out += reply
