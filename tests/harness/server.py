@@ -104,8 +104,9 @@ def start_server(
     trace: bool = True,
     timeout: float = 20,
     log_name: str = "server.trace",
+    env: dict[str, str] | None = None,
 ) -> AnvilServer:
-    """Start ``anvilfs serve`` and return once its socket accepts connections."""
+    """Start ``anvilfs serve`` and return once its socket accepts connections (``env`` adds to its environment)."""
     namespace = namespace or base / "ns"
     state = state or base / "state"
     trace_path = base / log_name
@@ -115,7 +116,8 @@ def start_server(
     if trace:
         argv.append("--trace")
     # the user's own configuration must not leak into tests: an empty config dir
-    env = os.environ | {"XDG_CONFIG_HOME": str(base / "xdg-config")}
+    # (env: more for the server and the agents it starts, e.g. a CLI's endpoint and HOME)
+    env = os.environ | {"XDG_CONFIG_HOME": str(base / "xdg-config")} | (env or {})
     with open(trace_path, "ab") as err:
         proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=err, stderr=err, cwd=REPO_ROOT, env=env)
     srv = AnvilServer(proc, base, namespace, state, trace_path)
@@ -145,12 +147,13 @@ def _identity(path: Path) -> tuple[int, int, int] | None:
 
 @contextlib.contextmanager
 def anvil_server(
-    *, extra_args: Sequence[str] = (), trace: bool = True, keep: bool = False, timeout: float = 20
+    *, extra_args: Sequence[str] = (), trace: bool = True, keep: bool = False, timeout: float = 20,
+    env: dict[str, str] | None = None,
 ) -> Iterator[AnvilServer]:
     """A server in fresh temp dirs, stopped (SIGTERM, then SIGKILL) and cleaned up afterwards."""
     base = Path(tempfile.mkdtemp(prefix="anvil."))
     try:
-        srv = start_server(base, extra_args=extra_args, trace=trace, timeout=timeout)
+        srv = start_server(base, extra_args=extra_args, trace=trace, timeout=timeout, env=env)
         try:
             yield srv
         finally:

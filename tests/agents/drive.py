@@ -1,0 +1,91 @@
+"""The real agent CLIs driven through anvilfs against stub model servers.
+
+    def test_x(stub):                                   # StubModels, stopped after the test
+        with agent_server(stub, "claude", env=claude_env(stub)) as srv:
+            new_session(srv, "claude", cwd, "a")
+            assert "turn 1" in turn(srv, "a", "hello")
+
+The CLI is the pinned release (harness/agent_clis.py), installed on first use;
+its directory goes first on the server's PATH, as a user's install would be
+on theirs, so the backends under test are the built-in ones of
+anvilfs/config/builtin.py unless a test gives a config file. Each server
+gets a HOME of its own (the CLIs keep their settings and conversations
+there), made before the server starts by ``home=`` (a function of the HOME
+path) when a CLI needs files in it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import tempfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+from harness import agent_clis, prerequisites
+from harness.server import AnvilServer, start_server
+
+from stubs import StubModels
+
+TURN_TIMEOUT = 90  # s: a turn of a real CLI on a loaded 2-core machine, with the stub answering at once
+
+
+def cli_bin(name: str) -> Path:
+    """The pinned CLI's bin directory, installed on first use; skip (fail under CI) if it cannot be."""
+    try:
+        return agent_clis.cli_bin(name)
+    except agent_clis.Unavailable as exc:
+        prerequisites.missing(f"{name}: {exc}")
+        raise
+
+
+@contextlib.contextmanager
+def agent_server(stub: StubModels, *clis: str, env: dict[str, str] | None = None, config: str = "",
+                 home: Callable[[Path], None] | None = None, keep: bool = False) -> Iterator[AnvilServer]:
+    """A real ``anvilfs serve`` whose agents find the named CLIs first on PATH and a private HOME."""
+    paths = [str(cli_bin(name)) for name in clis]
+    base = Path(tempfile.mkdtemp(prefix="anvil."))
+    try:
+        home_dir = base / "home"
+        home_dir.mkdir()
+        if home is not None:
+            home(home_dir)
+        args = []
+        if config:
+            (base / "config.toml").write_text(config)
+            args = ["--config", str(base / "config.toml")]
+        server_env = {"HOME": str(home_dir), "PATH": os.pathsep.join([*paths, os.environ.get("PATH", os.defpath)]),
+                      **(env or {})}
+        srv = start_server(base, extra_args=args, env=server_env)
+        try:
+            yield srv
+        finally:
+            srv.stop()
+            print(srv.trace_tail())  # shown by pytest only when the test failed
+    finally:
+        if not keep:
+            shutil.rmtree(base, ignore_errors=True)
+
+
+def cli(srv: AnvilServer, *args: str, timeout: float = 30) -> str:
+    """``anvilfs ARGS`` against srv; its stdout, or an AssertionError with what it said."""
+    result = srv.run_cli(*args, timeout=timeout)
+    assert result.returncode == 0, f"anvilfs {' '.join(args)} failed ({result.returncode}): {result.stderr}"
+    return result.stdout
+
+
+def new_session(srv: AnvilServer, backend: str, cwd: Path, name: str, *options: str) -> None:
+    cli(srv, "write", "agent/ctl", " ".join(["new", backend, str(cwd), f"name={name}", *options]))
+    state = cli(srv, "read", f"agent/{name}/wait", timeout=TURN_TIMEOUT).strip()
+    assert state == "await" or state == "idle", f"session {name} started as {state!r}: " + cli(srv, "read", "agent/errors")
+
+
+def turn(srv: AnvilServer, name: str, prompt: str, *, expect: str = "await") -> str:
+    """Send prompt to session name, wait for the turn's end (its state must be ``expect``), return ``out``."""
+    cli(srv, "write", f"agent/{name}/in", prompt)
+    state = cli(srv, "read", f"agent/{name}/wait", timeout=TURN_TIMEOUT).strip()
+    assert state.split()[0] == expect, (f"turn of {name} ended {state!r}, not {expect}; errors:\n"
+                                        + cli(srv, "read", "agent/errors") + "\nstatus: "
+                                        + cli(srv, "read", f"agent/{name}/status"))
+    return cli(srv, "read", f"agent/{name}/out")

@@ -1,0 +1,15 @@
+"""Stub model servers for the real agent CLIs (base.py says how they answer)."""
+
+from __future__ import annotations
+
+from .base import Dialect, Failure, Hang, Reply, Request, StubModels, Text, ToolCall, directives
+
+
+def all_dialects() -> list[Dialect]:
+    from .anthropic import Anthropic
+
+    return [Anthropic()]
+
+
+__all__ = ["Dialect", "Failure", "Hang", "Reply", "Request", "StubModels", "Text", "ToolCall", "all_dialects",
+           "directives"]
