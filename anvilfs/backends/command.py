@@ -18,7 +18,9 @@ conversation, its id is read from stderr or that command's output
 
 How a turn ends:
     exit 0                      the answer is complete
-    exit N                      TurnFailed("exit status N: <last stderr line>")
+    exit N                      TurnFailed("exit status N: <last stderr line>"), or the
+                                last stdout line when stderr said nothing (Claude
+                                Code prints its API errors on stdout)
     a signal not sent by us     AgentExited("killed by signal SIGSEGV")
     config.timeout passed       TurnFailed("timed out after N s"), process killed
     cancelled (interrupt/stop)  process group killed, trio.Cancelled goes on
@@ -43,6 +45,7 @@ from .conversation import TurnGate, found_in, look_up
 KILL_GRACE = 2.0  # seconds between SIGTERM and SIGKILL
 DRAIN_GRACE = 1.0  # seconds to finish reading after exit (a leftover child may hold the pipes)
 STDERR_KEEP = 64 * 1024  # bytes of stderr kept for the transcript
+STDOUT_KEEP = 4096  # bytes of stdout's end kept to explain a failure that stderr does not
 READ_SIZE = 64 * 1024
 
 # What to set when a placeholder has no value; cwd and name always have one.
@@ -154,10 +157,15 @@ class CommandAgent(Agent):
         # The CLI may have recorded the conversation even if the turn fails,
         # so from now on it is resumed rather than started again.
         self.turns += 1
-        stderr = _Tail(STDERR_KEEP)
+        stderr, stdout = _Tail(STDERR_KEEP), _Tail(STDOUT_KEEP)
+
+        def write(text: str) -> None:
+            stdout.keep_text(text)
+            output.write(text)
+
         try:
             with trio.move_on_after(self.config.timeout or float("inf")) as timer:
-                await self._communicate(process, prompt, output.write, stderr)
+                await self._communicate(process, prompt, write, stderr)
         finally:
             with trio.CancelScope(shield=True):
                 await _reap(process)
@@ -166,7 +174,7 @@ class CommandAgent(Agent):
                 output.note(stderr.text())
         if timer.cancelled_caught:
             raise TurnFailed(f"timed out after {self.config.timeout:g} s")
-        self._judge(process.returncode, stderr)
+        self._judge(process.returncode, stderr, stdout)
         return stderr
 
     def _argv(self, prompt: str) -> list[str]:
@@ -209,7 +217,7 @@ class CommandAgent(Agent):
             # A child the command left running can hold the pipes open forever.
             nursery.cancel_scope.deadline = trio.current_time() + DRAIN_GRACE
 
-    def _judge(self, status: int | None, stderr: _Tail) -> None:
+    def _judge(self, status: int | None, stderr: _Tail, stdout: _Tail) -> None:
         if status is None or status == 0:
             return
         if status < 0:
@@ -217,7 +225,7 @@ class CommandAgent(Agent):
             if self._signalled:
                 raise TurnFailed(f"killed by {name}: the session was stopped")
             raise AgentExited(f"killed by signal {name}")
-        line = stderr.last_line()
+        line = stderr.last_line() or stdout.last_line()
         raise TurnFailed(f"exit status {status}: {line}" if line else f"exit status {status}")
 
 
@@ -254,6 +262,10 @@ class _Tail:
         while chunk := await stream.receive_some(READ_SIZE):
             self.data += chunk
             del self.data[: -self.keep]
+
+    def keep_text(self, text: str) -> None:
+        self.data += text.encode("utf-8", "surrogateescape")
+        del self.data[: -self.keep]
 
     def text(self) -> str:
         return self.data.decode("utf-8", "replace")

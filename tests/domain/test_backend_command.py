@@ -221,6 +221,16 @@ async def test_the_last_nonempty_stderr_line_is_named(tmp_path):
         await run(agent, "hi")
 
 
+async def test_without_stderr_the_last_stdout_line_is_named(tmp_path):
+    # Claude Code prints "API Error: 500 ..." on stdout and nothing on stderr
+    script = "import sys; print('partial answer'); print('API Error: 500 overloaded'); print(); sys.exit(1)"
+    agent = make_agent(tmp_path, argv=[sys.executable, "-c", script], resume_argv=None)
+    out = Collector(agent)
+    with pytest.raises(TurnFailed, match=r"^exit status 1: API Error: 500 overloaded$"):
+        await run(agent, "hi", out)
+    assert "API Error: 500 overloaded" in out.text
+
+
 async def test_death_by_a_signal_is_agent_exited(tmp_path):
     with pytest.raises(AgentExited, match=r"^killed by signal SIGKILL$"):
         await run(make_agent(tmp_path), "fake:crash")
