@@ -220,6 +220,7 @@ def _dispatch(parser: argparse.ArgumentParser, args) -> int:
         from .service import install  # noqa: PLC0415 - only this command needs it
 
         return install(args.serve_args, print_only=args.print_only)
+    _take_sigint()
     try:
         status = _run_client_command(args)
         sys.stdout.flush()  # here, so a closed pipe is seen now and not at exit
@@ -229,6 +230,17 @@ def _dispatch(parser: argparse.ArgumentParser, args) -> int:
     except BrokenPipeError:  # only standard output: the client's own socket raises ConnectionLost
         _silence_stdout()
         return EXIT_PIPE_CLOSED
+
+
+def _take_sigint() -> None:
+    """Ctrl-C ends a client even when it was started with SIGINT ignored (a job started with `&`).
+
+    Python leaves an inherited SIG_IGN alone, so a blocking read from a
+    background job could not be interrupted at all; the server takes SIGINT
+    back the same way (trio's signal receiver)."""
+    import _signal  # noqa: PLC0415 - the C module: `signal` would import enum for a client's every start
+
+    _signal.signal(_signal.SIGINT, _signal.default_int_handler)
 
 
 def _run_client_command(args) -> int:

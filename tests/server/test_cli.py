@@ -368,11 +368,15 @@ def test_reading_a_directory_says_to_use_ls(anvil_server: AnvilServer) -> None:
     assert "bot1" in ok(srv, "ls", "agent").split()  # and ls does list it
 
 
-def _start_reader(srv: AnvilServer, path: str) -> subprocess.Popen:
-    """``anvilfs read PATH`` in the background, returned once its read is blocked in the server."""
+def _start_reader(srv: AnvilServer, path: str, *, sigint_ignored: bool = False) -> subprocess.Popen:
+    """``anvilfs read PATH`` in the background, returned once its read is blocked in the server.
+
+    sigint_ignored: started as a shell starts a job with `&` (SIGINT ignored, inherited through exec).
+    """
     before = _blocked_reads(srv.trace())
+    ignore = (lambda: signal.signal(signal.SIGINT, signal.SIG_IGN)) if sigint_ignored else None
     proc = subprocess.Popen([sys.executable, "-m", "anvilfs", "read", path], env=srv.env(),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=ignore)
     _wait_for_trace(srv, lambda t: _blocked_reads(t) > before, f"blocked Tread of {path}")
     return proc
 
@@ -388,8 +392,10 @@ def _finish(proc: subprocess.Popen, timeout: float = 10) -> tuple[int, bytes]:
     return proc.returncode, err
 
 
-def test_ctrl_c_on_a_blocking_read_exits_130_without_a_traceback(anvil_server: AnvilServer) -> None:
-    reader = _start_reader(anvil_server, "agent/events")
+@pytest.mark.parametrize("sigint_ignored", [False, True], ids=["foreground", "started-with-&"])
+def test_ctrl_c_on_a_blocking_read_exits_130_without_a_traceback(anvil_server: AnvilServer, sigint_ignored) -> None:
+    # A client started from a background job inherits SIGINT ignored; it takes the signal back, as the server does.
+    reader = _start_reader(anvil_server, "agent/events", sigint_ignored=sigint_ignored)
     reader.send_signal(signal.SIGINT)
     status, err = _finish(reader)
     assert (status, err) == (130, b""), (status, err.decode(errors="replace"))
