@@ -102,12 +102,24 @@ def ninepfuse_errno(text: str) -> int:
     return NO_KEYWORD
 
 
+ELLIPSIS = "\u2026"  # "…", 3 bytes: marks a text that was cut
+
+
 def fit(text: str, limit: int) -> str:
-    """At most `limit` bytes of UTF-8, cut at a character, marked when cut."""
+    """At most `limit` bytes of UTF-8, cut after a whole word where one is near, marked "…" when cut.
+
+    A word cut in half reads as another word ("invalid, see errors for the us"),
+    so the cut goes back to the last space, unless that would lose more than
+    half the room (one long word: then at a character)."""
     raw = text.encode()
     if len(raw) <= limit:
         return text
-    return raw[:max(limit - 3, 0)].decode(errors="ignore") + "..."
+    head = raw[:max(limit - len(ELLIPSIS.encode()), 0)].decode(errors="ignore")
+    if not text[len(head):len(head) + 1].isspace():  # the cut is inside a word
+        space = head.rfind(" ")
+        if space > len(head) // 2:
+            head = head[:space]
+    return head.rstrip(" ,;:") + ELLIPSIS
 
 
 def word_for_9p2000(text: str, phrase: str, limit: int = ERRMAX - 1) -> str:

@@ -20,7 +20,7 @@ import anvilfs.errors as errors_module
 from anvilfs.errors import KINDS, AnvilError, kind_of
 from anvilfs.ninep import consts as c
 from anvilfs.ninep import messages as m
-from anvilfs.ninep.errstr import ERRMAX, NINEPFUSE_TABLE, ninepfuse_errno, word_for_9p2000
+from anvilfs.ninep.errstr import ERRMAX, NINEPFUSE_TABLE, fit, ninepfuse_errno, word_for_9p2000
 from anvilfs.server import Dispatcher
 from anvilfs.sessions import SessionLimits
 from harness.prerequisites import missing
@@ -88,6 +88,23 @@ def test_any_text_is_worded_for_its_kind(words, code):
     worded = word_for_9p2000("".join(words), KINDS[code].phrase)
     assert ninepfuse_errno(worded) == KINDS[code].ninepfuse_errno, worded
     assert len(worded.encode()) < ERRMAX
+
+
+def test_a_cut_text_ends_after_a_whole_word_with_an_ellipsis():
+    text = "invalid: unknown command 'frobnicate', see errors for the usage of the session's ctl file"
+    assert fit(text, 200) == text  # fits: untouched
+    assert fit(text, 58) == "invalid: unknown command 'frobnicate', see errors for\u2026"
+    assert fit(text, 60) == "invalid: unknown command 'frobnicate', see errors for the\u2026"
+    assert fit("x" * 300, 20) == "x" * 17 + "\u2026"  # one long word: cut at a character
+    cut = fit("word " * 40, 127)
+    assert cut.endswith("word\u2026") and len(cut.encode()) <= 127
+
+
+@given(st.text(), st.integers(min_value=3, max_value=300))
+def test_fit_never_passes_its_limit(text, limit):
+    cut = fit(text, limit)
+    assert len(cut.encode()) <= limit
+    assert cut == text or cut.endswith("\u2026")
 
 
 def test_a_text_that_maps_already_is_kept():

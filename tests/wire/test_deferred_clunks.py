@@ -46,7 +46,7 @@ async def test_a_prompt_the_disk_refuses_is_an_error_at_its_clunk_and_not_queued
         (tmp_path / "prompts" / "000001.wal").mkdir()  # the prompt log cannot be written now
         await peer.play(OPEN_IN + """
 > Tclunk tag 5 fid 1
-< Rerror tag 5 ename "i/o error: prompt for bot1 not queued: its save failed (Is a directory) in *"
+< Rerror tag 5 ename "i/o error: prompt for bot1 not queued: its save failed (Is a directory)*"
 """)
         assert not session.queue and not session.incoming and not session.busy
         assert "prompt queued" not in app.events.text()
