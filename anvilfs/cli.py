@@ -73,6 +73,9 @@ CLIENT_COMMANDS = {
     "ls": ("list a directory's entries (or name a file)", None,
            ["anvilfs ls agent", "anvilfs ls -l agent/bot1", "anvilfs ls -ld agent"]),
     "stat": ("print a file's 9P stat record, as 9p stat does", None, ["anvilfs stat agent/list"]),
+    "rm": ("remove files: acknowledge a message (inbox/ID.json), remove a session (its directory)",
+           "As 9p rm: the names are removed in order; the first refusal stops it (exit 1).",
+           ["anvilfs rm agent/human/inbox/m-3f2a.json", "anvilfs rm agent/bot1"]),
     "rdwr": ("open a file read-write: print a read, write a line of input, repeat",
              "As 9p rdwr: ends when standard input ends.",
              ["echo 'new sim /tmp' | anvilfs rdwr agent/ctl    # prints the new session's name"]),
@@ -172,6 +175,7 @@ def _parser() -> argparse.ArgumentParser:
         add_arguments(_add_command(sub, name, summary, detail, examples))
     for name in ("read", "stat", "rdwr"):
         commands[name].add_argument("name", metavar="NAME", help="the file, e.g. agent/list")
+    commands["rm"].add_argument("names", nargs="+", metavar="NAME", help="a file to remove, e.g. agent/bot1/inbox/ID.json")
     write = commands["write"]
     write.add_argument("-l", dest="lines", action="store_true", help="write each line of input with its own write")
     write.add_argument("name", metavar="NAME", help="the file, e.g. agent/ctl")
@@ -246,6 +250,8 @@ def _take_sigint() -> None:
 def _run_client_command(args) -> int:
     if args.command in ROOT_COMMANDS:
         args.name = "/" if args.address else "agent/"
+    elif args.command == "rm":
+        args.name = args.names[0]
     try:
         target = resolve(args.name, args.address)
         aname = attach_aname(target, aname=args.aname, token_file=args.token_file)

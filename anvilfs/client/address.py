@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import socket
+import stat
 from dataclasses import dataclass
 
 from ..places import default_namespace, parse_tcp_address
@@ -22,6 +23,7 @@ class Target:
     family: int
     address: str | tuple[str, int]
     path: str
+    service: str = ""  # the name's first element, when it named the service (no -a)
 
     @property
     def dial_string(self) -> str:
@@ -41,7 +43,7 @@ def resolve(name: str, address: str | None = None) -> Target:
         service, _, path = name.partition("/")
         if not service:
             raise AddressError(f"{name!r}: without -a, name a service first, e.g. agent/list")
-        return Target(socket.AF_UNIX, os.path.join(default_namespace(), service), path)
+        return Target(socket.AF_UNIX, os.path.join(default_namespace(), service), path, service)
     path = name.strip("/")
     if address.startswith("unix!"):
         return Target(socket.AF_UNIX, address[5:], path)
@@ -74,8 +76,21 @@ def dial(target: Target, timeout: float = CONNECT_TIMEOUT) -> socket.socket:
         raise cannot_connect(target, exc) from None
 
 
+def _serving(namespace: str) -> bool:
+    """Whether anvilfs's own socket is in the namespace directory."""
+    try:
+        return stat.S_ISSOCK(os.stat(os.path.join(namespace, "agent")).st_mode)
+    except OSError:
+        return False
+
+
 def cannot_connect(target: Target, exc: OSError) -> AddressError:
-    """The error for a failed dial: the address, why, and what to start."""
+    """The error for a failed dial: the address, why, and what to start (or the name meant)."""
+    namespace = os.path.dirname(str(target.address))
+    if target.service not in ("", "agent") and isinstance(exc, FileNotFoundError) and _serving(namespace):
+        # `anvilfs read bot1/out`: a session's name taken for the service's
+        guess = "/".join(filter(None, ("agent", target.service, target.path)))
+        return AddressError(f"no service {target.service} in {namespace}; did you mean {guess}?")
     return AddressError(f"cannot connect to {target.dial_string}: {describe_os_error(exc)}; {_hint(target)}")
 
 

@@ -153,6 +153,10 @@ class Client:
         finally:
             self.clunk(fid)
 
+    def remove(self, path: str) -> None:
+        """Tremove: the server clunks the fid whether or not the remove worked."""
+        self.rpc(m.Tremove(tag=0, fid=self.walk(path)))
+
     def stat(self, path: str) -> Stat:
         fid = self.walk(path)
         try:

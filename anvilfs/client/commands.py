@@ -1,4 +1,4 @@
-"""The client commands, as plan9port's 9p has them: read, write, ls, stat, rdwr.
+"""The client commands, as plan9port's 9p has them: read, write, ls, stat, rdwr, rm.
 
 Each takes a connected Client, the path on the server and the parsed
 arguments, writes its output to standard output and returns the exit status.
@@ -10,6 +10,7 @@ import sys
 import time
 
 from ..ninep import consts as c
+from .address import resolve
 from .client import Client
 
 
@@ -82,6 +83,19 @@ def stat(client: Client, path: str, args) -> int:
     return 0
 
 
+def rm(client: Client, path: str, args) -> int:
+    """As 9p rm: remove each file named (acknowledge a message, remove a session); stop at the first refusal."""
+    first = resolve(args.name, args.address)
+    targets = [resolve(name, args.address) for name in args.names]
+    for name, target in zip(args.names, targets):
+        if target.address != first.address:
+            raise CommandError(f"{name}: not on the server of {args.name}; one rm per server")
+    for name, target in zip(args.names, targets):
+        args.name = name  # the name an error is reported for
+        client.remove(target.path)
+    return 0
+
+
 def rdwr(client: Client, path: str, args) -> int:
     """As 9p rdwr: print what a read gives, then write a line of input; repeat until input ends."""
     fid = client.open(path, c.ORDWR)
@@ -97,4 +111,4 @@ def rdwr(client: Client, path: str, args) -> int:
         client.clunk(fid)
 
 
-COMMANDS = {"read": read, "write": write, "ls": ls, "stat": stat, "rdwr": rdwr}
+COMMANDS = {"read": read, "write": write, "ls": ls, "stat": stat, "rdwr": rdwr, "rm": rm}

@@ -291,7 +291,7 @@ def _parsers():
 
 def test_every_command_and_option_says_what_it_does() -> None:
     top, commands = _parsers()
-    assert set(commands) == {"serve", "install-service", "read", "write", "ls", "stat", "rdwr", "notify", "inbox", "approve", "reject", "mail", "top"}
+    assert set(commands) == {"serve", "install-service", "read", "write", "ls", "stat", "rdwr", "rm", "notify", "inbox", "approve", "reject", "mail", "top"}
     for name, parser in {"anvilfs": top, **commands}.items():
         assert parser.description, f"{name} has no description"
         epilog = parser.epilog or ""
@@ -349,6 +349,28 @@ def test_a_server_that_does_not_speak_9p_is_one_clear_line() -> None:
     assert r.returncode == 1 and r.stdout == "", r
     assert r.stderr.startswith("anvilfs: list: the server's reply is not 9P (frame size "), r.stderr
     assert r.stderr.endswith("is that an anvilfs server?\n") and r.stderr.count("\n") == 1, r.stderr
+
+
+def test_rm_acknowledges_mail_and_removes_a_stopped_session(anvil_server: AnvilServer) -> None:
+    srv = anvil_server
+    ok(srv, "write", "agent/ctl", "new sim /tmp name=bot1")
+    ident = ok(srv, "mail", "bot1", "QUERY_REQUEST", "where?", input="the config").strip()
+    assert ok(srv, "ls", "agent/bot1/inbox").split() == [f"{ident}.json"]
+    assert ok(srv, "rm", f"agent/bot1/inbox/{ident}.json") == ""
+    assert ok(srv, "ls", "agent/bot1/inbox") == "" and f"{ident}.json" in ok(srv, "ls", "agent/bot1/done")
+    r = srv.run_cli("rm", "agent/bot1")  # still running: refused, and said so
+    assert r.returncode == 1 and r.stderr.startswith("anvilfs: agent/bot1: ") and "stop" in r.stderr, r
+    ok(srv, "write", "agent/bot1/ctl", "stop")
+    ok(srv, "rm", "agent/bot1")
+    assert "bot1" not in ok(srv, "ls", "agent").split()
+    r = srv.run_cli("rm", "agent/nothere", "agent/list")
+    assert r.returncode == 1 and "nothere" in r.stderr, r
+
+
+def test_a_session_named_without_agent_is_pointed_out(anvil_server: AnvilServer) -> None:
+    r = anvil_server.run_cli("read", "bot1/out")
+    assert (r.returncode, r.stdout) == (1, ""), r
+    assert r.stderr == f"anvilfs: no service bot1 in {anvil_server.namespace}; did you mean agent/bot1/out?\n", r.stderr
 
 
 def test_missing_unix_socket_is_one_clear_line(tmp_path: Path) -> None:
