@@ -12,6 +12,7 @@ import time
 from ..ninep import consts as c
 from .address import resolve
 from .client import Client
+from .errors import ServerError
 
 
 class CommandError(Exception):
@@ -52,9 +53,33 @@ def write(client: Client, path: str, args) -> int:
         offset = 0
         for piece in pieces(data, client.msize - c.IOHDRSZ, args.lines):
             offset += client.write_chunk(fid, offset, piece)
+    except ServerError as exc:
+        raise ServerError(with_usage(client, path, str(exc))) from None
     finally:
         client.clunk(fid)
     return 0
+
+
+SEE_USAGE = "see errors for the usage"
+
+
+def with_usage(client: Client, path: str, text: str) -> str:
+    """A refused ctl line's error with its usage in place of "see errors for the usage".
+
+    The server's error fits plan9port's 127 bytes and keeps the usage for
+    `errors`; a person at a shell wants it at once, so it is looked up there
+    (the last entry for this file with this text) and put in."""
+    if SEE_USAGE not in text:
+        return text
+    try:
+        recorded = client.read_file("errors").decode(errors="replace").splitlines()
+    except (ServerError, OSError):
+        return text
+    for line in reversed(recorded):
+        _, found, detail = line.partition(f" {path}: {text}; ")
+        if found:
+            return text.replace(SEE_USAGE, "").rstrip(" ,") + "; " + detail
+    return text
 
 
 def _mode_string(mode: int) -> str:
