@@ -1,7 +1,8 @@
 """The mail commands of `anvilfs`: notify, inbox, approve, reject, mail (only files; nothing of the server).
 
-    anvilfs notify [--all] [COMMAND [ARG ...]]   for each new message to human (by default only approval
-                                                 and review requests, and re-announced approvals), run
+    anvilfs notify [--all] [COMMAND [ARG ...]]   for each message to human waiting at its start or new
+                                                 (by default only approval and review requests, and
+                                                 re-announced approvals), run
                                                  COMMAND ARG... SENDER TYPE SUBJECT (no shell); default
                                                  notify-send where it exists, else a line on stderr
     anvilfs inbox [PARTICIPANT]                  one line per unacknowledged message: id from type subject
@@ -94,9 +95,10 @@ def notify(client: Client, root: str, args) -> int:
     import shutil  # noqa: PLC0415 - here: it loads zlib, bz2 and lzma, which every other client command would pay for
 
     argv = args.argv or (["notify-send", "--"] if shutil.which("notify-send") else [])
-    fid = client.open(_join(root, "events"), c.OREAD)
+    fid = client.open(_join(root, "events"), c.OREAD)  # first: what arrives from now on is in events
     told = "all messages" if args.all else "approval and review requests"
     print(f"anvilfs: notify: watching events for {told} to human", file=sys.stderr, flush=True)
+    seen = _tell_waiting(client, root, argv, args.all)
     offset, pending = 0, b""
     while True:
         data = client.read_chunk(fid, offset)  # blocks until there is an event: no polling
@@ -105,12 +107,30 @@ def notify(client: Client, root: str, args) -> int:
         offset += len(data)
         *lines, pending = (pending + data).split(b"\n")
         for line in lines:
-            _tell(line.decode(errors="replace"), argv, args.all)
+            found = _MAIL_LINE.match(line.decode(errors="replace"))
+            if found is not None and (found["again"] or found["id"] not in seen):
+                _tell(found, argv, args.all)
 
 
-def _tell(line: str, argv: list[str], everything: bool) -> None:
-    found = _MAIL_LINE.match(line)
-    if found is None or found["to"] != HUMAN or not (everything or found["type"] in TOLD_BY_DEFAULT):
+def _tell_waiting(client: Client, root: str, argv: list[str], everything: bool) -> set[str]:
+    """Announce what waits in human's inbox already (a request is missed otherwise); the ids told."""
+    import json  # as in send()
+
+    waiting = {line.split(" ", 1)[0] for line in client.read_file(_join(root, "human/approvals")).decode().splitlines()}
+    where, seen = _join(root, "human/inbox"), set()
+    for entry in client.list_dir(where):
+        message = json.loads(client.read_file(f"{where}/{entry.name}"))
+        if message["type"] == "APPROVAL_REQUEST" and message["id"] not in waiting:
+            continue  # answered already
+        seen.add(message["id"])
+        _tell({"id": message["id"], "to": HUMAN, "type": message["type"], "sender": message["from"],
+               "subject": message["subject"], "again": " waiting"}, argv, everything)
+    return seen
+
+
+def _tell(found, argv: list[str], everything: bool) -> None:
+    """Run the command (or print a line) for one message to human, if it is one to tell."""
+    if found["to"] != HUMAN or not (everything or found["type"] in TOLD_BY_DEFAULT):
         return
     sender, kind, subject = found["sender"], found["type"], found["subject"]
     if found["again"]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+
 import errno
 import json
 import select
@@ -251,6 +253,13 @@ def wait_for_lines(path: Path, count: int, why: str, timeout: float = 30) -> lis
 @pytest.fixture
 def notifier(srv):
     """`anvilfs notify` running a script that records its arguments; yields once it watches `events`."""
+    with notifying(srv) as calls:
+        yield calls
+
+
+@contextlib.contextmanager
+def notifying(srv):
+    """As the notifier fixture, started when the test says."""
     script = Path(tempfile.mkdtemp(prefix="notify.")) / "record"
     script.write_text(RECORDER)
     script.chmod(0o700)
@@ -295,6 +304,23 @@ def test_the_approval_round_trip_through_files_notify_and_the_cli(srv, notifier)
     cli(srv, "mail", "human", "QUERY_REQUEST", "lunch?", input="", env={"ANVILFS_SESSION": "rev"})
     cli(srv, "mail", "human", "REVIEW_REQUEST", "look at PR 7", input="diff attached\n", env={"ANVILFS_SESSION": "rev"})
     assert wait_for_lines(notifier, 2, "the review request")[1] == "rev|REVIEW_REQUEST|look at PR 7"
+
+
+def test_notify_announces_the_requests_waiting_when_it_starts(srv):
+    def request(kind: str, subject: str) -> str:
+        with connect(srv, uname="dev") as client:
+            return write_mail(client, "dev", json.dumps({"to": "human", "type": kind, "subject": subject,
+                                                          "body": ""}).encode()).strip()
+    answered = request("APPROVAL_REQUEST", "answered before")
+    cli(srv, "approve", answered)
+    request("APPROVAL_REQUEST", "deploy")
+    request("QUERY_REQUEST", "lunch?")  # not a request notify tells of by default
+    request("REVIEW_REQUEST", "PR 7")
+    with notifying(srv) as calls:
+        assert wait_for_lines(calls, 2, "the waiting requests") == [
+            "dev|APPROVAL_REQUEST|still waiting: deploy", "dev|REVIEW_REQUEST|still waiting: PR 7"]
+        request("REVIEW_REQUEST", "PR 8")  # and then what comes, once
+        assert wait_for_lines(calls, 3, "the new request")[2:] == ["dev|REVIEW_REQUEST|PR 8"]
 
 
 def test_a_bead_that_requires_approval_asks_human_and_its_worker_gets_the_answer(srv, notifier):
