@@ -126,6 +126,7 @@ class Dispatcher(AttributeRequests):
     def version(self, msg: m.Tversion) -> m.Message:
         self.reset()
         if msg.msize < MIN_MSIZE:
+            self.dialect = None  # the fids are gone with the old session: none goes on without a new Tversion
             raise InvalidRequest(f"msize {msg.msize} is too small: at least {MIN_MSIZE}")
         self._set_msize(min(msg.msize, self.limits.max_msize))
         dialect = negotiate(msg.version)

@@ -150,6 +150,21 @@ async def test_msize_larger_than_allowed_is_clamped():
 """)
 
 
+async def test_a_refused_tversion_leaves_no_session_to_attach_to():
+    # the refused Tversion still reset the fids: the old dialect must not go on without a new Tversion
+    async with served() as (app, [peer]):
+        await peer.play(HELLO + """
+> Tversion tag 65535 msize 100 version 9P2000.u
+< Rerror tag 65535 ename "invalid: msize 100 is too small: at least 256"
+> Tattach tag 2 fid 0 afid 4294967295 uname glenda aname ""
+< Rerror tag 2 ename "invalid: no version negotiated: send Tversion first"
+> Tversion tag 65535 msize 8192 version 9P2000
+< Rversion tag 65535 msize 8192 version 9P2000
+> Tattach tag 3 fid 0 afid 4294967295 uname glenda aname ""
+< Rattach tag 3 *
+""")
+
+
 async def test_unknown_version_and_suffix():
     async with served() as (app, [peer]):
         await peer.play("""
