@@ -64,7 +64,7 @@ SEE_USAGE = "see errors for the usage"
 
 
 def with_usage(client: Client, path: str, text: str) -> str:
-    """A refused ctl line's error with its usage in place of "see errors for the usage".
+    """A refused ctl line's error, and on the next line its usage, in place of "see errors for the usage".
 
     The server's error fits plan9port's 127 bytes and keeps the usage for
     `errors`; a person at a shell wants it at once, so it is looked up there
@@ -78,7 +78,7 @@ def with_usage(client: Client, path: str, text: str) -> str:
     for line in reversed(recorded):
         _, found, detail = line.partition(f" {path}: {text}; ")
         if found:
-            return text.replace(SEE_USAGE, "").rstrip(" ,") + "; " + detail
+            return text.replace(SEE_USAGE, "").rstrip(" ,") + "\n" + detail  # the usage on a line of its own
     return text
 
 

@@ -86,10 +86,10 @@ def test_failed_turn_is_reported_by_wait_and_list(anvil_server: AnvilServer) -> 
 @pytest.mark.parametrize(
     ("path", "command", "expected", "usage"),
     [
-        ("agent/ctl", "bogus thing", ["bogus", "invalid; commands: "], [USAGE_NEW]),
-        ("agent/ctl", "new", ["new", "invalid; usage: "], ["usage", USAGE_NEW]),
+        ("agent/ctl", "bogus thing", ["bogus", "invalid\ncommands: "], [USAGE_NEW]),
+        ("agent/ctl", "new", ["new", "invalid\nusage: "], ["usage", USAGE_NEW]),
         ("agent/ctl", "new nosuchbackend /tmp", ["nosuchbackend", "sim"], []),
-        ("agent/s/ctl", "frobnicate", ["frobnicate", "invalid; commands: "], ["stop", "kill", "restart", "interrupt"]),
+        ("agent/s/ctl", "frobnicate", ["frobnicate", "invalid\ncommands: "], ["stop", "kill", "restart", "interrupt"]),
     ],
     ids=["unknown-command", "missing-args", "unknown-backend", "session-ctl"],
 )
@@ -103,7 +103,7 @@ def test_bad_ctl_command_fails_with_the_servers_text(
         assert word in err, (word, err)
     assert set(list_rows(srv)) == {"s"}, "a bad command must not create anything"
     # the server's text says to see errors, where the usage follows it; the client printed that usage
-    first_line = err.strip().split(": ", 2)[-1].split("; ")[0]  # "anvilfs: agent/ctl: <server text>; <usage>"
+    first_line = err.strip().split("\n")[0].split(": ", 2)[-1]  # "anvilfs: agent/ctl: <server text>\n<usage>"
     line = next((ln for ln in ok(srv, "read", "agent/errors").splitlines() if first_line in ln), None)
     assert line is not None, (first_line, srv.trace_tail())
     for word in usage:
@@ -371,9 +371,9 @@ def test_a_refused_ctl_line_prints_its_usage(anvil_server: AnvilServer) -> None:
     srv = anvil_server
     ok(srv, "write", "agent/ctl", "new sim /tmp name=bot1")
     r = srv.run_cli("write", "agent/bot1/ctl", "stop now")
-    assert (r.returncode, r.stderr) == (1, "anvilfs: agent/bot1/ctl: stop: unexpected 'now': invalid; usage: stop\n"), r
+    assert (r.returncode, r.stderr) == (1, "anvilfs: agent/bot1/ctl: stop: unexpected 'now': invalid\nusage: stop\n"), r
     r = srv.run_cli("write", "agent/ctl", "fly")
-    assert r.returncode == 1 and r.stderr.startswith("anvilfs: agent/ctl: unknown command 'fly': invalid; commands: new "), r
+    assert r.returncode == 1 and r.stderr.startswith("anvilfs: agent/ctl: unknown command 'fly': invalid\ncommands: new "), r
 
 
 def test_a_session_named_without_agent_is_pointed_out(anvil_server: AnvilServer) -> None:
