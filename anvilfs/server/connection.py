@@ -215,7 +215,7 @@ class Connection(ParkedRequests):
         except BadMessage as exc:
             if exc.tag is None:
                 raise FramingError(exc.reason) from None
-            self.send(self.dispatcher.error(m.Tclunk(tag=exc.tag, fid=0), exc.reason, 22))
+            self.send(self.dispatcher.error_for(exc.tag, "a message that does not decode", exc.reason, errno.EINVAL))
             return
         if self.trace:
             self.trace(f"{self.name} -> {format_message(_for_trace(msg), data_limit=64)}")

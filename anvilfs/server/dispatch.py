@@ -87,22 +87,34 @@ class Dispatcher(AttributeRequests):
 
         `text` says what to do and what was wrong; `detail` (a usage) goes only to `errors`.
         """
-        if record and not isinstance(msg, _ROUTINE_REFUSALS):
+        record = record and not isinstance(msg, _ROUTINE_REFUSALS)
+        return self.error_for(msg.tag, self._where(msg) if record else "", text, code, detail=detail, record=record)
+
+    def error_for(self, tag: int, where: str, text: str, code: int, *, detail: str = "",
+                  record: bool = True) -> m.Message:
+        """The refusal of the request of `tag` about `where` (a path, or what the request was), as error() says.
+
+        For what has no request message to refuse: a frame that did not decode, a blocked read that failed."""
+        if record:
             full = f"{text}; {detail}" if detail else text
-            self.on_error(self._where(msg), fit(full, _ERROR_TEXT_MAX))  # errors quote what the client sent
+            self.on_error(where, fit(full, _ERROR_TEXT_MAX))  # errors quote what the client sent
         if self.dialect is Dialect.P2000L:
-            return m.Rlerror(tag=msg.tag, ecode=code)
+            return m.Rlerror(tag=tag, ecode=code)
         if self.dialect is Dialect.P2000U:  # the errno travels: the text need not carry it
             ename = fit(text, min(_ERROR_TEXT_MAX, self.msize - c.HEADER_SIZE - 2 - 4))
         else:  # only the text travels: worded for 9pfuse's keywords, within plan9port's ERRMAX
             ename = word_for_9p2000(text, kind_of(code).phrase)
-        return m.Rerror(tag=msg.tag, ename=ename, errno=code)
+        return m.Rerror(tag=tag, ename=ename, errno=code)
+
+    def blocked_read_failed(self, blocked: Blocked, text: str, code: int, detail: str = "") -> m.Message:
+        """The refusal of a read that waited and then failed, recorded under its file's path."""
+        return self.error_for(blocked.tag, _path_of(blocked.fid), text, code, detail=detail)
 
     def _where(self, msg: m.Message) -> str:
         fid = getattr(msg, "fid", None)
         try:
             if fid is not None:
-                return "/".join(n.name for n in self.fids.get(fid).trail[1:]) or "/"
+                return _path_of(self.fids.get(fid))
         except RequestError:
             pass
         return type(msg).__name__
@@ -240,7 +252,7 @@ class Dispatcher(AttributeRequests):
         try:
             data = blocked.fid.handle.read(blocked.offset, blocked.count)
         except AnvilError as exc:
-            return self.error(m.Tread(tag=blocked.tag, fid=0, offset=0, count=0), exc.message, exc.errno, detail=exc.detail)
+            return self.blocked_read_failed(blocked, exc.message, exc.errno, exc.detail)
         return m.Rread(tag=blocked.tag, data=data)
 
     def _read_dir(self, fid: Fid, offset: int, count: int) -> bytes:
@@ -374,3 +386,8 @@ _HANDLERS: dict[type, Callable] = {
     m.Tunlinkat: Dispatcher.unlinkat,
     m.Txattrcreate: Dispatcher.refuse_change,
 }
+
+
+def _path_of(fid: Fid) -> str:
+    """The path a fid names, as `errors` records it."""
+    return "/".join(n.name for n in fid.trail[1:]) or "/"

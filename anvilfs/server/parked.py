@@ -74,7 +74,7 @@ class ParkedRequests:
         except Exception as exc:  # a bug in a file must not take the connection down
             log.exception("%s: blocked read failed", self.name)
             self._end(blocked.tag, flight)
-            self.send(self.dispatcher.error(m.Tread(tag=blocked.tag, fid=0, offset=0, count=0), f"internal error: {exc}", errno.EIO))
+            self.send(self.dispatcher.blocked_read_failed(blocked, f"internal error: {exc}", errno.EIO))
         finally:
             if flight.outcome != "reset":
                 self._answer_flushes(flight)

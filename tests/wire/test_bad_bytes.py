@@ -56,6 +56,9 @@ async def test_body_shorter_than_its_fields_gets_rerror_and_connection_lives():
 < Rstat tag 10 *
 """)
         await still_serving(good)
+        # recorded as what it is, not under the path fid 0 happens to name (the root: "/")
+        [line] = [line for line in app.errors.text().splitlines() if "ends inside fid" in line]
+        assert " a message that does not decode: message ends inside fid" in line, line
 
 
 async def test_unknown_message_type_gets_rerror():
