@@ -10,7 +10,7 @@ import trio
 
 from .backends import SimBackend
 from .beads import Board, Convoys, Who
-from .domain_events import ApprovalDecided, EventBus
+from .domain_events import ApprovalDecided, EventBus, SessionMoved
 from .fs import ROOT_FILES, AgentTree
 from .journal import Journal
 from .mail import DEFAULT_NOTICE, MailFiles, MailLimits, MemoryMailFiles, NoticeRules, Notices, PostOffice
@@ -60,6 +60,7 @@ class App:
         self.post = self._post_office(state, mail)
         self.tree = AgentTree(self.sessions, self.events, self.errors, board=self.board, convoys=self.convoys,
                               post=self.post, report=self.record_error)
+        self.bus.subscribe(SessionMoved, self._session_failed)
 
     def _post_office(self, state: PrivateDir | None, settings: MailSettings) -> PostOffice:
         """Mail, and its ties to the other domains: who is a session, notices, beads' approvals."""
@@ -82,6 +83,12 @@ class App:
         post.approvals.coordinator_of = lambda convoy: (c.coordinator if (c := self.convoys.find(convoy)) else "")
         self.bus.subscribe(ApprovalDecided, self._decide_bead)
         return post
+
+    def _session_failed(self, moved: SessionMoved) -> None:
+        """A turn or a start that failed is an error like any other: its full text (the agent's own, for a
+        CLI whose model refused) is kept in `errors` too, where a conductor looks for what went wrong."""
+        if moved.state == State.ERROR.value:
+            self.errors.append(f"{moved.session}: {moved.line}")
 
     def _decide_bead(self, event: ApprovalDecided) -> None:
         who = Who(event.by, event.by if self.sessions.find(event.by) is not None else None)

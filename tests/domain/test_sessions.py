@@ -75,6 +75,8 @@ async def test_failed_turn_goes_to_error_and_session_stays_usable(autojump_clock
     await until(lambda: not s.busy)
     assert s.state is State.ERROR
     assert s.status_line().startswith("error simulated simulated failure")
+    # the agent's own text is where every error's full text is: agent/errors
+    assert "bot1: error simulated simulated failure: the prompt said sim:fail" in app.errors.text()
     app.sessions.submit("bot1", "again", "glenda")
     await until(lambda: not s.busy)
     assert s.state is State.AWAIT
