@@ -16,11 +16,19 @@ BUILTIN_BACKENDS: dict[str, dict] = {
     },
     "codex": {
         "kind": "command",
-        "argv": ["codex", "exec", "--skip-git-repo-check", "-"],
-        # codex names its sessions itself and prints the id in the header on stderr
-        "resume_argv": ["codex", "exec", "--skip-git-repo-check", "resume", "{conversation}", "-"],
-        "conversation_pattern": r"session id: ([0-9a-fA-F-]{36})",
-        "description": "OpenAI Codex CLI; each turn resumes the session's own codex session by its id",
+        # exec asks for no approvals; workspace-write lets codex's tools write in the session's
+        # cwd (and /tmp) inside its sandbox, nowhere else. Its default, read-only, is no coding
+        # agent, and a resumed session does not keep its first turn's sandbox: both runs say it.
+        "argv": ["codex", "exec", "--sandbox", "workspace-write", "--skip-git-repo-check", "-"],
+        "resume_argv": ["codex", "exec", "--sandbox", "workspace-write", "--skip-git-repo-check",
+                        "resume", "{conversation}", "-"],
+        # codex names its sessions itself; the header it prints on stderr has the id. Each
+        # turn's own stderr: two first turns at once cannot take each other's.
+        "conversation_pattern": r"(?m)^session id: ([0-9a-fA-F-]{36})$",
+        # An API it cannot reach makes codex wait for ever ("Reconnecting... waiting for
+        # network"), retries or not: an hour bounds that and leaves a long task its time.
+        "timeout": 3600,
+        "description": "OpenAI Codex CLI (exec, workspace-write sandbox); each turn resumes the session's codex session",
     },
     "gemini": {
         "kind": "command",
