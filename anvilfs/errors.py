@@ -40,11 +40,6 @@ class AnvilError(Exception):
         self.message = message
         self.detail = detail
 
-    @property
-    def full_text(self) -> str:
-        """The message and its detail: what `agent/errors` records."""
-        return f"{self.message}; {self.detail}" if self.detail else self.message
-
 
 class NotFound(AnvilError):
     errno = _errno.ENOENT

@@ -44,10 +44,6 @@ def walk(steps: list[Step], loc: Loc = ("steps",), scope: Scope = Scope()) -> It
             yield from walk(step.steps, loc + (i, "steps"), scope.into(step))
 
 
-def bead_steps(workflow: Workflow) -> set[str]:
-    return {s.id for s, _, _ in walk(workflow.steps) if isinstance(s, BeadStep) and s.action == "new"}
-
-
 def problems(workflow: Workflow) -> list[Problem]:
     found = list(_names(workflow))
     seen: dict[str, Loc] = {}

@@ -24,7 +24,6 @@ from ..storage import TomlObjects
 from ..waitable import Changes
 from . import owns as owns_rules
 from .collection import Collection
-from .ids import ID
 from .model import MAX_TEXT, MAX_TITLE, Bead, bead_from_toml
 from .states import HELD, Status, Verb, advance
 
@@ -321,7 +320,3 @@ def _check_reason(verb: str, reason: str) -> None:
     if not reason.strip():
         raise InvalidRequest(f"{verb}: say why: {verb} <reason>")
     _check_text(f"{verb}: the reason", reason)
-
-
-def check_id(bead_id: str) -> bool:
-    return bool(ID.match(bead_id))
