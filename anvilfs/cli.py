@@ -4,6 +4,7 @@
     anvilfs [-a ADDRESS] [-A ANAME] [--token-file FILE] read|write|ls|stat|rdwr ... NAME
     anvilfs [-a ADDRESS] notify|inbox|approve|reject|mail ...   (anvilfs/client/mailcmds.py)
     anvilfs [-a ADDRESS] top [--once]                         (anvilfs/client/top.py)
+    anvilfs [-a ADDRESS] web [--port N]                       (anvilfs/web: the `web` extra)
 
 Without -a, NAME is service/path: `agent/list` is /list on the server at
 unix!$NAMESPACE/agent. With -a (unix!/path or tcp!host!port), NAME is the
@@ -156,6 +157,14 @@ def _add_serve(sub) -> None:
     serve.add_argument("--max-connections", type=int, default=256, metavar="N", help="connections served at once; more are refused (default %(default)s)")
 
 
+def _add_web(sub) -> None:
+    web = _add_command(sub, "web", "show the sessions, beads, convoys and human's mail in a browser",
+                       "Serves a live page on 127.0.0.1 and prints a one-time login link; needs the web extra "
+                       "(pip install 'anvilfs[web]'). docs/web.md says more.",
+                       ["anvilfs web", "anvilfs web --port 8641", "anvilfs -a 'tcp!127.0.0.1!5640' web"])
+    web.add_argument("--port", type=int, default=0, metavar="N", help="the loopback port (default: one the system picks)")
+
+
 def _parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(prog="anvilfs", description=DESCRIPTION, epilog=EXAMPLES, formatter_class=_Formatter)
     top.add_argument("--version", action="version", version=f"anvilfs {__version__}")
@@ -173,6 +182,7 @@ def _parser() -> argparse.ArgumentParser:
     commands = {name: _add_client_command(sub, name) for name in CLIENT_COMMANDS}
     for name, (summary, detail, examples, add_arguments) in ROOT_PARSERS.items():
         add_arguments(_add_command(sub, name, summary, detail, examples))
+    _add_web(sub)
     for name in ("read", "stat", "rdwr"):
         commands[name].add_argument("name", metavar="NAME", help="the file, e.g. agent/list")
     commands["rm"].add_argument("names", nargs="+", metavar="NAME", help="a file to remove, e.g. agent/bot1/inbox/ID.json")
@@ -214,7 +224,7 @@ def run() -> NoReturn:
     os._exit(status)
 
 
-_SERVER_COMMANDS = ("serve", "install-service")
+_SERVER_COMMANDS = ("serve", "install-service", "web")
 
 
 def _dispatch(parser: argparse.ArgumentParser, args) -> int:
@@ -225,6 +235,10 @@ def _dispatch(parser: argparse.ArgumentParser, args) -> int:
 
         return install(args.serve_args, print_only=args.print_only)
     _take_sigint()
+    if args.command == "web":
+        from .web import main as web  # noqa: PLC0415 - trio and the web libraries, for this command alone
+
+        return web(args)
     try:
         status = _run_client_command(args)
         sys.stdout.flush()  # here, so a closed pipe is seen now and not at exit

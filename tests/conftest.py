@@ -4,7 +4,8 @@
 ``running``: starts in-process Apps (App(**kwargs)) whose tasks run for the test.
 
 Each test gets pytest-timeout's backstop (pyproject.toml): ``SLOW`` seconds for
-vm, clients and agents tests, which build guest assets, client venvs or install agent CLIs on first use.
+vm, clients, agents and web tests, which build guest assets, client venvs, install agent CLIs or
+start Chromium on first use.
 A hung trio test is ended by the thread method (stacks dumped, the run
 stopped), since a signal raised inside trio's run loop breaks it; a hung sync
 test by a signal, which fails that test alone. Missing programs skip a test
@@ -30,7 +31,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if item.get_closest_marker("timeout") is not None:
             continue  # the test chose its own
-        slow = any(item.get_closest_marker(mark) for mark in ("vm", "clients", "agents"))
+        slow = any(item.get_closest_marker(mark) for mark in ("vm", "clients", "agents", "web"))
         method = "thread" if inspect.iscoroutinefunction(getattr(item, "obj", None)) else "signal"
         item.add_marker(pytest.mark.timeout(SLOW if slow else None, method=method))
 

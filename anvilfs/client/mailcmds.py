@@ -86,9 +86,7 @@ def send(client: Client, root: str, sender: str, message: dict) -> str:
         answer = client.read_chunk(fid, 0).decode().strip()
     finally:
         client.clunk(fid)
-    if answer.startswith("error: ") or not answer:
-        raise ServerError(answer.removeprefix("error: ") or "the server answered nothing")
-    return answer
+    return sent_id(answer)
 
 
 def notify(client: Client, root: str, args) -> int:
@@ -156,18 +154,40 @@ def inbox(client: Client, root: str, args) -> int:
     return 0
 
 
-def _answer(client: Client, root: str, wanted: str, approved: bool, reason: str) -> int:
-    for line in client.read_file(_join(root, "human/approvals")).decode().splitlines():
+def answer_plan(approvals: str, wanted: str, approved: bool, reason: str) -> tuple[str, dict | str]:
+    """How to answer WANTED (a waiting request's id, or its bead's), given the text of human/approvals:
+    ("mail", the APPROVAL_RESPONSE human sends) when a request waits, else ("ctl", the line for
+    beads/WANTED/ctl). `anvilfs approve|reject` and `anvilfs web` both answer this way."""
+    for line in approvals.splitlines():
         request_id, sender, bead, _subject = (line.split(" ", 3) + [""])[:4]
         if wanted in (request_id, bead):
             subject = "approved" if approved else f"rejected: {reason}"
-            print(send(client, root, HUMAN, {"to": sender, "type": "APPROVAL_RESPONSE", "subject": subject[:200],
-                                             "body": reason, "re": request_id}))
-            return 0
-    try:  # a bead that waits for approval without a request (sent before mail existed, say)
-        client.write_file(_join(root, f"beads/{wanted}/ctl"), ("approve\n" if approved else f"reject {reason}\n").encode())
+            return "mail", {"to": sender, "type": "APPROVAL_RESPONSE", "subject": subject[:200], "body": reason,
+                            "re": request_id}
+    # a bead that waits for approval without a request (sent before mail existed, say)
+    return "ctl", "approve\n" if approved else f"reject {reason}\n"
+
+
+def not_answerable(wanted: str, exc: ServerError) -> ServerError:
+    return ServerError(f"{wanted} is neither a waiting request (human/approvals) nor a bead that can take it: {exc}")
+
+
+def sent_id(answer: str) -> str:
+    """The id a `mail` read-back answers, or ServerError with why the message was refused."""
+    if answer.startswith("error: ") or not answer:
+        raise ServerError(answer.removeprefix("error: ") or "the server answered nothing")
+    return answer
+
+
+def _answer(client: Client, root: str, wanted: str, approved: bool, reason: str) -> int:
+    kind, what = answer_plan(client.read_file(_join(root, "human/approvals")).decode(), wanted, approved, reason)
+    if kind == "mail":
+        print(send(client, root, HUMAN, what))
+        return 0
+    try:
+        client.write_file(_join(root, f"beads/{wanted}/ctl"), what.encode())
     except ServerError as exc:
-        raise ServerError(f"{wanted} is neither a waiting request (human/approvals) nor a bead that can take it: {exc}") from None
+        raise not_answerable(wanted, exc) from None
     return 0
 
 

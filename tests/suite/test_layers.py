@@ -3,6 +3,7 @@
     ninep (no I/O, no trio)  <-  server  ->  tree  <-  fs  ->  sessions
     ninep  <-  client (blocking sockets; nothing of the server, no trio)
     ninep, client  <-  aioclient (trio; nothing of the server)
+    client, aioclient  <-  web (the browser view: the files only, like the conductor)
 
 and, in a real client process, what the client commands load: a shell loop
 or an agent's hook pays for every module, once per call.
@@ -38,6 +39,9 @@ FORBIDDEN = {
     "mail": {"ninep", "server", "tree", "fs", "client", "app", "sessions", "beads", "backends"},
     "beads": {"ninep", "server", "tree", "fs", "client", "app", "sessions", "mail", "backends"},
     "storage": {"ninep", "server", "tree", "fs", "client", "app", "sessions", "beads", "mail", "backends"},
+    "web": {"ninep", "server", "tree", "fs", "sessions", "backends", "config", "app", "beads", "mail", "storage",
+            "journal", "domain_events", "roles", "service", "waitable", "errors", "places", "httpx", "pydantic",
+            "tomlkit"},
 }
 
 
@@ -124,7 +128,8 @@ def test_public_api_is_sorted_and_importable(module):
 # --- what a client process loads --------------------------------------------------------
 
 HEAVY = ("trio", "httpx", "pydantic", "tomlkit", "anvilfs.server", "anvilfs.backends", "anvilfs.sessions",
-         "anvilfs.tree", "anvilfs.fs", "anvilfs.config", "anvilfs.app", "anvilfs.aioclient")
+         "anvilfs.tree", "anvilfs.fs", "anvilfs.config", "anvilfs.app", "anvilfs.aioclient", "anvilfs.web", "starlette",
+         "hypercorn")
 # Only a 9P2000.L peer or a trace needs these (anvilfs/ninep/messages/__init__.py).
 UNUSED_BY_A_9P2000_CLIENT = ("anvilfs.ninep.messages.dotl", "anvilfs.ninep.text")
 
@@ -165,6 +170,7 @@ def test_client_commands_load_nothing_of_the_server(anvil_server: AnvilServer) -
         (("rdwr", "agent/ctl"), "new sim /tmp name=bot2\n"),
         (("top", "--once"), ""),
         (("--help",), ""),
+        (("web", "--help"), ""),
     ]
     for args, input in commands:
         modules = run_and_report(srv, *args, input=input)

@@ -1,0 +1,53 @@
+"""Approve and reject from the page: the same files, in the same way, as `anvilfs approve|reject`.
+
+A request that human/approvals lists (by its id, or its bead's) gets an
+APPROVAL_RESPONSE from human, written to human/mail and its id read back on
+the same fid; anything else is a bead, whose ctl takes `approve` or
+`reject REASON` (anvilfs/client/mailcmds.py decides which: answer_plan).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+from ..aioclient import AsyncClient, ServerError
+from ..client.mailcmds import answer_plan, not_answerable, sent_id
+
+NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}\Z")  # a request's id (16 digits) or a bead's
+REASON_MOST = 1000  # characters: a ctl line is at most 4000 bytes
+
+
+class BadAnswer(ValueError):
+    """What the page sent cannot be an answer; the text says why."""
+
+
+def checked(wanted: object, reason: object, approved: bool) -> tuple[str, str]:
+    """The id and the reason (one line; "approved" for an approval, as the CLI's) from the page's JSON, or BadAnswer."""
+    if not isinstance(wanted, str) or not NAME.match(wanted):
+        raise BadAnswer(f"id {wanted!r}: give a waiting request's id (human/approvals) or its bead's")
+    if approved:
+        return wanted, "approved"
+    if not isinstance(reason, str):
+        raise BadAnswer("reason: give the reason as text")
+    reason = " ".join(reason.split())  # one line: a newline would start a second ctl command
+    if not reason:
+        raise BadAnswer("reject: say why (the requester gets the reason)")
+    if len(reason) > REASON_MOST:
+        raise BadAnswer(f"reason: at most {REASON_MOST} characters ({len(reason)} given); put more in mail")
+    return wanted, reason
+
+
+async def answer(fs: AsyncClient, wanted: str, approved: bool, reason: str) -> str:
+    """Answer WANTED; what was done, as a sentence for the page."""
+    approvals = (await fs.read("human/approvals")).decode(errors="replace")
+    kind, what = answer_plan(approvals, wanted, approved, reason)
+    verb = "approved" if approved else "rejected"
+    if kind == "mail":
+        sent = sent_id((await fs.ctl("human/mail", json.dumps(what))).strip())
+        return f"{verb} {wanted}: the response {sent} went to {what['to']}"
+    try:
+        await fs.write(f"beads/{wanted}/ctl", what.encode())
+    except ServerError as exc:
+        raise not_answerable(wanted, exc) from None
+    return f"{verb} {wanted}: written to beads/{wanted}/ctl"

@@ -1,0 +1,76 @@
+"""The web application: the page, its live view, and the answers to approval requests.
+
+    GET  /login?once=SECRET   spends the login secret, sets the cookie, redirects to /   (guard.py)
+    GET  /                    the page (static/index.html, app.js, app.css: no build step)
+    GET  /events              server-sent events: the whole view as JSON at once, then at each change
+    POST /approve  /reject    {"id": ID[, "reason": TEXT]}: as `anvilfs approve|reject` (answers.py)
+
+Every path but /login needs the cookie, and a POST the page's own Origin (guard.py).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import FileResponse, JSONResponse, PlainTextResponse, RedirectResponse, StreamingResponse
+from starlette.routing import Route
+
+from ..aioclient import ConnectionLost, ServerError
+from .answers import BadAnswer, answer, checked
+from .guard import COOKIE, COOKIE_AGE, Guard, Keys
+from .live import Live
+
+STATIC = Path(__file__).parent / "static"
+FILES = {"/": "index.html", "/app.js": "app.js", "/app.css": "app.css"}
+
+
+def build(live: Live, keys: Keys):
+    """The ASGI application, behind the guard."""
+
+    async def login(request: Request):
+        if keys.spend(request.query_params.get("once", "")) or keys.knows(dict(request.headers)):
+            response = RedirectResponse("/", status_code=303)
+            response.set_cookie(COOKIE, keys.session, max_age=COOKIE_AGE, path="/", httponly=True, samesite="strict")
+            return response
+        return PlainTextResponse("anvilfs web: refused: this login link was used already, or is not the one "
+                                 "`anvilfs web` printed; for a new one, start `anvilfs web` again\n", status_code=403)
+
+    async def static(request: Request):
+        return FileResponse(STATIC / FILES[request.url.path])
+
+    async def events(request: Request):
+        async def stream():
+            version = 0
+            while True:
+                version, view = await live.wait_newer(version)
+                yield f"event: view\ndata: {json.dumps(view)}\n\n"
+        return StreamingResponse(stream(), media_type="text/event-stream")
+
+    async def approve(request: Request):
+        return await _answer(live, request, approved=True)
+
+    async def reject(request: Request):
+        return await _answer(live, request, approved=False)
+
+    routes = [Route("/login", login), Route("/events", events), Route("/approve", approve, methods=["POST"]),
+              Route("/reject", reject, methods=["POST"]), *(Route(path, static) for path in FILES)]
+    return Guard(Starlette(routes=routes), keys)
+
+
+async def _answer(live: Live, request: Request, *, approved: bool) -> JSONResponse:
+    if request.headers.get("content-type", "").split(";")[0].strip() != "application/json":
+        return JSONResponse({"error": "send JSON: {\"id\": ID, \"reason\": TEXT}"}, status_code=415)
+    try:
+        body = json.loads(await request.body())
+        wanted, reason = checked(body.get("id"), body.get("reason", ""), approved)
+    except (ValueError, AttributeError) as exc:  # BadAnswer, bad JSON, JSON that is no object
+        why = str(exc) if isinstance(exc, BadAnswer) else "send a JSON object: {\"id\": ID, \"reason\": TEXT}"
+        return JSONResponse({"error": why}, status_code=400)
+    try:
+        done = await answer(live.fs, wanted, approved, reason)
+    except (ServerError, ConnectionLost) as exc:
+        return JSONResponse({"error": str(exc)}, status_code=409 if isinstance(exc, ServerError) else 502)
+    return JSONResponse({"ok": done})

@@ -1,0 +1,116 @@
+"""The pieces of `anvilfs web` that need no browser: who the guard lets in, how files become the view,
+and how the process ends (no server; the server going away)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+from web_drive import START, web_process
+
+from anvilfs.web import guard, view
+from harness.server import REPO_ROOT, AnvilServer
+
+# ------------------------------------------------------------ the guard
+
+
+@pytest.fixture
+def keys() -> guard.Keys:
+    keys = guard.Keys()
+    keys.port = 8641
+    return keys
+
+
+def headers(keys: guard.Keys, **more: str) -> dict[str, str]:
+    return {"host": "127.0.0.1:8641", "cookie": f"{guard.COOKIE}={keys.session}"} | more
+
+
+@pytest.mark.parametrize(("method", "path", "change", "status", "words"), [
+    ("GET", "/", {"host": "evil.example:8641"}, 403, "Host evil.example:8641"),
+    ("GET", "/", {"host": "127.0.0.1:8642"}, 403, "is not this server's"),
+    ("GET", "/", {"cookie": ""}, 401, "not logged in"),
+    ("GET", "/events", {"cookie": f"{guard.COOKIE}=guessed"}, 401, "not logged in"),
+    ("POST", "/approve", {}, 403, "Origin missing"),
+    ("POST", "/approve", {"origin": "http://127.0.0.1:9999"}, 403, "cross-site"),
+    ("POST", "/approve", {"origin": "null"}, 403, "cross-site"),
+    ("POST", "/approve", {"origin": "http://127.0.0.1:8641", "sec-fetch-site": "same-site"}, 403, "Sec-Fetch-Site same-site"),
+    ("POST", "/login", {"origin": "http://127.0.0.1:9999", "cookie": ""}, 403, "cross-site"),
+])
+def test_the_guard_refuses(keys, method, path, change, status, words) -> None:
+    refused = guard.refusal(method, path, headers(keys) | change, keys)
+    assert refused is not None and refused[0] == status and words in refused[1], refused
+
+
+@pytest.mark.parametrize(("method", "path", "change"), [
+    ("GET", "/", {}),
+    ("GET", "/", {"host": "localhost:8641"}),
+    ("GET", "/login", {"cookie": ""}),  # the login itself needs no cookie (its secret is checked there)
+    ("POST", "/approve", {"origin": "http://127.0.0.1:8641", "sec-fetch-site": "same-origin"}),
+    ("POST", "/approve", {"origin": "http://127.0.0.1:8641"}),  # a browser that sends no Sec-Fetch-Site
+])
+def test_the_guard_lets_the_page_in(keys, method, path, change) -> None:
+    assert guard.refusal(method, path, headers(keys) | change, keys) is None
+
+
+def test_the_login_secret_works_once(keys) -> None:
+    once = keys.login_url().partition("once=")[2]
+    assert not keys.spend("wrong") and not keys.spend("")
+    assert keys.spend(once)
+    assert not keys.spend(once)
+
+
+# ------------------------------------------------------------ files -> view
+
+GRAPH = """wave 1
+  research-auth-001 in_progress  Research auth system
+wave 2
+  impl-oauth-002 pending  Implement OAuth  <- research-auth-001
+done
+  setup-repo-000 completed  Set up the repository
+"""
+BEADS = """impl-oauth-002 pending developer - Implement OAuth
+research-auth-001 in_progress researcher bot1 Research auth system
+setup-repo-000 completed - - Set up the repository
+odd-thing-003 broken - - not TOML: line 3
+"""
+
+
+def test_beads_come_in_the_graphs_waves_with_the_lists_claims() -> None:
+    groups = view.waves(GRAPH, BEADS)
+    assert [(g["name"], [b["id"] for b in g["beads"]]) for g in groups] == [
+        ("wave 1", ["research-auth-001"]), ("wave 2", ["impl-oauth-002"]), ("done", ["setup-repo-000"]),
+        ("other", ["odd-thing-003"])]
+    research, impl = groups[0]["beads"][0], groups[1]["beads"][0]
+    assert (research["assigned_to"], research["role"], research["title"]) == ("bot1", "researcher", "Research auth system")
+    assert impl["waits_on"] == ["research-auth-001"] and research["waits_on"] == []
+    assert "broken" in groups[3]["why"]
+
+
+def test_sessions_convoys_and_approvals_from_their_lines() -> None:
+    rows = view.sessions("bot1 sim await - /tmp/my dir simulated\ndev claude idle developer /src\ngone sim idle - /\n",
+                         {"bot1": "1 human 6 hello\n2 human 5 again\n", "dev": "", "gone": None}, {"bot1": "09:00:01 await"})
+    assert [(r["name"], r["cwd"], r["simulated"], r["queue"], r["last"]) for r in rows] == [
+        ("bot1", "/tmp/my dir", True, 2, "09:00:01 await"), ("dev", "/src", False, 0, "-")]
+    assert view.convoys("oauth-001 in_progress 1/3 lead OAuth for all\n") == [
+        {"id": "oauth-001", "status": "in_progress", "done": 1, "total": 3, "coordinator": "lead", "title": "OAuth for all"}]
+    assert view.approvals("1796 dev - merge it now\n1797 dev impl-oauth-002 approve bead\n") == [
+        {"id": "1796", "from": "dev", "bead": "", "subject": "merge it now"},
+        {"id": "1797", "from": "dev", "bead": "impl-oauth-002", "subject": "approve bead"}]
+
+
+# ------------------------------------------------------------ the process
+
+
+def test_without_a_server_it_says_what_to_start(tmp_path) -> None:
+    r = subprocess.run([sys.executable, "-m", "anvilfs", "web"], env={"NAMESPACE": str(tmp_path), "PATH": "/usr/bin"},
+                       cwd=REPO_ROOT, capture_output=True, text=True, timeout=START)
+    assert (r.returncode, r.stdout) == (1, ""), r
+    assert "cannot connect" in r.stderr and "anvilfs serve" in r.stderr, r.stderr
+
+
+def test_it_ends_when_the_server_goes_away(srv: AnvilServer, tmp_path) -> None:
+    with web_process(srv, tmp_path / "web.log") as web:
+        srv.stop()
+        assert web.proc.wait(timeout=START) == 1, "anvilfs web must end (status 1) when its server stops"
+        assert "the server closed the connection" in web.log.read_text(), web.log.read_text()
