@@ -11,6 +11,7 @@ import contextlib
 import errno
 import os
 import select
+import signal
 import shutil
 import subprocess
 import sys
@@ -182,6 +183,24 @@ def test_shell_tools_on_a_9pfuse_mount(mnt, tmp_path):
     assert ok("cat fbot/wait") == "await\n" and "from a file" in ok("cat fbot/out")
     assert {"./bot1/status", "./fbot/status", "./halt/status"} <= set(ok("find . -maxdepth 2 -name status").split())
     assert ok("stat -c '%a %F' list ctl fbot").splitlines() == ["400 regular empty file", "600 regular empty file", "500 directory"]
+
+
+def test_cat_follows_events_on_a_9pfuse_mount_and_a_signal_ends_it_at_the_next_event(mnt):
+    # The way README gives: cat, not tail -f (which prints nothing here). 9pfuse does not implement
+    # FUSE's interrupt, so no Tflush goes out: a signal ends cat only once its read is answered.
+    proc = subprocess.Popen(["cat", "events"], cwd=mnt, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    try:
+        assert sh("echo 'new sim /tmp name=evfollow1' > ctl", cwd=mnt).returncode == 0
+        read_until(proc, "evfollow1 new backend=sim")
+        proc.terminate()  # pending: cat is blocked inside the read, in the kernel
+        assert sh("echo 'new sim /tmp name=evfollow2' > ctl", cwd=mnt).returncode == 0  # answers that read
+        assert proc.wait(timeout=TIMEOUT) == -signal.SIGTERM
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            sh("echo 'new sim /tmp name=evfollow3' > ctl", cwd=mnt)  # the read must end for the kill to land
+            proc.wait(timeout=TIMEOUT)
+        proc.stdout.close()
 
 
 @pytest.mark.parametrize("line", ["fly", "interrupt", "stop now"])
