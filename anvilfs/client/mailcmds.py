@@ -94,9 +94,10 @@ def notify(client: Client, root: str, args) -> int:
 
     argv = args.argv or (["notify-send", "--"] if shutil.which("notify-send") else [])
     fid = client.open(_join(root, "events"), c.OREAD)  # first: what arrives from now on is in events
-    told = "all messages" if args.all else "approval and review requests"
-    print(f"anvilfs: notify: watching events for {told} to human", file=sys.stderr, flush=True)
     seen = _tell_waiting(client, root, argv, args.all)
+    told = "all messages" if args.all else "approval and review requests"
+    # said once the waiting ones are told: what comes after this line is told as new
+    print(f"anvilfs: notify: watching events for {told} to human", file=sys.stderr, flush=True)
     offset, pending = 0, b""
     while True:
         data = client.read_chunk(fid, offset)  # blocks until there is an event: no polling

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from web_drive import Web, logged_in, text, wait_for
+from web_drive import Web, act, logged_in, text, wait_for
 
 pytestmark = pytest.mark.web
 
@@ -52,7 +52,7 @@ def test_an_approval_clicked_in_the_page_reaches_the_bead(web: Web, browser) -> 
     page = logged_in(browser(), web, "mail")
     item = f'#approvals li[data-id="{request}"]'
     wait_for(page, lambda d: bead in text(d, item), "the approval request in the page")
-    page.find_element("css selector", f"{item} button.approve").click()
+    act(page, f"{item} button.approve", lambda button: button.click(), "the approve button")
     wait_for(page, lambda d: f"approved {request}" in text(d, "#message"), "the page to say the approval was sent")
     assert web.cli("read", f"agent/beads/{bead}/status") == "completed\n"
     assert web.cli("read", "agent/human/approvals") == ""
@@ -67,10 +67,10 @@ def test_a_rejection_typed_in_the_page_reaches_the_bead_with_its_reason(web: Web
     page = logged_in(browser(), web, "mail")
     item = f'#approvals li[data-id="{request}"]'
     wait_for(page, lambda d: text(d, item), "the approval request in the page")
-    page.find_element("css selector", f"{item} input.reason").send_keys("no test for the callback")
+    act(page, f"{item} input.reason", lambda field: field.send_keys("no test for the callback"), "the reason field")
     web.cli("write", "agent/ctl", "new sim /tmp name=other")  # a new view while the reason is being typed
     wait_for(page, lambda d: text(d, "#count-sessions") == "2", "the view with the new session")
-    page.find_element("css selector", f"{item} button.reject").click()
+    act(page, f"{item} button.reject", lambda button: button.click(), "the reject button")
     wait_for(page, lambda d: f"rejected {request}" in text(d, "#message"), "the page to say the rejection was sent")
     assert web.cli("read", f"agent/beads/{bead}/status") == "in_progress\n"
     assert web.cli("read", f"agent/beads/{bead}/review") == "no test for the callback\n"
@@ -172,7 +172,7 @@ def test_each_view_shows_the_tree(web: Web, browser, tmp_path: Path) -> None:
     shots = tmp_path / "screenshots"
     shots.mkdir()
     for view, (selector, words) in expected.items():
-        page.find_element("css selector", f'nav button[data-view="{view}"]').click()
+        act(page, f'nav button[data-view="{view}"]', lambda button: button.click(), f"the {view} tab")
         wait_for(page, lambda d: all(w in text(d, selector) for w in words), f"the {view} view to show {words}")
         page.save_screenshot(str(shots / f"{view}.png"))
     print(f"screenshots of the views: {shots}")

@@ -69,9 +69,12 @@ def logged_in(driver, web: Web, view: str = "sessions"):
 
 
 def text(driver, selector: str) -> str:
-    """The text of the first element that `selector` finds, "" when there is none."""
-    found = driver.find_elements("css selector", selector)
-    return found[0].text if found else ""
+    """The text of the first element that `selector` finds, "" when there is none.
+
+    Found and read in one script: the page re-renders its tables on every event, and an element
+    found in one WebDriver call may be gone (stale) by the next."""
+    return driver.execute_script(
+        "const found = document.querySelector(arguments[0]); return found ? found.innerText : '';", selector)
 
 
 def wait_for(driver, predicate, what: str, timeout: float = WAIT):
@@ -85,3 +88,17 @@ def wait_for(driver, predicate, what: str, timeout: float = WAIT):
         raise AssertionError(f"timed out after {timeout}s waiting for {what}; the page shows:\n"
                              f"{driver.find_element('tag name', 'body').text}") from None
 
+
+def act(driver, selector: str, action, what: str) -> None:
+    """Do action(element) to the element `selector` finds, again if a re-render made it stale meanwhile."""
+    from selenium.common.exceptions import StaleElementReferenceException  # noqa: PLC0415
+
+    def attempt(d) -> bool:
+        try:
+            found = d.find_elements("css selector", selector)
+            if found:
+                action(found[0])
+            return bool(found)
+        except StaleElementReferenceException:
+            return False
+    wait_for(driver, attempt, what)
