@@ -145,16 +145,25 @@ def _add_serve(sub) -> None:
                     "until Ctrl-C or SIGTERM.",
         epilog="examples:\n  anvilfs serve\n  anvilfs serve --listen 'tcp!127.0.0.1!5640' --trace    # quoted: ! is special to bash\n"
                "  anvilfs serve --namespace /tmp/ns.test --state /tmp/anvil-state")
-    serve.add_argument("--namespace", default=None, metavar="DIR", help="directory for the `agent` socket (default $NAMESPACE or /tmp/ns.$USER.$DISPLAY)")
-    serve.add_argument("--state", default=None, metavar="DIR", help="directory for persistent state (default $XDG_STATE_HOME/anvilfs)")
-    serve.add_argument("--listen", action="append", default=[], metavar="tcp!HOST!PORT", help="also listen on TCP, e.g. tcp!127.0.0.1!5640 (repeatable; loopback unless --allow-remote)")
-    serve.add_argument("--allow-remote", action="store_true", help="allow a non-loopback --listen address (anyone who reaches it drives your agents)")
-    serve.add_argument("--no-token", action="store_true", help="TCP attaches need no token (every local user can then drive your agents; warned about)")
-    serve.add_argument("--config", default=None, metavar="FILE", help="configuration file (default $XDG_CONFIG_HOME/anvilfs/config.toml)")
-    serve.add_argument("--tmux-socket", default=None, metavar="NAME", help="run tmux agents on this tmux server (tmux -L NAME)")
+    serve.add_argument("--namespace", default=None, metavar="DIR",
+                       help="directory for the `agent` socket (default $NAMESPACE or /tmp/ns.$USER.$DISPLAY)")
+    serve.add_argument("--state", default=None, metavar="DIR",
+                       help="directory for persistent state (default $XDG_STATE_HOME/anvilfs)")
+    serve.add_argument("--listen", action="append", default=[], metavar="tcp!HOST!PORT",
+                       help="also listen on TCP, e.g. tcp!127.0.0.1!5640 (repeatable; loopback unless --allow-remote)")
+    serve.add_argument("--allow-remote", action="store_true",
+                       help="allow a non-loopback --listen address (anyone who reaches it drives your agents)")
+    serve.add_argument("--no-token", action="store_true",
+                       help="TCP attaches need no token (every local user can then drive your agents; warned about)")
+    serve.add_argument("--config", default=None, metavar="FILE",
+                       help="configuration file (default $XDG_CONFIG_HOME/anvilfs/config.toml)")
+    serve.add_argument("--tmux-socket", default=None, metavar="NAME",
+                       help="run tmux agents on this tmux server (tmux -L NAME)")
     serve.add_argument("--trace", action="store_true", help="print every 9P message to standard error")
-    serve.add_argument("--msize", type=int, default=None, metavar="BYTES", help="largest message size offered to clients (default: the server's limit, 1048576)")
-    serve.add_argument("--max-connections", type=int, default=256, metavar="N", help="connections served at once; more are refused (default %(default)s)")
+    serve.add_argument("--msize", type=int, default=None, metavar="BYTES",
+                       help="largest message size offered to clients (default: the server's limit, 1048576)")
+    serve.add_argument("--max-connections", type=int, default=256, metavar="N",
+                       help="connections served at once; more are refused (default %(default)s)")
 
 
 def _add_web(sub) -> None:

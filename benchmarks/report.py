@@ -46,7 +46,8 @@ def _digits(value: float) -> int:
 
 def spread(values: Sequence[float]) -> str:
     """median (min-max) of a few repetitions, for the notes."""
-    return f"{statistics.median(values):.{_digits(statistics.median(values))}f} ({min(values):.{_digits(min(values))}f}-{max(values):.{_digits(max(values))}f})"
+    median, low, high = statistics.median(values), min(values), max(values)
+    return f"{median:.{_digits(median)}f} ({low:.{_digits(low)}f}-{high:.{_digits(high)}f})"
 
 
 def percentile(values: Sequence[float], p: float) -> float:

@@ -50,7 +50,8 @@ CONFIG = '[backends.tiny]\nkind = "command"\nargv = ["sh", "-c", "cat; date +%s.
 def start(base: Path) -> subprocess.Popen:
     (base / "config.toml").write_text(CONFIG)
     env = os.environ | {"XDG_CONFIG_HOME": str(base / "xdg")}
-    proc = subprocess.Popen([sys.executable, *(["/tmp/profserve.py"] if os.environ.get("PROFILE") else ["-m", "anvilfs"]), "serve", "--namespace", str(base / "ns"),
+    program = ["/tmp/profserve.py"] if os.environ.get("PROFILE") else ["-m", "anvilfs"]
+    proc = subprocess.Popen([sys.executable, *program, "serve", "--namespace", str(base / "ns"),
                              "--state", str(base / "state"), "--config", str(base / "config.toml")],
                             env=env, stderr=open(base / "server.log", "w"))
     deadline = time.monotonic() + 20
@@ -181,7 +182,8 @@ def main() -> None:
         mem = memory(proc.pid)
         total = len(latencies)
         lat = sorted(x * 1000 for x in latencies)
-        print(f"{args.sessions} sessions x {args.turns} turns, pace {args.pace:g} s: {total} turns in {elapsed:.2f} s = {total / elapsed:.1f} turns/s")
+        print(f"{args.sessions} sessions x {args.turns} turns, pace {args.pace:g} s: "
+              f"{total} turns in {elapsed:.2f} s = {total / elapsed:.1f} turns/s")
         print(f"server cpu: {cpu:.2f} s = {cpu / max(total, 1) * 1000:.2f} ms per turn ({cpu / elapsed:.0%} of one core)")
         print(f"server memory: VmRSS {mem['VmRSS']} MB, peak VmHWM {mem['VmHWM']} MB (target < 200 MB)")
         if lat:

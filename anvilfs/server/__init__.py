@@ -2,7 +2,8 @@
 
 from .connection import Connection
 from .dispatch import Dispatcher, Limits
-from .listen import ListenError, default_namespace
+from ..places import default_namespace
+from .listen import ListenError
 from .serve import Server, ServerOptions, run_server
 
 __all__ = ["Connection", "Dispatcher", "Limits", "ListenError", "Server", "ServerOptions", "default_namespace", "run_server"]

@@ -16,7 +16,7 @@ import stat
 import trio
 
 from .. import places
-from ..places import default_namespace, is_loopback
+from ..places import is_loopback
 
 
 class ListenError(Exception):

@@ -23,7 +23,8 @@ from ..sessions import RestartPolicy, SessionLimits
 from ..storage import StorageError
 from .connection import Connection
 from .dispatch import Limits
-from .listen import ListenError, default_namespace, prepare_namespace, tcp_listeners, unix_listener
+from ..places import default_namespace
+from .listen import ListenError, prepare_namespace, tcp_listeners, unix_listener
 from .refusal import refuse
 from .token import Token, TokenError, load_or_create
 

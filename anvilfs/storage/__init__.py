@@ -27,4 +27,5 @@ from .private import PrivateDir, StorageError, ensure_private_dir
 from .redolog import RedoLog
 from .savequeue import Commit, Replace, SaveQueue
 
-__all__ = ["AppendLog", "BrokenFile", "Commit", "GitHistory", "PrivateDir", "RedoLog", "Replace", "SaveQueue", "StorageError", "TomlObjects", "ensure_private_dir"]
+__all__ = ["AppendLog", "BrokenFile", "Commit", "GitHistory", "PrivateDir", "RedoLog", "Replace", "SaveQueue", "StorageError",
+           "TomlObjects", "ensure_private_dir"]

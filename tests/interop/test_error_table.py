@@ -30,7 +30,7 @@ from harness import venvs
 from harness.error_cases import CASES, IDS, Case
 from harness.server import AnvilServer
 from harness.vm import GuestSetupError, run_in_guest, sections
-from test_plan9port import srv  # noqa: F401 - the module's server
+from test_plan9port import srv  # noqa: F401, F811 - the module's server, a fixture its functions name
 
 ESERVERFAULT = 526  # Linux's, not in Python's errno module: "Unknown error 526" to a process
 

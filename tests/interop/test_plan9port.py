@@ -7,7 +7,6 @@ install. Every subprocess has a timeout, and a mount is always unmounted.
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import os
 import select

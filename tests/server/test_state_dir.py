@@ -38,7 +38,7 @@ def test_a_state_directory_open_to_others_is_refused_with_the_fix(base):
         stdin=subprocess.DEVNULL,
     )
     assert result.returncode == 1
-    assert f"has mode 0777" in result.stderr and f"chmod 700 {state}" in result.stderr
+    assert "has mode 0777" in result.stderr and f"chmod 700 {state}" in result.stderr
     assert "Traceback" not in result.stderr
     assert _mode(state) == 0o777  # refused, not quietly changed
 

@@ -10,7 +10,6 @@ wait for something to happen.
 from __future__ import annotations
 
 import os
-import re
 
 import pytest
 

@@ -49,7 +49,8 @@ def test_a_retried_write_is_collected_once():
 def test_a_write_that_changes_written_bytes_is_refused_and_changes_nothing():
     handle, submitted, _ = collector()
     handle.write(0, b"hello world")
-    with pytest.raises(InvalidRequest, match=r"in: write at offset 6 would change bytes already written \(it has 11\); write each part once, in order"):
+    with pytest.raises(InvalidRequest, match=r"in: write at offset 6 would change bytes already written \(it has 11\); "
+                                              r"write each part once, in order"):
         handle.write(6, b"there")
     handle.write(11, b"!")
     handle.clunk()

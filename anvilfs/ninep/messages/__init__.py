@@ -14,8 +14,8 @@ them when it meets a 9P2000.L message type it does not know yet.
 
 import importlib
 
-from ..fields import Qid, Stat
-from .base import DOTL_LIMIT, Message, message
+from ..fields import Qid, Stat  # noqa: F401 - re-exported: messages.Qid, messages.Stat
+from .base import DOTL_LIMIT, Message, message  # noqa: F401 - Message and message re-exported
 from .p2000 import *  # noqa: F403
 
 
