@@ -26,7 +26,7 @@ from .dispatch import Blocked, Dispatcher, Limits
 from .hotpath import HotPath
 from .parked import InFlight, ParkedRequests
 from .state import Deferred
-from .token import Token
+from .token import PLAIN_ANAMES, Token
 from .transport import transport_for
 
 log = logging.getLogger("anvilfs.server")
@@ -269,11 +269,8 @@ def _too_many_blocked(limit: int) -> str:
     return f"too many blocked reads: at most {limit} wait at once per connection; flush some or wait for their answers"
 
 
-_PLAIN_ANAMES = ("", "/", "agent")
-
-
 def _for_trace(msg: m.Message) -> m.Message:
     """A message as the trace may show it: an attach's aname can be the TCP token, a secret."""
-    if getattr(msg, "aname", "") not in _PLAIN_ANAMES:  # Tattach, and Tauth (plan9port sends one first)
+    if getattr(msg, "aname", "") not in PLAIN_ANAMES:  # Tattach, and Tauth (plan9port sends one first)
         return dataclasses.replace(msg, aname="(hidden: it may be the token)")
     return msg

@@ -31,7 +31,7 @@ from .attrs import pack_dirents, pack_stats, qid_of
 from .attr_requests import AttributeRequests
 from .opening import linux_access, open_existing, open_fid, plan9_access
 from .state import Blocked, CollectBudget, Deferred, Fid, Limits
-from .token import Token
+from .token import PLAIN_ANAMES, Token
 
 if TYPE_CHECKING:
     from ..waitable import Later
@@ -158,7 +158,7 @@ class Dispatcher(AttributeRequests):
         if self.token is not None:
             if not self.token.admits(msg.aname):  # its text must not quote the aname: a near-miss token
                 raise PermissionDenied(f"attach over TCP needs the server's token as aname: it is in {self.token.path}")
-        elif msg.aname not in ("", "/", "agent"):
+        elif msg.aname not in PLAIN_ANAMES:
             raise RequestError(f"no tree {msg.aname!r} to attach: use aname '' or 'agent'", errno.ENOENT)
         uname = msg.uname or (str(msg.n_uname) if msg.n_uname != c.NONUNAME else "none")
         self.fids.add(msg.fid, Fid(trail=(self.root,), caller=Caller(uname)))

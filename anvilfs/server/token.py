@@ -19,6 +19,7 @@ import stat
 from dataclasses import dataclass
 
 TOKEN_FILE = "token"
+PLAIN_ANAMES = ("", "/", "agent")  # what an attach without the token may name: the one tree
 _TOKEN = re.compile(r"[0-9a-f]{64}")
 _REMAKE = "remove it and the server makes a new one"
 
