@@ -10,9 +10,12 @@ from __future__ import annotations
 BUILTIN_BACKENDS: dict[str, dict] = {
     "claude": {
         "kind": "command",
-        "argv": ["claude", "-p", "--session-id", "{conversation}"],
-        "resume_argv": ["claude", "-p", "--resume", "{conversation}"],
-        "description": "Claude Code, print mode; each turn resumes the session's conversation",
+        # Print mode has no one to grant a permission, so without a mode every edit is refused.
+        # acceptEdits lets it edit files (and mkdir/touch/mv...) in its working directory only;
+        # any other program, and any path outside it, is still refused.
+        "argv": ["claude", "-p", "--permission-mode", "acceptEdits", "--session-id", "{conversation}"],
+        "resume_argv": ["claude", "-p", "--permission-mode", "acceptEdits", "--resume", "{conversation}"],
+        "description": "Claude Code, print mode, may edit files in its cwd; each turn resumes its conversation",
     },
     "codex": {
         "kind": "command",

@@ -19,20 +19,35 @@ def _text_of(content) -> str:
 
 
 def _said(message: dict) -> list[tuple[str, str]]:
-    """A message as (role, text) pairs: its own text (system reminders left out), tool uses, tool results."""
+    """A message as (role, text) pairs, in the order of its blocks.
+
+    Left out: system reminders, and messages of role "system" (Claude Code
+    2.1.332 sends its environment description as one in the middle of the
+    conversation; it is no one's turn). Each text block of a user message is
+    a user text of its own: Claude Code sends a prompt whose turn failed and
+    the next prompt as two blocks of one message, and the last is the prompt.
+    """
     role, content = message.get("role", ""), message.get("content", "")
+    if role == "system":
+        return []
     if isinstance(content, str):
         return [(role, content)]
-    said, texts = [], []
+    said: list[tuple[str, str]] = []
+    last = ""  # the kind of the block said last
     for block in content:
-        kind = block.get("type")
-        if kind == "text" and not block.get("text", "").lstrip().startswith("<system-reminder>"):
-            texts.append(block["text"])
+        kind, text = block.get("type"), block.get("text", "")
+        if kind == "text" and text.lstrip().startswith("<system-reminder>"):
+            continue
+        if kind == "text" and role != "user" and last == "text":  # an answer's text blocks in a row are one text
+            said[-1] = (role, said[-1][1] + "\n" + text)
+        elif kind == "text":
+            said.append((role, text))
         elif kind == "tool_use":
             said.append(("assistant", f"tool {block.get('name')} {json.dumps(block.get('input'))}"))
         elif kind == "tool_result":
             said.append(("tool", _text_of(block.get("content"))))
-    return ([(role, "\n".join(texts))] if texts else []) + said
+        last = kind
+    return said
 
 
 class Anthropic(Dialect):

@@ -1,0 +1,25 @@
+"""How the tests point the real Claude Code CLI at the Anthropic stub (shared by the command, tmux and review tests).
+
+    with agent_server(stub, "claude", env=claude_env(stub)) as srv: ...
+
+With these (measured on 2.1.332) Claude Code sends every request to the stub
+and nothing anywhere else, and an error from the stub ends its turn at once
+instead of after about three minutes of retries. Print mode (`claude -p`)
+needs nothing in its HOME: a fresh one works (it writes ~/.claude.json and
+keeps each conversation in ~/.claude/projects/<cwd>/<id>.jsonl).
+"""
+
+from __future__ import annotations
+
+from stubs import StubModels
+
+
+def claude_env(stub: StubModels) -> dict[str, str]:
+    """Claude Code's environment for a stub: its API at the stub, a dummy key, no side traffic, no retries."""
+    return {
+        "ANTHROPIC_BASE_URL": stub.url,
+        "ANTHROPIC_AUTH_TOKEN": "dummy",  # sent as "Authorization: Bearer dummy"; there is no login to do
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",  # no telemetry, update checks or error reports
+        # by default it retries 10 times: about 185 s to fail on a 500 or a refused connection
+        "CLAUDE_CODE_MAX_RETRIES": "0",
+    }
