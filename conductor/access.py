@@ -56,24 +56,61 @@ async def beside(*fns) -> None:
         raise group from None
 
 
+class Outage:
+    """The server being away, said once for every call that finds it so, then now and then.
+
+    However many calls wait for it (a wait per session, the watch of our own), a line when it goes,
+    a notice every NOTICE seconds (or a quarter of the wait, if shorter) while it stays away, and a line
+    when it is back: not a line per attempt.
+    """
+
+    NOTICE = 30.0
+
+    def __init__(self, say, where: str, retry_for: float):
+        self.say, self.where, self.retry_for = say, where, retry_for
+        self.every = min(self.NOTICE, retry_for / 4) or self.NOTICE
+        self.since: float | None = None
+        self._next = 0.0
+
+    def failed(self, what: str, exc: Exception) -> None:
+        now = trio.current_time()
+        if self.since is None:
+            self.since, self._next = now, now + self.every
+            self.say(f"{what}: {exc}; trying again for up to {self.retry_for:g} s (a notice every {self.every:g} s)")
+        elif now >= self._next:
+            self._next = now + self.every
+            self.say(f"still no server at {self.where} after {now - self.since:.0f} s; trying until "
+                     f"{self.retry_for:g} s")
+
+    def back(self) -> None:
+        if self.since is not None:
+            self.say(f"the server at {self.where} answers again, after {trio.current_time() - self.since:.1f} s")
+            self.since = None
+
+
 class Access:
     def __init__(self, tree: Tree, *, poll: float | None = None, retry_for: float = 300, say=None):
         self.tree, self.poll, self.retry_for = tree, poll, retry_for
         self.say = say or (lambda text: print(f"conductor: {text}", file=sys.stderr, flush=True))
+        self.outage = Outage(self.say, tree.where, retry_for)
 
     async def retry(self, what: str, call: Callable[[], Awaitable[T]]) -> T:
         deadline, pause = trio.current_time() + self.retry_for, 0.05
         while True:
             try:
-                return await call()
+                result = await call()
             except TreeError as exc:
                 raise StepFailed(f"{what}: {exc}") from None
             except Unavailable as exc:
-                if trio.current_time() + pause > deadline:
+                left = deadline - trio.current_time()
+                if left <= 0:
                     raise StepFailed(f"{what}: the server stayed unavailable for {self.retry_for:g}s ({exc})") from None
-                self.say(f"{what}: {exc}; trying again in {pause:.2f}s")
-                await trio.sleep(pause)  # the server is restarting: nothing to wait on but time
+                self.outage.failed(what, exc)
+                await trio.sleep(min(pause, left))  # the server is restarting: nothing to wait on but time
                 pause = min(pause * 2, 2.0)
+            else:
+                self.outage.back()
+                return result
 
     async def text(self, path: str) -> str:
         return (await self.retry(f"read {path}", lambda: self.tree.read(path))).decode(errors="replace")

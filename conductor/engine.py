@@ -18,6 +18,7 @@ across restarts. `At` says where in the walk a step is (rounds, lane).
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import trio
@@ -30,14 +31,15 @@ from .lanes import NEXT, At, Flow, run_lanes
 from .markers import marker
 from .model import CheckStep, EachStep, GateStep, PromptStep, RepeatStep, Step, WaitStep, Workflow
 from .report import NullReporter, Reporter
-from .sessions import ensure_sessions, expand
+from .sessions import check_existing, ensure_sessions, expand
 from .templates import placeholders, render
 
 
 class Engine:
     def __init__(self, workflow: Workflow, base: Path, access: Access, journal: Journal,
-                 reporter: Reporter | None = None):
+                 reporter: Reporter | None = None, override: list[str] | None = None):
         self.workflow, self.base, self.access, self.journal = workflow, base, access, journal
+        self.override = override or []  # the --backend values (the workflow has them applied): for messages
         self.reporter = reporter or NullReporter()
         self.control = Control()
         self.beads: dict[str, str] = {}  # `bead new` step id (ID[LANE] in a lane) -> its bead (the latest)
@@ -45,11 +47,15 @@ class Engine:
 
     async def run(self) -> tuple[str, str]:
         """(outcome, why): 'done' or 'failed' (recorded: the run is over), 'stopped' or 'interrupted' (the
-        record is kept, to resume), or 'refused' (the conductor's session could not be had; nothing done)."""
+        record is kept, to resume), or 'refused' (a session there on another backend than the run makes it on,
+        or the conductor's session could not be had; nothing done)."""
         if (finished := self.journal.finished) is not None:
             await self.reporter.finish(finished["outcome"], finished["why"])  # if a crash came before it
-            return finished["outcome"], finished["why"]
+            # the line of a run that ended before: said so, lest it read as this command's doing
+            ended = "failed" if finished["outcome"] == "failed" else "is done"
+            return finished["outcome"], f"{finished['why']} (this run {ended}; `--again` starts a new one)"
         try:
+            await check_existing(self.workflow, self.base, self.access, self.override)
             await self.reporter.start()
         except StepFailed as exc:
             return "refused", str(exc)
@@ -211,7 +217,8 @@ class Engine:
                             "CONDUCTOR_ROUNDS": at.dotted, "CONDUCTOR_LANE": at.lane or ""}
         try:
             with trio.fail_after(step.timeout):
-                done = await trio.run_process(step.run, cwd=cwd, env=env, check=False)
+                # its output to our stderr, with our progress: stdout is the run's one final line
+                done = await trio.run_process(step.run, cwd=cwd, env=env, check=False, stdout=sys.stderr.fileno())
             status = done.returncode
         except trio.TooSlowError:
             status = f"killed after its timeout of {step.timeout:g}s"

@@ -37,6 +37,7 @@ from typing import Any
 import trio
 
 from . import crash
+from .overrides import spelled
 
 VERSION = 1
 
@@ -55,24 +56,25 @@ class Journal:
         self._lazy: list[bytes] = []  # lines of records to go to disk with the next one
 
     @classmethod
-    def open(cls, state_dir: Path, name: str, digest: str, *, run: str | None = None, again: bool = False) -> Journal:
+    def open(cls, state_dir: Path, name: str, digest: str, *, run: str | None = None, again: bool = False,
+             backends: dict[str, str] | None = None, override: list[str] | None = None) -> Journal:
+        """`backends`: each session the run makes and its backend (after `override`, the --backend values)."""
         state_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         lock_fd = _lock(state_dir / f"{name}.lock", name)
         path = state_dir / f"{name}.json"
         try:
             data = read_record(state_dir, name)
+            other = _other_version(path, data, digest, backends or {}, override or [], again)
         except JournalError:
             os.close(lock_fd)
             raise
-        if data is not None and data.get("digest") != digest and not again:
-            os.close(lock_fd)
-            raise JournalError(f"{path}: this run began with another version of the workflow file; "
-                               "restore that file to resume, or give --again to start a new run")
         resumed, replaced = data is not None, None
-        if data is None or (again and (data.get("finished") or data.get("digest") != digest)):
+        if data is None or (again and (data.get("finished") or other)):
             resumed, replaced = False, data and data.get("run")
             data = {"version": VERSION, "name": name, "digest": digest, "run": run or secrets.token_hex(3),
                     "done": {}, "pending": {}, "finished": None}
+        if _untouched(data) or "backends" not in data:  # nothing done yet, or a record from before --backend
+            data["backends"], data["override"] = backends or {}, override or []
         journal = cls(path, data, lock_fd)
         journal.resumed = resumed
         journal.replaced_run = replaced or None  # its conductor is gone: this one holds the lock
@@ -216,6 +218,39 @@ class GroupLog:
         self._written += len(whats)
         self._progress.set()
         self._progress = trio.Event()
+
+
+def _other_version(path: Path, data: dict | None, digest: str, backends: dict[str, str], override: list[str],
+                   again: bool) -> bool:
+    """Whether the record's run began with another workflow file, or made its sessions on other backends
+    (another --backend): refused (JournalError) unless `again`, which then starts a new run. A finished run
+    is only reported, whatever the backends."""
+    if data is None:
+        return False
+    if data.get("digest") != digest:
+        if not again:
+            raise JournalError(f"{path}: this run began with another version of the workflow file; "
+                               "restore that file to resume, or give --again to start a new run")
+        return True
+    if data.get("finished") or data.get("backends", backends) == backends or _untouched(data):
+        return False
+    if not again:
+        # a resume with other backends would mix them: the sessions made so far are on the old ones
+        raise JournalError(f"{path}: run {data.get('run')} began {spelled(data.get('override', []))}, making its "
+                           f"sessions on {_listed(data['backends'])}; this one ({spelled(override)}) would make "
+                           f"them on {_listed(backends)}. Give the same --backend to resume it, or --again to "
+                           "start a new run")
+    return True
+
+
+def _untouched(data: dict) -> bool:
+    """A run with no step begun (refused at its start, say): it takes the backends it is run with now. The
+    sessions a run makes are not steps: one made on other backends is refused (sessions.check_existing)."""
+    return not data.get("finished") and not data["done"] and not data["pending"]
+
+
+def _listed(backends: dict[str, str]) -> str:
+    return ", ".join(f"{name}={backend}" for name, backend in sorted(backends.items())) or "none"
 
 
 def read_record(state_dir: Path, name: str) -> dict | None:

@@ -45,6 +45,7 @@ class NinePTree:
     def __init__(self, address: str | None = None, *, uname: str | None = None):
         self._target = resolve("agent/", address) if address is None else resolve("/", address)
         self._uname = uname or attach_uname()
+        self.where = self._target.dial_string
         self._aname = attach_aname(self._target)
         self._fs: AsyncClient | None = None
         self._ends: dict[AsyncClient, trio.CancelScope] = {}  # each live connection -> how to end it

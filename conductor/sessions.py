@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .access import Access, StepFailed
+from .access import Access, StepFailed, each
 from .model import Workflow
+from .overrides import spelled
 
 
 def expand(workflow: Workflow, names: list[str]) -> list[str]:
@@ -44,3 +45,35 @@ async def ensure_sessions(workflow: Workflow, base: Path, access: Access) -> Non
             if name not in await access.retry("list the tree", lambda: access.tree.ls("")):
                 raise StepFailed(f"cannot make session {name}: {exc}") from None
         access.say(f"made session {name} ({spec.backend})")
+
+
+async def check_existing(workflow: Workflow, base: Path, access: Access, override: list[str]) -> None:
+    """The declared sessions that exist already, held against the workflow: one on another backend than
+    the workflow makes it on is refused (StepFailed, before anything is sent: its prompts would go to
+    another agent than the one declared, a real one's costing money and changing files, or a simulated
+    one's answering in its place); one in another cwd is said on stderr and used as it is (a session
+    made by hand for the workflow may well work elsewhere, and its work is still its own)."""
+    present = set(await access.retry("list the tree", lambda: access.tree.ls("")))
+    others: list[str] = []
+
+    async def one(name: str) -> None:
+        spec = workflow.sessions[name]
+        if spec.backend is not None:
+            backend = ((await access.text(f"{name}/backend")).split() or ["?"])[0]  # `sim simulated`: the name first
+            if backend != spec.backend:
+                others.append(f"{name} (on {backend}, not {spec.backend})")
+        if spec.cwd is not None:
+            cwd, want = (await access.text(f"{name}/cwd")).strip(), (base / spec.cwd).resolve()
+            if cwd != str(want) and Path(cwd).resolve() != want:
+                access.say(f"session {name} exists with cwd {cwd}, not {want} as the workflow declares: "
+                           f"it is used as it is (its agent works in {cwd})")
+
+    await each(sorted(present & set(workflow.sessions)), one)
+    if others:
+        one_ = len(others) == 1
+        note = f" ({spelled(override)})" if override else ""
+        raise StepFailed(f"{'session' if one_ else 'sessions'} {', '.join(sorted(others))} "
+                         f"{'exists' if one_ else 'exist'} on another backend than the workflow makes "
+                         f"{'it' if one_ else 'them'} on{note}: a prompt meant for one agent would go to another. "
+                         "Remove what is in the way (write stop, then remove, to SESSION/ctl) and run again, "
+                         "or give a --backend that matches")

@@ -34,6 +34,7 @@ class Unavailable(Exception):
 
 
 class Tree(Protocol):
+    where: str  # the server's address or the mount point, for messages
     async def __aenter__(self) -> Tree: ...  # the tree is used inside `async with`
     async def __aexit__(self, *exc_info) -> None: ...
 
@@ -51,7 +52,7 @@ class MountTree:
     def __init__(self, root: str):
         if not os.path.isdir(root):
             raise Unavailable(f"{root} is not a directory: give the mount point of the agent tree")
-        self.root = root
+        self.root = self.where = root
         self._limiter: trio.CapacityLimiter | None = None  # made in the run: one blocked `wait` per session
 
     async def __aenter__(self) -> MountTree:

@@ -21,6 +21,8 @@ from conductor.tree import Unavailable
 class ServerThatDiesAfterActing:
     """Beads and mail kept as a server keeps them; the first ctl's reply is lost after it acted."""
 
+    where = "the test's server"
+
     def __init__(self):
         self.ctls: list[tuple[str, str]] = []
         self.beads: dict[str, tuple[str, str]] = {}  # id -> (title, description)
