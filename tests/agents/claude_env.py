@@ -11,7 +11,7 @@ keeps each conversation in ~/.claude/projects/<cwd>/<id>.jsonl).
 
 from __future__ import annotations
 
-from stubs import StubModels
+from stubs import Request, StubModels
 
 
 def claude_env(stub: StubModels) -> dict[str, str]:
@@ -23,3 +23,13 @@ def claude_env(stub: StubModels) -> dict[str, str]:
         # by default it retries 10 times: about 185 s to fail on a 500 or a refused connection
         "CLAUDE_CODE_MAX_RETRIES": "0",
     }
+
+
+def is_main(request: Request) -> bool:
+    """A turn's own request offers the tools; a side request (a title, a summary) would offer none."""
+    return bool(request.tools)
+
+
+def main_requests(stub: StubModels) -> list[Request]:
+    """The conversations' requests, side requests left out (2.1.332 made none with claude_env's settings)."""
+    return [request for request in stub.requests("anthropic") if is_main(request)]

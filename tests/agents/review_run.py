@@ -26,6 +26,7 @@ from pathlib import Path
 
 from harness.server import REPO_ROOT, AnvilServer
 
+from claude_env import is_main, main_requests
 from stubs import Failure, Reply, Request, StubModels, Text
 
 EXAMPLE = REPO_ROOT / "conductor" / "examples" / "review.toml"
@@ -36,20 +37,8 @@ CONDUCTOR_TIMEOUT = 600
 _STEP = re.compile(r"^(Review|Fix) round (\d+):", re.MULTILINE)  # the templates' first lines
 
 
-def claude_env(stub: StubModels) -> dict[str, str]:
-    """Claude Code pointed at the stub, with no other traffic and no retries (a failure shows at once).
-    The same as tests/agents/claude_env.py's, written on another branch: import that one once merged."""
-    return {"ANTHROPIC_BASE_URL": stub.url, "ANTHROPIC_AUTH_TOKEN": "dummy",
-            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "CLAUDE_CODE_MAX_RETRIES": "0"}
-
-
 def conversation_of(request: Request) -> str:
     return request.headers.get("X-Claude-Code-Session-Id", "")
-
-
-def is_main(request: Request) -> bool:
-    """A turn's own request offers the tools; Claude Code's side requests (titles, summaries) offer none."""
-    return bool(request.tools)
 
 
 def step_of(request: Request) -> tuple[str, int] | None:
@@ -127,10 +116,6 @@ def run_conductor(srv: AnvilServer, workflow: Path, state: Path) -> subprocess.C
 
 def _text(data: bytes | str | None) -> str:
     return data.decode(errors="replace") if isinstance(data, bytes) else data or ""
-
-
-def main_requests(stub: StubModels) -> list[Request]:
-    return [r for r in stub.requests("anthropic") if is_main(r)]
 
 
 def asked(stub: StubModels) -> dict[tuple[str, str], int]:

@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from claude_env import claude_env
+from claude_env import claude_env, main_requests
 from drive import TURN_TIMEOUT, agent_server, cli, new_session, turn
 from harness.server import AnvilServer
 from stubs import Reply, Request, StubModels, ToolCall, directives
@@ -34,11 +34,6 @@ HUNG_TIMEOUT = 15  # s: the turn timeout of the hang test; Claude Code reaches t
 def claude_server(stub: StubModels, config: str = "") -> Iterator[AnvilServer]:
     with agent_server(stub, "claude", env=claude_env(stub), config=config) as srv:
         yield srv
-
-
-def main_requests(stub: StubModels) -> list[Request]:
-    """The conversation's requests: the ones that offer tools (a side request offers none)."""
-    return [request for request in stub.requests("anthropic") if request.tools]
 
 
 def answer(number: int, prompt: str) -> str:

@@ -19,8 +19,8 @@ from pathlib import Path
 from conductor.journal import read_record
 from conductor.markers import prompts_in_log
 from drive import agent_server, cli
-from review_run import (RUN, ReviewScript, asked, claude_env, conversation_of, copy_example, describe, main_requests,
-                        run_conductor, step_of)
+from claude_env import claude_env, main_requests
+from review_run import RUN, ReviewScript, asked, conversation_of, copy_example, describe, run_conductor, step_of
 
 REVIEWERS = [f"r{i}" for i in range(1, 6)]
 SESSIONS = ["dev", *REVIEWERS]
