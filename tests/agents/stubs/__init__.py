@@ -7,8 +7,9 @@ from .base import Dialect, Failure, Hang, Reply, Request, StubModels, Text, Tool
 
 def all_dialects() -> list[Dialect]:
     from .anthropic import Anthropic
+    from .openai_chat import OpenAIChat
 
-    return [Anthropic()]
+    return [Anthropic(), OpenAIChat()]
 
 
 __all__ = ["Dialect", "Failure", "Hang", "Reply", "Request", "StubModels", "Text", "ToolCall", "all_dialects",
