@@ -17,7 +17,9 @@ conversation, its id is read from stderr or that command's output
 (conversation.py) and is {conversation} from then on.
 
 How a turn ends:
-    exit 0                      the answer is complete
+    exit 0                      the answer is complete, unless the end of stdout matches
+                                error_pattern: TurnFailed(the match), for a CLI that
+                                exits 0 after reporting a failure (aider)
     exit N                      TurnFailed("exit status N: <last stderr line>"), or the
                                 last stdout line when stderr said nothing (Claude
                                 Code prints its API errors on stdout)
@@ -30,6 +32,7 @@ from __future__ import annotations
 
 import codecs
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -219,7 +222,7 @@ class CommandAgent(Agent):
 
     def _judge(self, status: int | None, stderr: _Tail, stdout: _Tail) -> None:
         if status is None or status == 0:
-            return
+            return self._judge_output(stdout)
         if status < 0:
             name = _signal_name(-status)
             if self._signalled:
@@ -227,6 +230,12 @@ class CommandAgent(Agent):
             raise AgentExited(f"killed by signal {name}")
         line = stderr.last_line() or stdout.last_line()
         raise TurnFailed(f"exit status {status}: {line}" if line else f"exit status {status}")
+
+    def _judge_output(self, stdout: _Tail) -> None:
+        found = self.config.error_pattern and re.search(self.config.error_pattern, stdout.text())
+        if found:
+            said = " ".join(found.group(found.re.groups).split())  # one line, however the CLI wrapped it
+            raise TurnFailed(said or f"the output matched error_pattern {self.config.error_pattern!r}")
 
 
 # ---------------------------------------------------------------- helpers

@@ -56,9 +56,22 @@ BUILTIN_BACKENDS: dict[str, dict] = {
     },
     "aider": {
         "kind": "command",
-        "argv": ["aider", "--yes-always", "--no-pretty", "--no-stream", "--restore-chat-history", "--message", "{prompt}"],
+        # --yes-always answers aider's questions, so the ones it must not answer yes are settled first: no
+        # update check (it would pip-install a new aider), no analytics opt-in, no release notes in a browser,
+        # no install of Playwright and Chromium for a URL in a prompt (aider fetches it plainly instead).
+        # Streamed (aider's default): the answer goes to stdout as it comes, not re-wrapped at 80 columns.
+        # Each session has its own chat history file in its cwd ({conversation}: a new one after clear),
+        # so two sessions in one directory keep two conversations.
+        "argv": ["aider", "--yes-always", "--no-pretty", "--no-fancy-input", "--no-check-update", "--no-analytics",
+                 "--no-show-release-notes", "--disable-playwright",
+                 "--chat-history-file", ".aider.chat.history.anvilfs-{conversation}.md", "--restore-chat-history",
+                 "--message", "{prompt}"],
         "prompt": "argument",
-        "description": "aider, one message per run; chat history restored from the working directory",
+        # aider exits 0 when the model call failed (after retrying a 429 or 5xx for about a minute), its
+        # output ending with litellm's error and aider's word on it; an error that was retried ("Retrying
+        # in") or followed by an answer (the "Tokens:" line) is not the end of the turn
+        "error_pattern": r"(?m)^(litellm\.\w+Error: .*(?:\n(?!Retrying in |Tokens: ).+)*)\s*\Z",
+        "description": "aider, one message per run; each session's chat history is restored from its cwd",
     },
     "sim": {
         "kind": "sim",

@@ -58,6 +58,9 @@ class CommandBackendConfig(_Strict):
     # after the turn that began a conversation in its stderr, or in conversation_argv's stdout.
     conversation_pattern: str = ""
     conversation_argv: list[str] | None = None
+    # For CLIs that exit 0 after reporting a failure (aider): a regex searched in the end of stdout
+    # (its last 4 KiB) when the program exits 0; a match fails the turn, naming the match (its group).
+    error_pattern: str = ""
     # turns one at a time across the backend's sessions: for a CLI whose own state breaks when two
     # runs overlap (llm's logs.db: "database is locked")
     one_at_a_time: bool = False
@@ -65,7 +68,7 @@ class CommandBackendConfig(_Strict):
 
     _argv = field_validator("argv", "resume_argv", "conversation_argv")(_check_argv)
 
-    @field_validator("conversation_pattern")
+    @field_validator("conversation_pattern", "error_pattern")
     @classmethod
     def _pattern(cls, pattern: str) -> str:
         try:
@@ -73,7 +76,7 @@ class CommandBackendConfig(_Strict):
         except re.error as exc:
             raise ValueError(f"not a regular expression: {exc}") from None
         if groups > 1:
-            raise ValueError("use at most one group (the id); make others (?:...)")
+            raise ValueError("use at most one group (the part to take); make others (?:...)")
         return pattern
 
     @model_validator(mode="after")

@@ -231,6 +231,18 @@ async def test_without_stderr_the_last_stdout_line_is_named(tmp_path):
     assert "API Error: 500 overloaded" in out.text
 
 
+async def test_exit_0_with_output_matching_error_pattern_fails_the_turn(tmp_path):
+    # aider prints a failed model call (wrapped at 80 columns) and exits 0
+    agent = make_agent(tmp_path, argv=[sys.executable, "-c", "import sys; print(sys.argv[1])", "{prompt}"],
+                       prompt="argument", resume_argv=None, error_pattern=r"(?m)^(oops: .*(?:\n.+)*)\s*\Z")
+    out = Collector(agent)
+    with pytest.raises(TurnFailed, match=r"^oops: the model is \(slow\)$"):
+        await run(agent, "a partial answer\noops: the model is \n(slow)\n", out)
+    assert "oops: the model" in out.text
+    out = await run(agent, "oops: a quoted error\n\nthen the answer")  # the error does not end the output
+    assert out.text.startswith("oops: a quoted error")
+
+
 async def test_death_by_a_signal_is_agent_exited(tmp_path):
     with pytest.raises(AgentExited, match=r"^killed by signal SIGKILL$"):
         await run(make_agent(tmp_path), "fake:crash")

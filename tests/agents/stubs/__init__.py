@@ -7,9 +7,10 @@ from .base import Dialect, Failure, Hang, Reply, Request, StubModels, Text, Tool
 
 def all_dialects() -> list[Dialect]:
     from .anthropic import Anthropic
+    from .openai_chat import OpenAIChat
     from .openai_responses import OpenAIResponses
 
-    return [Anthropic(), OpenAIResponses()]
+    return [Anthropic(), OpenAIChat(), OpenAIResponses()]
 
 
 __all__ = ["Dialect", "Failure", "Hang", "Reply", "Request", "StubModels", "Text", "ToolCall", "all_dialects",

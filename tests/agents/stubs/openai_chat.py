@@ -1,0 +1,118 @@
+"""The OpenAI Chat Completions API (POST /v1/chat/completions), streamed or not, as aider (litellm) calls it.
+
+A streamed answer is server-sent events, ``data: {chat.completion.chunk}``
+lines ending with ``data: [DONE]``; a plain one is one ``chat.completion``
+object. Errors are OpenAI's ``{"error": {"message", "type", "param", "code"}}``.
+System and developer messages are the CLI's instructions, not the
+conversation, so they are left out of ``Request.messages``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import time
+
+from .base import Dialect, Failure, Handler, Hang, Reply, Request, Text, ToolCall
+
+_ids = itertools.count(1)
+# (type, code) of OpenAI's error bodies by status
+_ERRORS = {400: ("invalid_request_error", None), 401: ("invalid_request_error", "invalid_api_key"),
+           404: ("invalid_request_error", "model_not_found"), 429: ("requests", "rate_limit_exceeded"),
+           500: ("server_error", None), 503: ("server_error", None)}
+_USAGE = {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120}
+
+
+def _text_of(content) -> str:
+    if isinstance(content, str):
+        return content
+    return "\n".join(part.get("text", "") for part in content or [] if part.get("type") == "text")
+
+
+def _said(message: dict) -> list[tuple[str, str]]:
+    """A message as (role, text) pairs: user and assistant text, the assistant's tool calls, tool results."""
+    role = message.get("role", "")
+    if role == "tool":
+        return [("tool", _text_of(message.get("content")))]
+    if role not in ("user", "assistant"):
+        return []
+    text = _text_of(message.get("content"))
+    said = [(role, text)] if text else []
+    for call in message.get("tool_calls") or []:
+        function = call.get("function", {})
+        said.append(("assistant", f"tool {function.get('name')} {function.get('arguments')}"))
+    return said
+
+
+class OpenAIChat(Dialect):
+    name = "openai_chat"
+
+    def handles(self, method: str, path: str) -> bool:
+        return path in ("/v1/chat/completions", "/chat/completions")  # with or without /v1 in the base URL
+
+    def parse(self, path: str, body: dict, headers: dict) -> Request:
+        messages = [pair for message in body.get("messages", []) for pair in _said(message)]
+        tools = [tool.get("function", {}).get("name", "") for tool in body.get("tools", [])]
+        return Request(self.name, path, body, headers, messages, tools, body.get("model", ""), bool(body.get("stream")))
+
+    def other(self, http: Handler, method: str, path: str) -> bool:
+        if method == "GET" and path in ("/v1/models", "/models"):
+            http.send_json(200, {"object": "list", "data": []})
+            return True
+        return False
+
+    def answer(self, http: Handler, request: Request, reply: Reply) -> None:
+        if isinstance(reply, Failure):
+            kind, code = _ERRORS.get(reply.status, ("server_error", None))
+            return http.send_json(reply.status, {"error": {"message": reply.text(), "type": kind, "param": None,
+                                                           "code": code}})
+        if isinstance(reply, Hang):
+            if request.stream:
+                http.start_events()
+            else:
+                http.send_response(200)
+                http.send_header("Content-Type", "application/json")
+                http.send_header("Content-Length", "1000")  # a body promised and never sent
+                http.end_headers()
+            return http.hang()
+        head = {"id": f"chatcmpl-stub{next(_ids)}", "created": int(time.time()), "model": request.model}
+        if not request.stream:
+            return http.send_json(200, head | {"object": "chat.completion", "usage": _USAGE, "choices": [
+                {"index": 0, "message": _message(reply), "finish_reason": _finish(reply), "logprobs": None}]})
+        _stream(http, head | {"object": "chat.completion.chunk"}, reply,
+                bool((request.body.get("stream_options") or {}).get("include_usage")))
+
+
+def _finish(reply: Text | ToolCall) -> str:
+    return "tool_calls" if isinstance(reply, ToolCall) else "stop"
+
+
+def _message(reply: Text | ToolCall) -> dict:
+    if isinstance(reply, Text):
+        return {"role": "assistant", "content": reply.text}
+    call = {"id": f"call_stub{next(_ids)}", "type": "function",
+            "function": {"name": reply.name, "arguments": json.dumps(reply.arguments)}}
+    return {"role": "assistant", "content": reply.text or None, "tool_calls": [call]}
+
+
+def _stream(http: Handler, head: dict, reply: Text | ToolCall, usage: bool) -> None:
+    def chunk(delta: dict, finish: str | None = None) -> None:
+        http.event(head | {"choices": [{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}]})
+
+    http.start_events()
+    chunk({"role": "assistant", "content": ""})
+    text = reply.text
+    for piece in (text[: len(text) // 2], text[len(text) // 2:]):  # two deltas: a stream, not one lump
+        if piece:
+            chunk({"content": piece})
+    if isinstance(reply, ToolCall):
+        call = _message(reply)["tool_calls"][0]
+        arguments = call["function"]["arguments"]
+        chunk({"tool_calls": [{"index": 0, "id": call["id"], "type": "function",
+                               "function": {"name": reply.name, "arguments": ""}}]})
+        chunk({"tool_calls": [{"index": 0, "function": {"arguments": arguments}}]})
+    chunk({}, _finish(reply))
+    if usage:
+        http.event(head | {"choices": [], "usage": _USAGE})
+    http.event("[DONE]")
+    http.end_events()
