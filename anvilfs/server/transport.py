@@ -15,7 +15,7 @@ what a wake-up needs: the change that answers a blocked `wait` or `events`
 read travels through a few tasks (the request's handler, the session's
 runner, the blocked read's task), a scheduler pass each, and under load
 each pass would otherwise also answer up to EAGER_READS requests of every
-busy connection (benchmarks/README.md, "wake").
+busy connection (benchmarks/history.md, "wake").
 """
 
 from __future__ import annotations
