@@ -2,7 +2,7 @@
 
 trio's SocketStream yields to the scheduler on every receive and send even
 when the data is there; for a 9P server answering small requests one at a
-time that doubles the cost of a request. SocketTransport reads and writes
+time that is much of the cost of a request. SocketTransport reads and writes
 the socket's file descriptor itself and waits (through trio) only when the
 socket is not ready, which is where a ping-pong client always leaves it.
 Other streams (trio's in-memory streams in tests) go through StreamTransport.
