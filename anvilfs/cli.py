@@ -215,8 +215,8 @@ def run() -> NoReturn:
     """The `anvilfs` command (the console script, `python -m anvilfs`): main, and a quick end for a client.
 
     A client command's process ends with os._exit once its output is flushed:
-    the interpreter's teardown (every module and object freed one by one) was
-    8-10 ms of an `anvilfs read`'s 70-80 here, and does nothing a client needs
+    the interpreter's teardown (every module and object freed one by one) is a
+    noticeable part of an `anvilfs read`, and does nothing a client needs
     (it holds no file but its socket, closed by then, stdout and stderr, and
     registers no atexit work). The server ends the usual way, and so does a
     client run under a profiler or tracer, whose report is written at exit."""

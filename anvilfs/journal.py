@@ -57,7 +57,7 @@ class Journal:
         first = self.first_seq
         missed = max(0, first - seq)
         wanted = max(0, self.next_seq - max(seq, first))
-        # from the right end: a reader is mostly a line or two behind, and copying the whole ring cost ~5 us
+        # from the right end: a reader is mostly a line or two behind, and copying the whole ring is not free
         return list(islice(reversed(self._lines), wanted))[::-1], missed
 
     def text(self) -> str:

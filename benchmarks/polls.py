@@ -26,7 +26,7 @@ giving server CPU microseconds per poll.
 
 --pin matters on a small VM: a wake-up across cores is expensive, so where
 the scheduler happens to put the server and a lone client changes the
-1-connection numbers by 2-3x from run to run (see README.md).
+1-connection numbers by 2-3x from run to run (see history.md, "Reading the numbers").
 
 Each server is started by benchmarks/servers.py in a temporary directory, is waited
 for by connecting to its socket with a deadline, and is killed in a finally.

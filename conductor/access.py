@@ -2,7 +2,7 @@
 
 `Access` wraps a Tree: a call that finds the server unavailable is tried
 again (with a growing pause, up to `retry_for` seconds), since a server
-that restarts comes back with everything it answered (README, "State").
+that restarts comes back with everything it answered (docs/design.md, "Durability").
 A prompt whose send broke off, or that a killed conductor may have sent,
 is looked for in the target's queue and log first (markers.py): found, it
 is not sent again.

@@ -86,8 +86,8 @@ def parser() -> argparse.ArgumentParser:
 
 def _settle_garbage_collector() -> None:
     """As the server does (server/serve.py): what the start made leaves the collector's care, and the
-    young generation is collected less often. In a conductor of 100 lanes, full collections of 22-33 ms
-    held up every lane before this."""
+    young generation is collected less often. In a conductor of 100 lanes, full collections held up
+    every lane before this (benchmarks/history.md)."""
     gc.freeze()
     gc.set_threshold(10_000, 20, 20)
 

@@ -158,7 +158,7 @@ class Engine:
 
     async def prompt(self, step: PromptStep, key: str, at: At) -> None:
         line = self.marker(step.id, at)
-        # all at once: 8 at a time made the first land sooner but the last twice as late (benchmarks/README.md)
+        # all at once: 8 at a time made the first land sooner but the last later (benchmarks/history.md)
         if (intent := self.journal.pending(key)) is None:
             intent = {"text": f"{line}\n{await self.render(step.text, at)}",
                       "targets": expand(self.workflow, at.names(step.to))}

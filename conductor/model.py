@@ -28,7 +28,7 @@ from typing import Annotated, Literal, Union
 from pydantic import BaseModel, ConfigDict, Field
 
 Outcome = Literal["next", "break", "finish", "fail"]
-NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"  # a session's name (README, "Session names")
+NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"  # a session's name (docs/using.md, "Session names")
 STEP_ID = r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$"
 LANE = "{session}"  # in an each's body: the lane's session
 Name = Annotated[str, Field(pattern=NAME_PATTERN)]

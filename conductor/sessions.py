@@ -20,7 +20,7 @@ def expand(workflow: Workflow, names: list[str]) -> list[str]:
 
 
 def quote(word: str) -> str:
-    """Plan 9 quoting for a ctl word (README, "Ctl writes"): 'it''s'."""
+    """Plan 9 quoting for a ctl word (docs/using.md, "Ctl writes"): 'it''s'."""
     if word and not any(ch in word for ch in " \t'\"\\#"):
         return word
     return "'" + word.replace("'", "''") + "'"

@@ -35,7 +35,7 @@ class OpenAIBackend(Backend):
         return missing_key(self.config) or "ready"
 
     def agent(self, session: SessionInfo, saved: dict | None = None) -> Agent:
-        # httpx is imported here, not at the server's start (0.15 s), for a kind few configure
+        # httpx is imported here, not at the server's start (a slow import), for a kind few configure
         from .openai_agent import OpenAIAgent  # noqa: PLC0415
 
         return OpenAIAgent(self.name, self.config, session, saved)

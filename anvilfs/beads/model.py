@@ -52,7 +52,7 @@ class Bead:
         return dataclasses.replace(self, depends_on=list(self.depends_on), owns=list(self.owns), **changes)
 
     def to_toml(self) -> dict:
-        data = {name: getattr(self, name) for name in _BEAD_FIELDS}  # dataclasses.asdict costs 3x this
+        data = {name: getattr(self, name) for name in _BEAD_FIELDS}  # dataclasses.asdict costs more (it deep-copies)
         data["status"] = self.status.value
         return data
 

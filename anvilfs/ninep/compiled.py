@@ -81,7 +81,7 @@ _QID_MAKE = _maker(Qid, [], lead=("type", "version", "path"))
 
 def constructor(cls: type[Message]) -> Callable[..., Message]:
     """cls built from its fields in order (tag first), positionally: what ``cls(tag=..., ...)`` builds,
-    in half the time. For the replies a server makes for every request (Rwalk, Rread, Rclunk)."""
+    faster. For the replies a server makes for every request (Rwalk, Rread, Rclunk)."""
     return _maker(cls, list(cls.FIELDS[1:]))
 
 

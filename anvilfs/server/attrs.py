@@ -35,8 +35,8 @@ def _stamp(node: Node) -> tuple[int, int]:
 
 
 # Qids are frozen and a node's repeats until its version moves, so walks and
-# opens share them: building one (a frozen dataclass) costs about a microsecond,
-# a walk to a status file and its open need three. Each is kept with its 13
+# opens share them: building one (a frozen dataclass) costs more than looking it
+# up, and a walk to a status file and its open need three. Each is kept with its 13
 # bytes on the wire, which the frame-level path (hotpath.py) sends. Keyed by
 # what makes the qid; cleared when full, so it holds at most _QIDS_KEPT.
 _QIDS: dict[tuple[int, int, bool], tuple[Qid, bytes]] = {}

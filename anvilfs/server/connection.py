@@ -132,7 +132,7 @@ class Connection(ParkedRequests):
         return True
 
     def _sent_all(self) -> None:
-        if self._room_waiters:  # else no Event to set and make anew (0.5 us per send, for nobody)
+        if self._room_waiters:  # else no Event to set and make anew at every send, for nobody
             self._sent.set()
             self._sent = trio.Event()
 

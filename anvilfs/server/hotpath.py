@@ -2,8 +2,8 @@
 
 A poll of status files is walk, open, read and clunk, over and over; on the
 message path each costs a decode into a message, a dispatch on its class,
-a handler and its generic checks, then an encode (issue 11: about 7 µs of
-Python a request, twice what the socket costs). Here those four (Twalk,
+a handler and its generic checks, then an encode (issue 11: more Python a
+request than the socket costs). Here those four (Twalk,
 Topen or Tlopen, Tread, Tclunk), and the Tgetattr with which Linux stats
 every file it opens, are answered from the frame's bytes: one ``struct``
 call for the fields, the same checks, and the reply packed at once.

@@ -211,8 +211,8 @@ def run_server(options: ServerOptions) -> int:
 def _settle_garbage_collector() -> None:
     """Keep the collector's pauses out of the answers: what the start made (the modules, every restored
     session) lives as long as the server, so it leaves the collector's care (gc.freeze), and the young
-    generation is collected less often. Measured with 1,000 sessions: full collections of 24-66 ms and
-    young ones of 2-7 ms in the middle of serving, before this."""
+    generation is collected less often. Before this, with 1,000 sessions, full and young collections
+    came in the middle of serving (benchmarks/history.md)."""
     gc.freeze()
     gc.set_threshold(10_000, 20, 20)
 

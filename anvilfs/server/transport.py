@@ -2,7 +2,7 @@
 
 trio's SocketStream yields to the scheduler on every receive and send even
 when the data is there; for a 9P server answering small requests one at a
-time that doubles the cost of a request. SocketTransport reads and writes
+time that is much of the cost of a request. SocketTransport reads and writes
 the socket's file descriptor itself and waits (through trio) only when the
 socket is not ready, which is where a ping-pong client always leaves it.
 Other streams (trio's in-memory streams in tests) go through StreamTransport.
@@ -15,7 +15,7 @@ what a wake-up needs: the change that answers a blocked `wait` or `events`
 read travels through a few tasks (the request's handler, the session's
 runner, the blocked read's task), a scheduler pass each, and under load
 each pass would otherwise also answer up to EAGER_READS requests of every
-busy connection (benchmarks/README.md, "wake").
+busy connection (benchmarks/history.md, "wake").
 """
 
 from __future__ import annotations

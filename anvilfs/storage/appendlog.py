@@ -150,7 +150,7 @@ class AppendLog:
         """Write each group in a thread of the log's own, for ever: the group is what was added while
         the write before it went on. The thread is woken by ``add`` itself and hands each written
         group straight back to the loop, so a record waits for no scheduler pass of its own on either
-        side (0.5 ms a prompt in the median, measured, when these were trio tasks)."""
+        side (which cost a prompt measurably when these were trio tasks: benchmarks/history.md)."""
         if virtual_time():  # trio's MockClock would jump past every deadline while a thread writes
             await self._run_in_loop()
             return

@@ -2,9 +2,9 @@
 
 A domain writes a change's file (PrivateDir: atomic, fsynced), calls
 ``record(message)``, then answers. ``record`` only appends the message to a
-journal (fsynced, well under a millisecond); ``run`` commits soon after,
-grouping what came in a short moment, because one git add + commit costs
-about as much as a dozen durable writes.
+journal (one fsynced append); ``run`` commits soon after, grouping what
+came in a short moment, because one git add + commit costs far more than a
+durable write.
 
 No message is lost, and none is committed twice, whenever the server dies:
 

@@ -1,7 +1,7 @@
 """Read the TOML files the server writes, quickly; anything else goes to tomllib.
 
 A restart reads every session, bead and convoy file, and tomllib (pure
-Python) takes about a millisecond for each: a second for 1,000 sessions.
+Python) is slow enough per file to be felt with a thousand of them.
 What tomlwrite.py writes is a small subset of TOML in which every value is
 also JSON (its strings are JSON strings, its lists JSON arrays, true/false
 and numbers alike), so those lines are read with the json module, in C.

@@ -1,7 +1,7 @@
 """A small, fast TOML writer for the files the server rewrites on every change.
 
 tomlkit keeps comments and layout, which matters for files people edit
-(the configuration); it costs ~3 ms per session save, which matters here.
+(the configuration); it is slow for a file saved at every change, which matters here.
 Session files are written by the server alone, so this plain writer does:
 tables of scalars, lists and inline tables, and arrays of tables. Reading
 them back is tomlread.py's job (the standard library's tomllib for what a
@@ -38,7 +38,7 @@ def _key(key: str) -> str:
 
 def _string(text: str) -> str:
     # JSON string escapes are TOML basic-string escapes, but for DEL, which TOML wants escaped.
-    # encode_basestring is what json.dumps(text, ensure_ascii=False) runs, without its ~1.5 us of setup.
+    # encode_basestring is what json.dumps(text, ensure_ascii=False) runs, without its setup per call.
     return encode_basestring(text).replace("\x7f", "\\u007f")
 
 

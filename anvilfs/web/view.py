@@ -6,8 +6,9 @@
     human      human/approvals, human/inbox/*.json
 
 Only files, through one AsyncClient with the reads in flight together. The
-parsers are pure functions of the files' text; a file's format is the
-README's ("The tree", "Beads and convoys", "Mail and approvals").
+parsers are pure functions of the files' text; a file's format is in
+docs/using.md ("The tree") and docs/beads-and-mail.md ("Beads and convoys",
+"Mail and approvals").
 """
 
 from __future__ import annotations

@@ -30,7 +30,7 @@ SCRIPT_SH = REPO_ROOT / "scripts" / "review-cycle.sh"
 SCRIPT_RC = REPO_ROOT / "scripts" / "review-cycle.rc"
 REVIEWERS = ("r1", "r2", "r3", "r4", "r5")
 DEVELOPER = "dev"
-# a transcript record's first line: --- prompt 1 from glenda at TIME (README, "The transcript")
+# a transcript record's first line: --- prompt 1 from glenda at TIME (docs/using.md, "The transcript")
 _RECORD = re.compile(r"^--- (prompt|answer|failed|interrupted|ended) \d+ .*$", re.MULTILINE)
 
 

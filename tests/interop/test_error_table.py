@@ -6,7 +6,7 @@ gives. Where the errno travels (9P2000.u's errno field, 9P2000.L's Rlerror)
 the cell is the case's errno. Where only 9P2000's text travels, the cell is
 the errno the text's keywords give by 9pfuse's table (anvilfs/ninep/errstr.py,
 errors.KINDS), within plan9port's ERRMAX. Linux v9fs with version=9p2000 maps
-only exact standard strings, so it gets ESERVERFAULT (SPEC §2, the README):
+only exact standard strings, so it gets ESERVERFAULT (SPEC §2, docs/using.md "Errors"):
 the cell says so, to keep that documentation true. DEPARTURES lists, with
 the reason, each cell where a client gives something else or cannot ask.
 

@@ -185,7 +185,7 @@ def test_shell_tools_on_a_9pfuse_mount(mnt, tmp_path):
 
 
 def test_cat_follows_events_on_a_9pfuse_mount_and_a_signal_ends_it_at_the_next_event(mnt):
-    # The way README gives: cat, not tail -f (which prints nothing here). 9pfuse does not implement
+    # The way docs/using.md gives: cat, not tail -f (which prints nothing here). 9pfuse does not implement
     # FUSE's interrupt, so no Tflush goes out: a signal ends cat only once its read is answered.
     proc = subprocess.Popen(["cat", "events"], cwd=mnt, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
     try:

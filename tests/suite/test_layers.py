@@ -1,4 +1,4 @@
-"""The import direction of the layers (README, "Code"), checked on the source.
+"""The import direction of the layers (docs/design.md, "The layers"), checked on the source.
 
     ninep (no I/O, no trio)  <-  server  ->  tree  <-  fs  ->  sessions
     ninep  <-  client (blocking sockets; nothing of the server, no trio)

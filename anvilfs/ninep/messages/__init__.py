@@ -5,7 +5,7 @@ size[4] type[1] tag[2] header (see ../fields.py). Fields marked for a
 dialect are absent from the wire in the others and keep their default there.
 
 The 39 classes only 9P2000.L has (dotl.py) are made on first use of any of
-them: making a dataclass costs about half a millisecond, and a client
+them: making a dataclass costs a noticeable part of a client's start, and a client
 process that speaks 9P2000 (`anvilfs read`) never needs them. Asking this
 module for one of their names, for MESSAGE_TYPES, DOTL_ONLY or __all__,
 loads them first, so from outside they look always loaded; the codec loads

@@ -12,8 +12,8 @@ MESSAGE_TYPES: dict[int, type[Message]] = {}  # complete once messages.load_dotl
 DOTL_LIMIT = 100  # 9P2000.L numbers the messages it adds below 100; 9P2000's start at 100
 
 # Making a dataclass compiles each method it writes, which is most of what
-# importing the messages costs (every `anvilfs read` pays it): 0.36 ms a
-# class frozen with its __init__, 0.04 ms without. So dataclass() writes
+# importing the messages costs (every `anvilfs read` pays it), far more for a
+# class frozen with its __init__ than without. So dataclass() writes
 # none here. __repr__, __eq__, __hash__ and the frozen __setattr__ are
 # written once in Message; each class's __init__ is compiled on its first
 # construction (most processes build a dozen of the 67 kinds), the same
