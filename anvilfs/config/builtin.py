@@ -14,6 +14,14 @@ BUILTIN_BACKENDS: dict[str, dict] = {
         "resume_argv": ["claude", "-p", "--resume", "{conversation}"],
         "description": "Claude Code, print mode; each turn resumes the session's conversation",
     },
+    "claude-tmux": {
+        "kind": "tmux",
+        "argv": ["claude", "--session-id", "{conversation}"],
+        "resume_argv": ["claude", "--resume", "{conversation}"],  # --session-id refuses an id in use
+        "turn_end": "hook",
+        "description": "Claude Code's own terminal UI in tmux (tmux attach to watch); its hooks end the turns "
+                       "and hand in the answers (hooks/README.md)",
+    },
     "codex": {
         "kind": "command",
         "argv": ["codex", "exec", "--skip-git-repo-check", "-"],
