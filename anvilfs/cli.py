@@ -5,6 +5,7 @@
     anvilfs [-a ADDRESS] notify|inbox|approve|reject|mail ...   (anvilfs/client/mailcmds.py)
     anvilfs [-a ADDRESS] top [--once]                         (anvilfs/client/top.py)
     anvilfs [-a ADDRESS] web [--port N]                       (anvilfs/web: the `web` extra)
+    anvilfs [-a ADDRESS] hook running|await                   (anvilfs/client/hook.py)
 
 Without -a, NAME is service/path: `agent/list` is /list on the server at
 unix!$NAMESPACE/agent. With -a (unix!/path or tcp!host!port), NAME is the
@@ -35,13 +36,13 @@ from .client import (
     dial,
     resolve,
 )
-from .client import mailcmds, top
+from .client import hook, mailcmds, top
 from .ninep import RemoteProtocolError
 from .places import default_state_dir
 
 # commands that name no file: they work from the tree's root, agent/ (or / of the server at -a)
-ROOT_PARSERS = {**mailcmds.PARSERS, **top.PARSERS}
-ROOT_COMMANDS = {**mailcmds.COMMANDS, **top.COMMANDS}
+ROOT_PARSERS = {**mailcmds.PARSERS, **top.PARSERS, **hook.PARSERS}
+ROOT_COMMANDS = {**mailcmds.COMMANDS, **top.COMMANDS, **hook.COMMANDS}
 
 EXIT_INTERRUPTED = 128 + 2  # SIGINT, as a shell reports a process that Ctrl-C ended
 EXIT_PIPE_CLOSED = 128 + 13  # SIGPIPE: the reader of our output went away (`| head -1`)
@@ -276,6 +277,8 @@ def _run_client_command(args) -> int:
     elif args.command == "rm":
         args.name = args.names[0]
     try:
+        if before := getattr(args, "before_connecting", None):
+            before(args)  # hook: what must be done even if no server answers
         target = resolve(args.name, args.address)
         aname = attach_aname(target, aname=args.aname, token_file=args.token_file)
 

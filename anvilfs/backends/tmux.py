@@ -1,27 +1,38 @@
-"""Interactive agents in tmux windows: prompts are typed in, the pane is the answer.
+"""Interactive agents in tmux windows: prompts are typed in, the hook hands in the answer.
 
 One tmux session per anvilfs namespace (named by the caller), one window
 per anvilfs session, on the default tmux server, so a person can
 `tmux attach -t <session>` to watch an agent or take over from it.
 
     start      new-window (new-session the first time) running argv ({model}
-               {name} {cwd} {conversation} filled in) in the session's cwd,
-               with config.env + session.env; then ready_seconds for the
-               program to come up
+               {name} {cwd} {conversation} filled in; resume_argv, if set,
+               once a prompt was typed into the session's conversation) in
+               the session's cwd, with config.env + session.env; then
+               ready_seconds for the program to come up
     turn       load-buffer (prompt on stdin) + paste-buffer + send-keys Enter;
-               the turn ends when the agent's hook reports `await`
-               (turn_end = "hook") or the pane has been unchanged for
-               quiet_seconds (turn_end = "quiet"). The answer is what the
-               pane gained from the cursor's row at the moment of typing
-               (echoed prompt included), streamed a line at a time. A
+               what the pane gains from the cursor's row at the moment of
+               typing (echoed prompt included) streams a line at a time. A
                person resizing the window during a turn can shift it.
                Before typing, that row is kept in the pane itself (the
                option @anvilfs-turn, with the turn's number), so a server
                that stops mid-turn loses none of it.
+               turn_end = "hook": the agent's hook ends the turn, handing in
+               its answer (`anvilfs hook await` writes it to `out`: the
+               session takes it and tells the agent, sessions/owned.py), or
+               with no answer writing `await` to status: then the answer is
+               the pane's text. turn_end = "quiet": the turn ends when the
+               pane has been unchanged for quiet_seconds; the pane's text is
+               the answer. With hooks, an Enter the hook's `running` has not
+               answered in ENTER_AGAIN seconds is pressed again (a program
+               whose input was not ready yet drops it), ENTERS in all at most.
     follow     a turn the previous server left running: from its marked
-               row, to the hook's `await` (which hooks/anvilfs-status
-               leaves in the pane's @anvilfs-hook when no server took it)
-               or to quiet; PromptNotSent (queued again) if its prompt was never typed
+               row, to the hook's answer or `await`, or to quiet. A hook
+               that found no server leaves `await` in the pane's option
+               @anvilfs-hook (hooks/anvilfs-status) and the answer in the
+               tmux buffer anvilfs-answer-PANE (anvilfs hook keeps it there
+               before it connects), which is then the turn's answer (else
+               the pane's text). PromptNotSent (queued again) if its prompt
+               was never typed
     interrupt  Ctrl-C into the pane
     stop       Ctrl-C, then kill-window; kill: kill-window
 
@@ -33,111 +44,25 @@ through ``adopt`` with what ``saved`` returned.
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
-import subprocess
-from dataclasses import dataclass
 
 import trio
 
 from ..config.model import TmuxBackendConfig, placeholders
 from ..sessions.backend import Agent, AgentExited, AgentFailed, Backend, Output, PromptNotSent, SessionInfo
+from .tmuxpane import HOOK_OPTION, PANE_FORMAT, Pane, Tmux, TurnStart
 
 POLL = 0.1  # seconds between looks at the pane during a turn
 EXIT_POLL = 0.5  # seconds between looks for a pane that went away
 STOP_GRACE = 1.0  # seconds a stopped agent gets after Ctrl-C before its window is killed
 ANCHOR_ROWS = 3  # rows above a turn's start that find it again after the history was trimmed
 TURN_OPTION = "@anvilfs-turn"  # pane option: where the current turn began (JSON), set before its prompt is typed
-HOOK_OPTION = "@anvilfs-hook"  # pane option: a word the agent's hook could not write to us (hooks/anvilfs-status)
-_PANE_FORMAT = "\t".join("#{%s}" % name for name in (
-    "pane_id", "pane_pid", "window_id", "pane_dead", "pane_dead_status", "history_size", "history_limit", "cursor_y",
-    HOOK_OPTION))
-
-
-@dataclass(frozen=True, slots=True)
-class Pane:
-    """One look at a pane; ``row`` is the cursor's row counted from the top of the history."""
-
-    id: str
-    pid: int
-    window: str
-    dead: bool
-    status: str
-    history: int  # rows in the history now
-    limit: int  # rows the history keeps; when full, tmux drops the oldest tenth
-    row: int
-    hook: str = ""  # "await" once the hook found no server to take the turn's end
-
-    @classmethod
-    def parse(cls, line: str) -> Pane | None:
-        fields = line.rstrip("\n").split("\t")
-        if len(fields) != 9 or not fields[0].startswith("%"):
-            return None  # tmux answers an unknown pane with empty formats
-        pane, pid, window, dead, status, history, limit, cursor, hook = fields
-        return cls(pane, int(pid), window, dead == "1", status, int(history), int(limit), int(history) + int(cursor),
-                   hook)
-
-
-@dataclass(slots=True)
-class _Start:
-    """The row where a turn's text begins, found again as output scrolls and tmux trims the history.
-
-    A full history loses its oldest tenth (history_limit // 10 rows) at a
-    time. The rows seen at each look tell how many such trims happened, unless
-    a burst of output went past in between: then the rows just above the
-    start (the anchor) tell which of the possible places is right.
-    """
-
-    row: int  # counted from the top of the history
-    history: int  # history_size at the last look
-    anchor: list[str]  # the rows just above the start row
-
-    def find(self, pane: Pane, rows: list[str]) -> int:
-        """The start row's index in rows (the whole history and screen, as they are now)."""
-        chunk = max(pane.limit // 10, 1)
-        if pane.history < self.history:
-            self.row -= chunk * -((pane.history - self.history) // chunk)  # the fewest trims that explain it
-        self.history = pane.history
-        for row in range(self.row, 0, -chunk):  # the fewest trims first, then more
-            if rows[max(row - len(self.anchor), 0):row] == self.anchor[max(len(self.anchor) - row, 0):]:
-                self.row = row
-                break
-        return max(self.row, 0)
-
-    def marker(self, turn: int) -> str:
-        return json.dumps({"turn": turn, "row": self.row, "history": self.history, "anchor": self.anchor})
-
-    @classmethod
-    def from_marker(cls, text: str, turn: int) -> _Start | None:
-        """The start the marker records, if it is the one of that turn."""
-        try:
-            mark = json.loads(text)
-            if mark.get("turn") == turn:
-                return cls(int(mark["row"]), int(mark["history"]), [str(row) for row in mark["anchor"]])
-        except (ValueError, TypeError, KeyError, AttributeError):
-            pass  # not ours, or damaged: as if there were none
-        return None
-
-
-class Tmux:
-    """tmux commands on one server: the default one, or a private one (-L socket) for tests."""
-
-    def __init__(self, socket: str | None = None):
-        self.argv = ["tmux", "-u", "-L", socket] if socket else ["tmux", "-u"]  # -u: UTF-8 whatever the locale
-
-    async def run(self, *args: str, stdin: bytes = b"") -> subprocess.CompletedProcess:
-        try:
-            return await trio.run_process([*self.argv, *args], stdin=stdin, capture_stdout=True,
-                                          capture_stderr=True, check=False)
-        except OSError as exc:
-            return subprocess.CompletedProcess(args, 127, b"", str(exc).encode())
-
-    async def pane(self, pane_id: str) -> Pane | None:
-        """The pane now, or None if it (or the whole tmux server) is gone."""
-        result = await self.run("display-message", "-p", "-t", pane_id, _PANE_FORMAT)
-        pane = Pane.parse(result.stdout.decode()) if result.returncode == 0 else None
-        return pane if pane is not None and pane.id == pane_id else None
+# A prompt typed into a program whose input is not ready (Claude Code's, in its first seconds) keeps its
+# text and drops its Enter: without the hook's `running` this long after an Enter, Enter is pressed again.
+ENTER_AGAIN = 5.0  # seconds
+ENTERS = 3  # at most, in all
+ANSWER_BUFFER = "anvilfs-answer-"  # + pane id: a tmux buffer, the answer as the hook kept it (client/hook.py's too)
 
 
 class TmuxBackend(Backend):
@@ -146,6 +71,7 @@ class TmuxBackend(Backend):
     def __init__(self, name: str, config: TmuxBackendConfig, *, tmux_session: str, tmux_socket: str | None = None):
         super().__init__(name)
         self.config = config
+        self.hook_driven = config.turn_end == "hook"
         self.description = config.description
         self.tmux_session = tmux_session
         self.tmux = Tmux(tmux_socket)
@@ -159,17 +85,19 @@ class TmuxBackend(Backend):
         return "missing: " + "; ".join(f"{name} not found on PATH" for name in missing) if missing else "ready"
 
     def agent(self, session: SessionInfo, saved: dict | None = None) -> TmuxAgent:
-        return TmuxAgent(self, session)  # a previous agent's pane is not reused: start() makes a new one
+        # a previous agent's pane is not reused (start() makes a new one), but its conversation is
+        return TmuxAgent(self, session, begun=bool((saved or {}).get("begun")))
 
     async def adopt(self, session: SessionInfo, saved: dict) -> TmuxAgent | None:
         pane = await self.tmux.pane(str(saved.get("pane", "")))
         if pane is None or pane.dead or pane.pid != saved.get("pid"):
             return None  # gone, or a new tmux server reused the pane id for something else
-        return TmuxAgent(self, session, pane, hook_await=int(saved.get("hook_await", 0)))
+        return TmuxAgent(self, session, pane, hook_await=int(saved.get("hook_await", 0)), begun=bool(saved.get("begun")))
 
 
 class TmuxAgent(Agent):
-    def __init__(self, backend: TmuxBackend, session: SessionInfo, pane: Pane | None = None, *, hook_await: int = 0):
+    def __init__(self, backend: TmuxBackend, session: SessionInfo, pane: Pane | None = None, *, hook_await: int = 0,
+                 begun: bool = False):
         self.backend = backend
         self.session = session
         self.config = backend.config
@@ -179,6 +107,8 @@ class TmuxAgent(Agent):
         self._turn_done: trio.Event | None = None  # while a hook-ended turn runs: set by hook("await")
         self._turn_number = 0  # the turn being followed
         self._await_for = hook_await  # the turn whose hook said await (kept in saved(): a new server follows it no more)
+        self.begun = begun  # a prompt went into the conversation: a new program resumes it (resume_argv)
+        self._unheard: tuple[float, int] | None = None  # (when, how many) Enters the hook's running has not answered
 
     # ------------------------------------------------------------ lifecycle
 
@@ -195,12 +125,13 @@ class TmuxAgent(Agent):
     def _argv(self) -> list[str]:
         values = {"model": self.session.model, "cwd": self.session.cwd, "name": self.session.name,
                   "conversation": self.session.conversation}
-        for needed in sorted(placeholders(self.config.argv)):
+        argv = self.config.resume_argv if self.begun and self.config.resume_argv else self.config.argv
+        for needed in sorted(placeholders(argv)):
             if needed == "prompt":
                 raise AgentFailed("a tmux agent's prompts are typed in: take {prompt} out of its argv")
             if not values[needed]:
                 raise AgentFailed(f"argv needs {{{needed}}}, which session {self.session.name} does not have")
-        return [word.format_map(values) for word in self.config.argv]
+        return [word.format_map(values) for word in argv]
 
     async def _spawn(self) -> Pane:
         env = {**self.config.env, **self.session.env}
@@ -209,7 +140,7 @@ class TmuxAgent(Agent):
         # argv (tmux gives a single word to the shell). env execs, so the
         # pane's pid is the program's.
         argv = ["env", *(f"{key}={value}" for key, value in env.items()), *self._argv()]
-        window = ["-d", "-n", self.session.name, "-c", self.session.cwd, "-P", "-F", _PANE_FORMAT, "--", *argv]
+        window = ["-d", "-n", self.session.name, "-c", self.session.cwd, "-P", "-F", PANE_FORMAT, "--", *argv]
         tmux_session = self.backend.tmux_session
         result = None
         if (await self.tmux.run("has-session", "-t", f"={tmux_session}")).returncode != 0:
@@ -241,7 +172,7 @@ class TmuxAgent(Agent):
     async def kill(self) -> None:
         pane = await self.tmux.pane(self.pane.id) if self.pane else None
         if pane is not None and pane.pid == self.pid:
-            await self.tmux.run("kill-window", "-t", pane.window)  # the window the pane is in now
+            await self.tmux.run("kill-window", "-t", pane.window, ";", *_forget_answer(pane.id))  # the window it is in now
 
     def saved(self) -> dict:
         if self.pane is None:
@@ -249,6 +180,8 @@ class TmuxAgent(Agent):
         saved = {"pane": self.pane.id, "window": self.pane.window, "pid": self.pane.pid}
         if self._await_for:
             saved["hook_await"] = self._await_for
+        if self.begun:
+            saved["begun"] = True
         return saved
 
     async def _gone(self) -> str:
@@ -267,6 +200,8 @@ class TmuxAgent(Agent):
     def hook(self, word: str) -> bool:
         if self.config.turn_end != "hook":
             return False
+        self.begun = self.begun or word == "running"  # a person's prompt begins the conversation too
+        self._unheard = None  # the prompt was taken (running), or the turn is over (await)
         if word == "await" and self._turn_done is not None:
             self._turn_done.set()
             self._await_for = self._turn_number
@@ -276,13 +211,17 @@ class TmuxAgent(Agent):
         """Mark where the turn begins, type the prompt, and follow the pane to the turn's end."""
         pane, rows = await self._snapshot()
         rows += [""] * (pane.row - len(rows))  # blank rows at the end come without text
-        start = _Start(pane.row, pane.history, rows[max(pane.row - ANCHOR_ROWS, 0):pane.row])
-        # Before typing, so that whenever the server stops, a prompt in the pane has its turn's start beside it.
+        start = TurnStart(pane.row, pane.history, rows[max(pane.row - ANCHOR_ROWS, 0):pane.row])
+        self.begun = True  # from here on the program may have the prompt (saved with the turn's start)
+        # Before typing, so that whenever the server stops, a prompt in the pane has its turn's start beside
+        # it, and no word or answer an earlier turn's hook kept there.
         await self._run("set-option", "-p", "-t", pane.id, TURN_OPTION, start.marker(output.number),
-                        ";", "set-option", "-p", "-u", "-t", pane.id, HOOK_OPTION)
+                        ";", "set-option", "-p", "-u", "-t", pane.id, HOOK_OPTION, ";", *_forget_answer(pane.id))
         # Armed before typing: a quick agent's hook may say await before the typing commands return,
         # and an await that came while no turn was armed would be taken for a person's (lost).
         self._arm(output.number)
+        if prompt.strip() and self._turn_done is not None:
+            self._unheard = (trio.current_time(), 1)  # before typing: the hook's running may come before it returns
         try:
             await self._type(pane.id, prompt)
         except BaseException:
@@ -292,26 +231,34 @@ class TmuxAgent(Agent):
 
     async def follow(self, output: Output) -> None:
         """The turn the previous server left running: its whole text, from where that server marked its start."""
+        self._arm(output.number)  # first: a hook's answer or await that comes while the marker is read ends it
+        try:
+            start = await self._marked_start(output.number)
+        except BaseException:
+            self._turn_done = None
+            raise
+        await self._follow_turn(start, output)
+
+    async def _marked_start(self, number: int) -> TurnStart:
         pane_id = self.pane.id if self.pane else "(none)"
         marker = await self.tmux.run("show-options", "-p", "-v", "-t", pane_id, TURN_OPTION)
-        start = _Start.from_marker(marker.stdout.decode(errors="replace"), output.number)
+        start = TurnStart.from_marker(marker.stdout.decode(errors="replace"), number)
         if start is None:
             if await self._gone():
                 raise AgentExited(await self._gone())
             raise PromptNotSent("the server stopped before it typed this prompt into the agent: it did not run, "
                                 "and is queued again")
-        await self._follow_turn(start, output)
+        return start
 
     def _arm(self, number: int) -> None:
         """From here on, the hook's await ends turn `number`."""
         self._turn_number = number
         self._turn_done = trio.Event() if self.config.turn_end == "hook" else None
+        self._unheard = None
         if self._turn_done is not None and self._await_for == number:
             self._turn_done.set()  # the old server took this turn's await and was killed before it ended the turn
 
-    async def _follow_turn(self, start: _Start, output: Output) -> None:
-        if self._turn_number != output.number or (self._turn_done is None and self.config.turn_end == "hook"):
-            self._arm(output.number)  # a turn the previous server left running (follow)
+    async def _follow_turn(self, start: TurnStart, output: Output) -> None:
         try:
             await self._follow(start, output)
         finally:
@@ -326,7 +273,7 @@ class TmuxAgent(Agent):
             await self._run("paste-buffer", "-p", "-d", "-b", buffer, "-t", pane_id)
         await self._run("send-keys", "-t", pane_id, "Enter")
 
-    async def _follow(self, start: _Start, output: Output) -> None:
+    async def _follow(self, start: TurnStart, output: Output) -> None:
         """Stream what the pane gains until the turn ends, then write the rest."""
         written = 0
         last: list[str] | None = None
@@ -335,9 +282,12 @@ class TmuxAgent(Agent):
             pane, lines = await self._gained(start)
             written = _write_lines(output, lines[:-1], written)  # the cursor's line may still change
             if self._turn_done is not None:
-                # The hook's word reached us, or only the pane (no server was there to take it).
+                # The hook's word (or answer) reached us, or only the pane (no server was there to take it).
                 if self._turn_done.is_set() or pane.hook == "await":
+                    if not self._turn_done.is_set():
+                        await self._take_kept_answer(pane.id, output)
                     break  # after one more look, taken once the hook had fired
+                await self._enter_again_if_unheard(pane)
                 with trio.move_on_after(POLL):
                     await self._turn_done.wait()
                 continue
@@ -348,7 +298,25 @@ class TmuxAgent(Agent):
             await trio.sleep(POLL)
         _write_lines(output, _lines("\n".join(lines)), written)
 
-    async def _gained(self, start: _Start) -> tuple[Pane, list[str]]:
+    async def _enter_again_if_unheard(self, pane: Pane) -> None:
+        """Enter again if the hook has not said `running` (to us, or to the pane) for ENTER_AGAIN seconds."""
+        if self._unheard is None or pane.hook in ("running", "await"):
+            self._unheard = None
+            return
+        when, enters = self._unheard
+        if trio.current_time() - when < ENTER_AGAIN:
+            return
+        self._unheard = (trio.current_time(), enters + 1) if enters < ENTERS else None
+        if self._unheard is not None:
+            await self._run("send-keys", "-t", pane.id, "Enter")
+
+    async def _take_kept_answer(self, pane_id: str, output: Output) -> None:
+        """The answer the hook kept in tmux when no server took it (client/hook.py) is the turn's, if there is one."""
+        kept = await self.tmux.run("show-buffer", "-b", ANSWER_BUFFER + pane_id)
+        if kept.returncode == 0:
+            output.answer(kept.stdout.decode(errors="replace"))
+
+    async def _gained(self, start: TurnStart) -> tuple[Pane, list[str]]:
         """The pane (as first seen), and its lines from the start row to the cursor's row (wrapped lines joined).
 
         Every line but the last (the cursor's) is complete.
@@ -368,7 +336,7 @@ class TmuxAgent(Agent):
     async def _snapshot(self) -> tuple[Pane, list[str]]:
         """The pane and all its rows (history, then screen), seen at one moment; AgentExited if it is gone."""
         pane_id = self.pane.id if self.pane else "(none)"
-        result = await self.tmux.run("display-message", "-p", "-t", pane_id, _PANE_FORMAT,
+        result = await self.tmux.run("display-message", "-p", "-t", pane_id, PANE_FORMAT,
                                      ";", "capture-pane", "-p", "-t", pane_id, "-S", "-", "-E", "-")
         line, _, text = result.stdout.decode(errors="replace").partition("\n")
         pane = Pane.parse(line) if result.returncode == 0 else None
@@ -381,6 +349,13 @@ class TmuxAgent(Agent):
         if result.returncode != 0:
             raise AgentExited(await self._gone() or f"tmux {args[0]}: {result.stderr.decode().strip()}")
         return result.stdout.decode(errors="replace")
+
+
+def _forget_answer(pane_id: str) -> list[str]:
+    """tmux commands that delete the pane's kept answer: set first, since deleting a missing buffer is an
+    error that would stop the commands after it."""
+    buffer = ANSWER_BUFFER + pane_id
+    return ["set-buffer", "-b", buffer, "x", ";", "delete-buffer", "-b", buffer]
 
 
 def _lines(text: str) -> list[str]:

@@ -17,6 +17,14 @@ BUILTIN_BACKENDS: dict[str, dict] = {
         "resume_argv": ["claude", "-p", "--permission-mode", "acceptEdits", "--resume", "{conversation}"],
         "description": "Claude Code, print mode, may edit files in its cwd; each turn resumes its conversation",
     },
+    "claude-tmux": {
+        "kind": "tmux",
+        "argv": ["claude", "--session-id", "{conversation}"],
+        "resume_argv": ["claude", "--resume", "{conversation}"],  # --session-id refuses an id in use
+        "turn_end": "hook",
+        "description": "Claude Code's own terminal UI in tmux (tmux attach to watch); its hooks end the turns "
+                       "and hand in the answers (hooks/README.md)",
+    },
     "codex": {
         "kind": "command",
         # exec asks for no approvals; workspace-write lets codex's tools write in the session's

@@ -103,13 +103,14 @@ class TmuxBackendConfig(_Strict):
 
     kind: Literal["tmux"]
     argv: list[str]
+    resume_argv: list[str] | None = None  # a program started again once its conversation had a prompt
     turn_end: Literal["hook", "quiet"] = "hook"  # hook: the agent writes await to status
     quiet_seconds: float = Field(default=5.0, gt=0)  # quiet: pane unchanged this long ends a turn
     ready_seconds: float = Field(default=2.0, ge=0)  # time the program gets to start before the first prompt
     env: dict[str, str] = {}
     description: str = ""
 
-    _argv = field_validator("argv")(_check_argv)
+    _argv = field_validator("argv", "resume_argv")(_check_argv)
 
 
 class OpenAIBackendConfig(_Strict):

@@ -28,6 +28,7 @@ def session_directory(sessions: Sessions, session: Session, mailbox: list[Node] 
                 f"{name} prompt of 0 bytes from {caller.uname} ignored: nothing to run"),
         ),
         *(_owner_files(sessions, session) if session.backend.owner_driven else [
+            _answer_file(sessions, session) if session.backend.hook_driven else
             TextFile("out", f"{key}/out", lambda: session.out),
             TextFile("status", f"{key}/status", lambda: _line(session.status_line()),
                      lambda line, caller: sessions.hook(name, line.split()[0])),
@@ -57,20 +58,26 @@ def _owner_files(sessions: Sessions, session: Session) -> list[Node]:
     """An external session's `out`, `status` and `next`, through which its owner is its agent (sessions/owned.py)."""
     name, key, owners = session.name, f"session/{session.name}", sessions.owners
     return [
-        CollectFile(
-            "out", f"{key}/out", render=lambda: session.out,
-            check=lambda size, caller: owners.check_answer(name, size),
-            belongs_to=lambda: session.turn,  # the answer is the running turn's at its first write, or no turn's
-            submit=lambda data, caller, turn: owners.answer(name, decoded_text(data, "answer"), turn),
-            abandoned=lambda data, caller: sessions.events.append(
-                f"{name} answer of {len(data)} bytes from {caller.uname} abandoned: the connection closed before the file was closed"),
-            ignored=lambda caller: sessions.events.append(
-                f"{name} answer of 0 bytes from {caller.uname} ignored: write 'await' to status to end a turn with no answer"),
-        ),
+        _answer_file(sessions, session),
         TextFile("status", f"{key}/status", lambda: _line(session.status_line()),
                  lambda line, caller: owners.report(name, line, caller.uname)),
         StreamFile("next", f"{key}/next", lambda: NextCursor(owners, session)),
     ]
+
+
+def _answer_file(sessions: Sessions, session: Session) -> CollectFile:
+    """`out` that takes the running turn's answer: from an external session's owner, or a hook-driven agent's hook."""
+    name, key, owners = session.name, f"session/{session.name}", sessions.owners
+    return CollectFile(
+        "out", f"{key}/out", render=lambda: session.out,
+        check=lambda size, caller: owners.check_answer(name, size, caller.uname),
+        belongs_to=lambda: session.turn,  # the answer is the running turn's at its first write, or no turn's
+        submit=lambda data, caller, turn: owners.answer(name, decoded_text(data, "answer"), turn, caller.uname),
+        abandoned=lambda data, caller: sessions.events.append(
+            f"{name} answer of {len(data)} bytes from {caller.uname} abandoned: the connection closed before the file was closed"),
+        ignored=lambda caller: sessions.events.append(
+            f"{name} answer of 0 bytes from {caller.uname} ignored: write 'await' to status to end a turn with no answer"),
+    )
 
 
 def _line(text: str) -> str:

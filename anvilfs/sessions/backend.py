@@ -25,6 +25,10 @@ Backends whose answers do not come from a real model set ``simulated``, and
 everything that shows the session says so. A backend that is ``owner_driven``
 (external) runs no turns: its session's owner, outside anvilfs, takes the
 prompts and ends the turns through the session's files (sessions/owned.py).
+One that is ``hook_driven`` (tmux, turn_end = "hook") runs turns its agent's
+hooks end: through `status` (agent.hook) or by handing in the answer through
+`out` (owned.py), which the agent hears of as the hook's await; an agent that
+finds the answer itself gives it to ``output.answer``.
 """
 
 from __future__ import annotations
@@ -62,6 +66,10 @@ class Output(Protocol):
 
     def note(self, text: str) -> None:
         """Text for the transcript (`log`) only, e.g. a failed command's stderr."""
+
+    def answer(self, text: str) -> None:
+        """The whole answer, as the agent itself handed it in (a tmux agent's hook): `out` and `log`
+        get it in place of what was written, which stays what `stream` showed."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,6 +142,7 @@ class Backend(abc.ABC):
     kind: str = ""
     simulated = False
     owner_driven = False  # the session's owner, not a runner, takes its prompts and ends its turns
+    hook_driven = False  # its agents' hooks end their turns (status) and may hand in the answer (out)
     description = ""
 
     def __init__(self, name: str):

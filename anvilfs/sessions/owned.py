@@ -18,13 +18,20 @@ conductor or any program outside anvilfs, is the agent. It
 
 Everything else (stop, kill, interrupt, restart, clear, remove, wait) is the
 same as for any session; the owner learns of it from `status` or `events`.
+
+A hook-driven agent (tmux, turn_end = "hook") answers through `out` too: its
+hook (`anvilfs hook await`, anvilfs/client/hook.py) writes the turn's answer
+as the session itself (uname = its name, from ANVILFS_SESSION). The answer
+takes the place of the pane's text, which was only the turn's `stream`, and
+ends the turn as the hook's `await` would; only the agent may, and only while
+a turn runs.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..errors import Busy, InvalidRequest, LimitExceeded
+from ..errors import Busy, InvalidRequest, LimitExceeded, NotPermitted
 from ..journal import has_line_breakers, one_line
 from .session import Prompt, Session, Turn
 from .states import Event, IllegalTransition, State
@@ -103,24 +110,45 @@ class Owners:
             return session.turn is not None and not session.turn.done and session.turn.prompt is not None
         return bool(session.queue) and session.state is not State.STARTING
 
-    def check_answer(self, name: str, size: int) -> None:
-        """What a write to `out` can be refused for early: too large, or no turn running to answer."""
-        session = self._owned(name)
+    def check_answer(self, name: str, size: int, writer: str = "") -> None:
+        """What a write to `out` can be refused for early: too large, the wrong writer, or no turn running."""
+        session = self.sessions.get(name)
+        if not size:
+            return  # opening out to read it is never refused
+        if not session.backend.owner_driven:
+            self._check_agent(session, writer)
         limit = self.sessions.limits.max_prompt_bytes
         if size > limit:
             raise LimitExceeded(f"send at most {limit} bytes: the answer for {name} is too long ({size} bytes)")
-        if size and session.state is not State.RUNNING:
+        if session.state is State.RUNNING:
+            return
+        if session.backend.owner_driven:
             raise Busy(f"out: begin a turn first (write 'running' to status, or read next): out takes the answer "
                        f"of the running turn, and {name} is {session.status_line()}")
+        raise Busy(f"out: hand in an answer while its turn runs: {name} is {session.status_line()}, so this one "
+                   "would be no turn's")
 
-    def answer(self, name: str, text: str, turn: Turn | None = None) -> None:
+    @staticmethod
+    def _check_agent(session: Session, writer: str) -> None:
+        if not session.backend.hook_driven:
+            raise InvalidRequest(f"out: only an external session's owner or a hook-driven agent writes it; "
+                                 f"{session.name} is on {session.backend.kind} backend {session.backend.name}")
+        if writer != session.name:
+            raise NotPermitted(f"out: only {session.name}'s own agent hands in its answer (its hook's `anvilfs hook "
+                               f"await`, as uname {session.name}); {writer or 'this writer'} is not it")
+
+    def answer(self, name: str, text: str, turn: Turn | None = None, writer: str = "") -> None:
         """The bytes of one open of `out`: the answer of the turn running when they began (`turn`, if
         given), which ends (await) with it; refused if that turn is over, even if another runs now."""
-        self.check_answer(name, len(text.encode()))
+        self.check_answer(name, len(text.encode()), writer)
         session = self.sessions.get(name)
         if turn is not None and (session.turn is not turn or turn.done):
             raise Busy(f"out: this answer was begun in turn {turn.number}, which has ended; write the answer of "
                        f"turn {session.turn.number if session.turn else '?'} on a new open of out")
-        session.turn.write(text)
+        if session.backend.owner_driven:
+            session.turn.write(text)
+        else:
+            session.turn.answer(text)  # in place of the pane's text, which was the turn's stream
+            session.agent.hook("await")  # a runner's turn stops following the pane; saved() notes the await
         session.end_turn(Event.TURN_DONE)
         self.sessions._save_answered(session)  # the log and out first, then the .toml

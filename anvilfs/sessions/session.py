@@ -53,6 +53,7 @@ class Turn:
     started: str = field(default_factory=timestamp)
     chunks: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # for the log only (stderr, diagnostics)
+    given: str | None = None  # the answer as the agent handed it in whole (its hook), in place of the chunks
     done: bool = False
     changes: Changes = field(default_factory=Changes)
 
@@ -65,12 +66,16 @@ class Turn:
         if text:
             self.notes.append(text)
 
+    def answer(self, text: str) -> None:
+        """The turn's answer, whole: `out` and the log get it, not what streamed (a tmux pane's text)."""
+        self.given = text
+
     def finish(self) -> None:
         self.done = True
         self.changes.bump()
 
     def text(self) -> str:
-        return "".join(self.chunks)
+        return self.given if self.given is not None else "".join(self.chunks)
 
 
 class _TimedChanges(Changes):

@@ -11,16 +11,20 @@ on theirs, so the backends under test are the built-in ones of
 anvilfs/config/builtin.py unless a test gives a config file. Each server
 gets a HOME of its own (the CLIs keep their settings and conversations
 there), made before the server starts by ``home=`` (a function of the HOME
-path) when a CLI needs files in it.
+path) when a CLI needs files in it. ``args`` go to `anvilfs serve` (e.g.
+--tmux-socket), and ``srv.again(log_name=...)`` starts another server on the
+same state, arguments and environment (after the test stopped the first).
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import shutil
 import tempfile
-from collections.abc import Callable, Iterator
+import time
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from harness import agent_clis, prerequisites
@@ -42,7 +46,8 @@ def cli_bin(name: str) -> Path:
 
 @contextlib.contextmanager
 def agent_server(stub: StubModels, *clis: str, env: dict[str, str] | None = None, config: str = "",
-                 home: Callable[[Path], None] | None = None, keep: bool = False) -> Iterator[AnvilServer]:
+                 home: Callable[[Path], None] | None = None, keep: bool = False,
+                 args: Sequence[str] = ()) -> Iterator[AnvilServer]:
     """A real ``anvilfs serve`` whose agents find the named CLIs first on PATH and a private HOME."""
     paths = [str(cli_bin(name)) for name in clis]
     base = Path(tempfile.mkdtemp(prefix="anvil."))
@@ -51,13 +56,14 @@ def agent_server(stub: StubModels, *clis: str, env: dict[str, str] | None = None
         home_dir.mkdir()
         if home is not None:
             home(home_dir)
-        args = []
+        args = list(args)
         if config:
             (base / "config.toml").write_text(config)
-            args = ["--config", str(base / "config.toml")]
+            args += ["--config", str(base / "config.toml")]
         server_env = {"HOME": str(home_dir), "PATH": os.pathsep.join([*paths, os.environ.get("PATH", os.defpath)]),
                       **(env or {})}
         srv = start_server(base, extra_args=args, env=server_env)
+        srv.again = functools.partial(start_server, base, extra_args=args, env=server_env)
         try:
             yield srv
         finally:
@@ -89,3 +95,12 @@ def turn(srv: AnvilServer, name: str, prompt: str, *, expect: str = "await") -> 
                                         + cli(srv, "read", "agent/errors") + "\nstatus: "
                                         + cli(srv, "read", f"agent/{name}/status"))
     return cli(srv, "read", f"agent/{name}/out")
+
+
+def wait_until(check: Callable[[], object], what: str, timeout: float = TURN_TIMEOUT) -> None:
+    """Poll another process's state (nothing to block on across processes) until check() holds, or fail."""
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
+        time.sleep(0.05)

@@ -1,140 +1,34 @@
-"""The tmux backend with real tmux driving tests/fakes/fake_agent.py --interactive.
+"""The tmux backend with real tmux driving tests/fakes/fake_agent.py --interactive: windows, turns, adoption.
 
-Every test runs its own tmux server (-L, a unique socket name) and kills it
-in the end, so a person's tmux is never touched. The fake agent's hook
-(ANVILFS_HOOK) is a tiny client of a unix socket the test serves: each
-word it sends arrives on a trio channel, the test calls agent.hook(word),
-and only then is the hook (and so the fake agent) let go, as `anvilfs write`
-returns only once the server has taken the status.
+The hooks' part (words, answers, the hook script) is in test_tmux_hooks.py;
+the common parts are in tests/harness/tmux_agents.py.
 """
 
 from __future__ import annotations
 
 import os
 import shlex
-import shutil
-import subprocess
 import sys
-import tempfile
 from collections.abc import Iterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
 import trio
 
-from anvilfs.backends.tmux import TmuxAgent, TmuxBackend
+from anvilfs.backends.tmux import TmuxBackend
 from anvilfs.config.model import TmuxBackendConfig
 from anvilfs.sessions.backend import AgentExited, AgentFailed, SessionInfo, TurnFailed
-from harness.tmux import PaneLooks, private_tmux
+from harness.tmux import private_tmux
+from harness.tmux_agents import (FAKE, MARKER, TMUX_SESSION, Recorder, backend, cut_off, pane_text, session,
+                                 started, tmux, until)
 
 pytestmark = pytest.mark.needs("tmux")
-
-FAKE = Path(__file__).parent.parent / "fakes" / "fake_agent.py"
-HOOKS = Path(__file__).parents[2] / "hooks"
-MARKER = "fake> "
-TMUX_SESSION = "anvilfs-test"
-HOOK_CLIENT = """\
-import socket, sys
-s = socket.socket(socket.AF_UNIX)
-s.connect(sys.argv[1])
-s.sendall(sys.argv[2].encode() + b"\\n")
-s.recv(1)
-"""
 
 
 @pytest.fixture
 def tmux_socket() -> Iterator[str]:
-    with private_tmux() as name:
+    with private_tmux() as name:  # a tmux server of the test's own, killed after it
         yield name
-
-
-def backend(tmux_socket: str, **settings) -> TmuxBackend:
-    config = TmuxBackendConfig(kind="tmux", argv=[sys.executable, str(FAKE), "--interactive"], ready_seconds=0,
-                               **settings)
-    return TmuxBackend("fake-tmux", config, tmux_session=TMUX_SESSION, tmux_socket=tmux_socket)
-
-
-def session(tmp_path: Path, name: str = "bot1") -> SessionInfo:
-    return SessionInfo(name=name, cwd=str(tmp_path), env={"ANVILFS_SESSION": name})
-
-
-def tmux(socket: str, *args: str) -> str:
-    return subprocess.run(["tmux", "-L", socket, *args], capture_output=True, text=True).stdout
-
-
-async def until(predicate, timeout: float = 10.0) -> None:
-    """Poll external state (tmux, processes) until predicate() holds."""
-    with trio.fail_after(timeout):
-        while not predicate():
-            await trio.sleep(0.05)
-
-
-def pane_text(socket: str, agent: TmuxAgent) -> str:
-    return tmux(socket, "capture-pane", "-p", "-t", agent.saved()["pane"])
-
-
-async def started(socket: str, agent: TmuxAgent) -> TmuxAgent:
-    await agent.start()
-    await until(lambda: MARKER.strip() in pane_text(socket, agent))  # the fake is reading its terminal
-    return agent
-
-
-class Recorder:
-    """An Output that can be waited on; ``number`` is the session's turn number it stands for."""
-
-    def __init__(self, number: int = 1) -> None:
-        self.number = number
-        self.chunks: list[str] = []
-        self._changed = trio.Event()
-
-    def write(self, text: str) -> None:
-        self.chunks.append(text)
-        self._changed.set()
-        self._changed = trio.Event()
-
-    def note(self, text: str) -> None:
-        pass
-
-    def text(self) -> str:
-        return "".join(self.chunks)
-
-    async def wait_for(self, text: str) -> None:
-        with trio.fail_after(10):
-            while text not in self.text():
-                await self._changed.wait()
-
-
-@asynccontextmanager
-async def hook_words():
-    """(the env that makes the fake agent report its hooks, a channel of (word, let_go) pairs)."""
-    directory = tempfile.mkdtemp(prefix="anvt")  # short: unix socket paths are limited
-    path = os.path.join(directory, "hook.sock")
-    client = os.path.join(directory, "hook.py")
-    Path(client).write_text(HOOK_CLIENT)
-    send, receive = trio.open_memory_channel(0)
-
-    async def handle(stream) -> None:
-        async with stream:
-            data = b""
-            while not data.endswith(b"\n"):
-                data += await stream.receive_some()
-            let_go = trio.Event()
-            await send.send((data.decode().strip(), let_go))
-            await let_go.wait()
-            await stream.send_all(b"k")
-
-    sock = trio.socket.socket(trio.socket.AF_UNIX)
-    try:
-        await sock.bind(path)
-        sock.listen()
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(trio.serve_listeners, handle, [trio.SocketListener(sock)])
-            yield {"ANVILFS_HOOK": shlex.join([sys.executable, client, path])}, receive
-            nursery.cancel_scope.cancel()
-    finally:
-        sock.close()
-        shutil.rmtree(directory, ignore_errors=True)
 
 
 def test_the_fake_agent_is_there():
@@ -195,38 +89,6 @@ async def test_start_fails_for_a_missing_cwd_or_a_program_that_ends(tmux_socket,
     quitter = TmuxBackend("quitter", config, tmux_session=TMUX_SESSION, tmux_socket=tmux_socket)
     with pytest.raises(AgentFailed, match="ended within ready_seconds"):
         await quitter.agent(session(tmp_path)).start()
-
-
-async def test_a_hook_turn_streams_and_ends_only_when_the_hook_says_await(tmux_socket, tmp_path):
-    gate = tmp_path / "gate"
-    async with hook_words() as (env, words):
-        fake = backend(tmux_socket, turn_end="hook", quiet_seconds=0.05, env={**env, "FAKE_AGENT_GATE": str(gate)})
-        agent = await started(tmux_socket, fake.agent(session(tmp_path)))
-        looks = PaneLooks(fake.tmux)
-        output, done = Recorder(), trio.Event()
-
-        async def turn() -> None:
-            await agent.turn("fake:slow hello", output)
-            done.set()
-
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(turn)
-            word, let_go = await words.receive()
-            assert (word, agent.hook(word)) == ("running", True)
-            let_go.set()
-            await output.wait_for(f"{MARKER}fake:slow hello\n")  # streamed while the agent still works
-            assert not done.is_set()
-            gate.touch()
-            word, let_go = await words.receive()
-            assert word == "await"  # the answer is all on screen now
-            await looks.wait_more(3)  # a quiet pane, POLL apart: quiet_seconds would have ended the turn
-            assert not done.is_set()
-            assert agent.hook("await") is True
-            let_go.set()
-            with trio.fail_after(10):
-                await done.wait()
-    assert "[fake agent] conversation - turn 1: this answer comes from tests/fakes/fake_agent.py" in output.text()
-    assert "the first line was: fake:slow hello" in output.text()
 
 
 async def test_a_quiet_turn_ends_when_the_pane_is_quiet_with_only_that_turns_text(tmux_socket, tmp_path):
@@ -322,46 +184,6 @@ async def test_kill_and_stop_remove_the_window(tmux_socket, tmp_path):
         assert "is gone" in await stopped.wait_exit()
 
 
-@pytest.mark.parametrize(
-    ("env", "expected"),
-    [
-        ({}, None),
-        ({"ANVILFS_SESSION": "bot1"}, "write agent/bot1/status await"),
-        ({"ANVILFS_SESSION": "bot1", "ANVILFS_ADDRESS": "unix!/tmp/x"}, "-a unix!/tmp/x write bot1/status await"),
-    ],
-)
-def test_the_hook_script_writes_the_status_only_for_an_anvilfs_session(tmp_path, env, expected):
-    record = tmp_path / "argv"
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    (bin_dir / "anvilfs").write_text(f'#!/bin/sh\necho "$*" > {shlex.quote(str(record))}\n')
-    (bin_dir / "anvilfs").chmod(0o755)
-    clean = {"PATH": f"{bin_dir}:/usr/bin:/bin", **env}
-    result = subprocess.run([str(HOOKS / "anvilfs-status"), "await"], env=clean, capture_output=True)
-    assert result.returncode == 0
-    assert (record.read_text().strip() if record.exists() else None) == expected
-
-
-def test_the_hook_script_says_when_anvilfs_is_not_on_path(tmp_path):
-    clean = {"PATH": str(tmp_path), "ANVILFS_SESSION": "bot1"}  # sh finds its builtins; no anvilfs there
-    result = subprocess.run(["/bin/sh", str(HOOKS / "anvilfs-status"), "await"], env=clean, capture_output=True, text=True)
-    assert result.returncode == 1
-    assert f"the anvilfs command is not on PATH ({tmp_path})" in result.stderr
-
-
-async def cut_off(agent: TmuxAgent, socket: str, prompt: str, number: int, gate: Path) -> None:
-    """Type a prompt whose answer waits at the gate, then cancel the turn as a stopping server does; open the gate."""
-    with trio.CancelScope() as scope:
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(agent.turn, prompt, Recorder(number))
-            await until(lambda: "this answer comes from" not in pane_text(socket, agent).split(prompt)[-1]
-                        and "[fake agent] conversation" in pane_text(socket, agent).split(prompt)[-1])
-            scope.cancel()
-    gate.touch()  # the rest of the answer comes while no server is there
-    await until(lambda: f"the first line was: {prompt}\n" in pane_text(socket, agent)
-                and pane_text(socket, agent).rstrip().endswith(MARKER.strip()))  # and the fake reads again
-
-
 async def test_a_turn_cut_off_by_a_stopping_server_is_followed_whole_by_the_next(tmux_socket, tmp_path):
     gate = tmp_path / "gate"
     fake = backend(tmux_socket, turn_end="quiet", quiet_seconds=0.5, env={"FAKE_AGENT_GATE": str(gate)})
@@ -379,22 +201,6 @@ async def test_a_turn_cut_off_by_a_stopping_server_is_followed_whole_by_the_next
         await adopted.follow(Recorder(3))
 
 
-async def test_a_turn_whose_hook_found_no_server_is_ended_by_what_the_hook_left_in_the_pane(tmux_socket, tmp_path):
-    gate = tmp_path / "gate"
-    env = {"ANVILFS_HOOK": str(HOOKS / "anvilfs-status"), "FAKE_AGENT_GATE": str(gate),
-           "ANVILFS_ADDRESS": f"unix!{tmp_path}/no-server-here", "PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin"}
-    fake = backend(tmux_socket, turn_end="hook", env=env)
-    agent = await started(tmux_socket, fake.agent(session(tmp_path)))
-    await cut_off(agent, tmux_socket, "fake:slow hooked", 1, gate)
-    await until(lambda: tmux(tmux_socket, "show-options", "-p", "-v", "-t", agent.saved()["pane"],
-                             "@anvilfs-hook").strip() == "await")  # the hook ran, found no server, said so here
-    adopted = await backend(tmux_socket, turn_end="hook").adopt(session(tmp_path), agent.saved())
-    output = Recorder(1)
-    with trio.fail_after(10):
-        await adopted.follow(output)  # no hook word will ever come to this server
-    assert "the first line was: fake:slow hooked\n" in output.text()
-
-
 async def test_output_is_found_after_tmux_trims_a_full_history(tmux_socket, tmp_path):
     tmux(tmux_socket, "new-session", "-d", "-s", "keep", "--", "sleep", "600")  # holds the server for the option
     tmux(tmux_socket, "set-option", "-g", "history-limit", "100")  # full at once; dropped 10 rows at a time
@@ -408,30 +214,18 @@ async def test_output_is_found_after_tmux_trims_a_full_history(tmux_socket, tmp_
         assert f"the first line was: burst {n}\n" in output.text()
 
 
-async def test_an_await_the_old_server_took_is_in_saved_and_ends_the_followed_turn(tmux_socket, tmp_path):
-    """The old server answered the hook's await and was killed before it ended the turn: the next follows no more."""
-    gate = tmp_path / "gate"
-    fake = backend(tmux_socket, turn_end="hook", env={"FAKE_AGENT_GATE": str(gate)})  # no hook script: no word in the pane
-    agent = await started(tmux_socket, fake.agent(session(tmp_path)))
-    await cut_off(agent, tmux_socket, "fake:slow hooked", 1, gate)
-    saved = agent.saved() | {"hook_await": 1}  # what the killed server had saved before answering the hook
-    adopted = await backend(tmux_socket, turn_end="hook").adopt(session(tmp_path), saved)
-    output = Recorder(1)
-    with trio.fail_after(10):
-        await adopted.follow(output)
-    assert "the first line was: fake:slow hooked\n" in output.text()
-    assert adopted.saved()["hook_await"] == 1
-
-
-async def test_the_hooks_await_is_kept_in_saved(tmux_socket, tmp_path):
-    fake = backend(tmux_socket, turn_end="hook")
-    agent = await started(tmux_socket, fake.agent(session(tmp_path)))
-    with trio.fail_after(20):  # the turn ends at the hook's await, or the test fails (it hung here)
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(agent.turn, "hello", Recorder(1))
-            # the answer may be in the pane before the turn's typing commands return: the await must
-            # be taken all the same (it hung here when the turn was armed only after typing)
-            await until(lambda: "the first line was: hello" in pane_text(tmux_socket, agent))
-            assert "hook_await" not in agent.saved()
-            assert agent.hook("await")
-    assert agent.saved()["hook_await"] == 1
+async def test_a_restarted_program_resumes_its_conversation_once_it_had_a_prompt(tmux_socket, tmp_path):
+    state = tmp_path / "fake-state"
+    argv = [sys.executable, str(FAKE), "--interactive", "--session-id", "{conversation}"]
+    config = TmuxBackendConfig(kind="tmux", argv=argv, resume_argv=[*argv[:-2], "--resume", "{conversation}"],
+                               turn_end="quiet", quiet_seconds=0.5, ready_seconds=0, env={"FAKE_AGENT_STATE": str(state)})
+    resuming = TmuxBackend("resuming", config, tmux_session=TMUX_SESSION, tmux_socket=tmux_socket)
+    info = SessionInfo(name="bot1", cwd=str(tmp_path), conversation="c-9")
+    first = await started(tmux_socket, resuming.agent(info))
+    assert "begun" not in first.saved()
+    await first.turn("hello", Recorder())
+    assert first.saved()["begun"] is True
+    await first.kill()
+    again = await started(tmux_socket, resuming.agent(info, first.saved()))  # as a restart makes it
+    command = Path(f"/proc/{again.pid}/cmdline").read_bytes().split(b"\0")
+    assert b"--resume" in command and b"c-9" in command

@@ -1,0 +1,106 @@
+"""tmux as the tmux backend sees it: one look at a pane, where a turn began, the commands.
+
+The backend (tmux.py) follows a turn by looking at its pane: a Pane is one
+look (the cursor's row, the history's size and limit, the word a hook left
+in the pane), a TurnStart the row where the turn's text begins, found again
+as tmux trims the history, and Tmux runs the commands (argv lists, never a
+shell) on the default tmux server or a private one.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from dataclasses import dataclass
+
+import trio
+
+HOOK_OPTION = "@anvilfs-hook"  # pane option: a word the agent's hook could not write to us (hooks/anvilfs-status)
+PANE_FORMAT = "\t".join("#{%s}" % name for name in (
+    "pane_id", "pane_pid", "window_id", "pane_dead", "pane_dead_status", "history_size", "history_limit", "cursor_y",
+    HOOK_OPTION))
+
+
+@dataclass(frozen=True, slots=True)
+class Pane:
+    """One look at a pane; ``row`` is the cursor's row counted from the top of the history."""
+
+    id: str
+    pid: int
+    window: str
+    dead: bool
+    status: str
+    history: int  # rows in the history now
+    limit: int  # rows the history keeps; when full, tmux drops the oldest tenth
+    row: int
+    hook: str = ""  # "await" once the hook found no server to take the turn's end
+
+    @classmethod
+    def parse(cls, line: str) -> Pane | None:
+        fields = line.rstrip("\n").split("\t")
+        if len(fields) != 9 or not fields[0].startswith("%"):
+            return None  # tmux answers an unknown pane with empty formats
+        pane, pid, window, dead, status, history, limit, cursor, hook = fields
+        return cls(pane, int(pid), window, dead == "1", status, int(history), int(limit), int(history) + int(cursor),
+                   hook)
+
+
+@dataclass(slots=True)
+class TurnStart:
+    """The row where a turn's text begins, found again as output scrolls and tmux trims the history.
+
+    A full history loses its oldest tenth (history_limit // 10 rows) at a
+    time. The rows seen at each look tell how many such trims happened, unless
+    a burst of output went past in between: then the rows just above the
+    start (the anchor) tell which of the possible places is right.
+    """
+
+    row: int  # counted from the top of the history
+    history: int  # history_size at the last look
+    anchor: list[str]  # the rows just above the start row
+
+    def find(self, pane: Pane, rows: list[str]) -> int:
+        """The start row's index in rows (the whole history and screen, as they are now)."""
+        chunk = max(pane.limit // 10, 1)
+        if pane.history < self.history:
+            self.row -= chunk * -((pane.history - self.history) // chunk)  # the fewest trims that explain it
+        self.history = pane.history
+        for row in range(self.row, 0, -chunk):  # the fewest trims first, then more
+            if rows[max(row - len(self.anchor), 0):row] == self.anchor[max(len(self.anchor) - row, 0):]:
+                self.row = row
+                break
+        return max(self.row, 0)
+
+    def marker(self, turn: int) -> str:
+        return json.dumps({"turn": turn, "row": self.row, "history": self.history, "anchor": self.anchor})
+
+    @classmethod
+    def from_marker(cls, text: str, turn: int) -> TurnStart | None:
+        """The start the marker records, if it is the one of that turn."""
+        try:
+            mark = json.loads(text)
+            if mark.get("turn") == turn:
+                return cls(int(mark["row"]), int(mark["history"]), [str(row) for row in mark["anchor"]])
+        except (ValueError, TypeError, KeyError, AttributeError):
+            pass  # not ours, or damaged: as if there were none
+        return None
+
+
+class Tmux:
+    """tmux commands on one server: the default one, or a private one (-L socket) for tests."""
+
+    def __init__(self, socket: str | None = None):
+        self.argv = ["tmux", "-u", "-L", socket] if socket else ["tmux", "-u"]  # -u: UTF-8 whatever the locale
+
+    async def run(self, *args: str, stdin: bytes = b"") -> subprocess.CompletedProcess:
+        try:
+            return await trio.run_process([*self.argv, *args], stdin=stdin, capture_stdout=True,
+                                          capture_stderr=True, check=False)
+        except OSError as exc:
+            return subprocess.CompletedProcess(args, 127, b"", str(exc).encode())
+
+    async def pane(self, pane_id: str) -> Pane | None:
+        """The pane now, or None if it (or the whole tmux server) is gone."""
+        result = await self.run("display-message", "-p", "-t", pane_id, PANE_FORMAT)
+        pane = Pane.parse(result.stdout.decode()) if result.returncode == 0 else None
+        return pane if pane is not None and pane.id == pane_id else None

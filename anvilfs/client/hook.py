@@ -1,0 +1,183 @@
+"""`anvilfs hook running|await`: an agent's hook reports its turn, and hands in the answer at its end.
+
+    anvilfs hook running   write `running` to $ANVILFS_SESSION/status
+    anvilfs hook await     the turn's answer, from the hook's input on stdin, is written to
+                           $ANVILFS_SESSION/out (as uname $ANVILFS_SESSION): the session takes it as
+                           the running turn's answer and ends the turn. With no answer in the input,
+                           or one the server refused, `await` is written to status instead, and the
+                           turn's answer is the text of the agent's pane.
+
+The input is the JSON Claude Code gives its Stop hook: `last_assistant_message`,
+else the last assistant text in the transcript at `transcript_path` (after
+the turn's prompt: never an earlier turn's). Other agents' hooks, whose input
+is not that (or a terminal, or nothing), end the turn with `await` alone.
+
+No `await` follows an answer the server took: the answer ended the turn, and a
+second word could arrive after the next prompt was typed and end that turn.
+
+Before it connects, inside tmux, the answer is kept in the tmux buffer
+anvilfs-answer-$TMUX_PANE: should no server answer (one restarting), the
+hook's script leaves `await` in the pane (hooks/anvilfs-status) and the next
+server, adopting the agent, takes the answer from there (backends/tmux.py).
+Exit status 0 when the server took the word (or the answer), 3 when it
+refused the word (it is there, and said why on stderr), 1 when no server
+answered: only then does the script keep the word in the pane, where a
+refused one could end the turn that comes next.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from .client import Client, ServerError
+from .commands import CommandError
+
+WORDS = ("running", "await")
+ANSWER_BUFFER = "anvilfs-answer-"  # + $TMUX_PANE: where backends/tmux.py looks for a kept answer
+EXIT_REFUSED = 3  # the server answered, and refused the word: hooks/anvilfs-status keeps nothing in the pane
+INPUT_WAIT = 5.0  # seconds the hook's input may take to end (Claude Code writes it at once and closes it)
+TRANSCRIPT_TAIL = 8 << 20  # bytes of the transcript read, from its end: a long session's is large
+
+
+def _hook_args(p) -> None:
+    p.add_argument("word", choices=WORDS, metavar="running|await",
+                   help="the turn began (running) or ended (await: the answer is read from stdin)")
+    p.set_defaults(before_connecting=take_input)
+
+
+PARSERS = {
+    "hook": ("report the turn of the agent of $ANVILFS_SESSION; at await, hand in its answer",
+             "Run by an agent's hook (hooks/anvilfs-status). The answer comes from the hook's JSON input "
+             "(Claude Code's last_assistant_message or transcript_path); without one, the turn ends with the "
+             "text of the agent's tmux pane.",
+             ["anvilfs hook running", "anvilfs hook await < stop-hook-input.json"], _hook_args),
+}
+
+
+def take_input(args) -> None:
+    """Before connecting: the session, and (at await) the answer, kept in tmux in case no server answers."""
+    args.session = os.environ.get("ANVILFS_SESSION", "")
+    if not args.session:
+        raise CommandError("hook: ANVILFS_SESSION is not set: `anvilfs hook` is run by the hook of an agent that "
+                           "anvilfs started, which sets it to the session's name")
+    args.answer = answer_of(read_input(sys.stdin)) if args.word == "await" else ""
+    if args.answer and os.environ.get("TMUX_PANE"):
+        keep(args.answer, os.environ["TMUX_PANE"])
+
+
+def hook(client: Client, root: str, args) -> int:
+    where = f"{root.strip('/')}/{args.session}".lstrip("/")
+    if args.answer:
+        try:
+            client.write_file(f"{where}/out", args.answer.encode())
+            return 0  # the answer ended the turn
+        except ServerError as exc:
+            print(f"anvilfs: hook: {where}/out refused the answer ({exc}); ending the turn with await, whose "
+                  "answer is the agent's pane", file=sys.stderr)
+    try:
+        client.write_file(f"{where}/status", f"{args.word}\n".encode())
+    except ServerError as exc:
+        print(f"anvilfs: hook: {where}/status: {exc}", file=sys.stderr)
+        return EXIT_REFUSED
+    return 0
+
+
+COMMANDS = {"hook": hook}
+
+
+def read_input(stream) -> bytes:
+    """The hook's input: all of it once it ends, or b"" for a terminal or an input that does not end in time."""
+    import select  # noqa: PLC0415 - here: every client command imports this module, few of them read a hook's input
+    import time  # noqa: PLC0415
+
+    if stream.isatty():
+        return b""  # a person trying the command: nothing to wait for
+    fd, data = stream.fileno(), bytearray()
+    deadline = time.monotonic() + INPUT_WAIT
+    while (left := deadline - time.monotonic()) > 0:
+        if not select.select([fd], [], [], left)[0]:
+            break
+        chunk = os.read(fd, 1 << 16)
+        if not chunk:
+            return bytes(data)
+        data += chunk
+    return b""  # never ended: not a hook's input to read
+
+
+def answer_of(data: bytes) -> str:
+    """The turn's answer in a hook's JSON input, ending in a newline; "" if it has none."""
+    import json  # noqa: PLC0415 - as in read_input
+
+    try:
+        event = json.loads(data)
+    except ValueError:
+        return ""
+    if not isinstance(event, dict):
+        return ""
+    answer = event.get("last_assistant_message")
+    if not (isinstance(answer, str) and answer.strip()):
+        path = event.get("transcript_path")
+        answer = transcript_answer(path) if isinstance(path, str) and path else ""
+    return answer if not answer or answer.endswith("\n") else answer + "\n"
+
+
+def transcript_answer(path: str) -> str:
+    """The text of the last assistant message after the last prompt in a Claude Code transcript (JSONL)."""
+    import json  # noqa: PLC0415
+
+    message_id, texts = None, []
+    for line in _tail_lines(path):
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue
+        message = entry.get("message") if isinstance(entry, dict) and not entry.get("isSidechain") else None
+        if not isinstance(message, dict) or entry.get("isMeta"):
+            continue
+        if entry.get("type") == "user" and _is_prompt(message.get("content")):
+            message_id, texts = None, []  # a new turn: what was said before is not its answer
+        elif entry.get("type") == "assistant" and (text := _text(message.get("content"))):
+            if message.get("id") is None or message.get("id") != message_id:
+                message_id, texts = message.get("id"), []
+            texts.append(text)  # one message may be written as several lines, a block each
+    return "\n".join(texts)
+
+
+def _tail_lines(path: str) -> list[bytes]:
+    try:
+        with open(path, "rb") as f:
+            size = f.seek(0, os.SEEK_END)
+            f.seek(max(size - TRANSCRIPT_TAIL, 0))
+            data = f.read()
+    except OSError:
+        return []
+    lines = data.split(b"\n")
+    return lines[1:] if size > TRANSCRIPT_TAIL else lines  # the first may be cut
+
+
+def _is_prompt(content) -> bool:
+    """A user entry that is a prompt, not a tool's result."""
+    return isinstance(content, str) or (isinstance(content, list) and any(
+        isinstance(block, dict) and block.get("type") == "text" for block in content))
+
+
+def _text(content) -> str:
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        return ""
+    return "\n".join(block["text"] for block in content
+                     if isinstance(block, dict) and block.get("type") == "text" and isinstance(block.get("text"), str)
+                     and block["text"])
+
+
+def keep(answer: str, pane: str) -> None:
+    """Keep the answer in the tmux buffer the next server looks in (best effort: the server may take it anyway)."""
+    import subprocess  # noqa: PLC0415 - as in read_input
+
+    try:
+        subprocess.run(["tmux", "load-buffer", "-b", ANSWER_BUFFER + pane, "-"], input=answer.encode(),
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=5, check=False)
+    except (OSError, subprocess.SubprocessError):
+        pass  # no tmux here: the pane's text is the answer then

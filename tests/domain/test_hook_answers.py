@@ -1,0 +1,164 @@
+"""A hook-driven agent's answer through `out` (sessions/owned.py): who may hand it in, when, and what it does.
+
+The agent is a stand-in for a tmux agent with turn_end = "hook": its turn
+streams a pane's text and waits for the hook's await. The test is its hook,
+writing the session's `out` file (the real node of the tree) as the uname
+the hook's `anvilfs hook await` attaches with; the rest is the real App.
+"""
+
+from __future__ import annotations
+
+import tomllib
+
+import pytest
+import trio
+import trio.testing
+
+from anvilfs.backends import SimBackend
+from anvilfs.errors import Busy, InvalidRequest, LimitExceeded, NotPermitted
+from anvilfs.sessions import Agent, Backend, SessionLimits, State
+from anvilfs.sessions.states import IllegalTransition
+from anvilfs.tree import Caller
+from harness.apps import until
+
+PANE = "❯ fix it\n✻ Crunching… (esc to interrupt)\n────────\n"  # what such an agent's pane streams
+ANSWER = "Fixed: the test passes now.\n"
+
+
+class PaneAgent(Agent):
+    """Streams a TUI's screen, then waits for the hook's await, as TmuxAgent does with turn_end = "hook"."""
+
+    def __init__(self) -> None:
+        self.done = trio.Event()
+        self.heard: list[str] = []
+
+    async def start(self) -> None:
+        return None
+
+    async def turn(self, prompt, output) -> None:
+        self.done = trio.Event()
+        output.write(PANE)
+        await self.done.wait()
+
+    def hook(self, word: str) -> bool:
+        self.heard.append(word)
+        if word == "await":
+            self.done.set()
+        return True
+
+    async def kill(self) -> None:
+        return None
+
+
+class PaneBackend(Backend):
+    kind = "test-pane"
+    hook_driven = True
+
+    def availability(self) -> str:
+        return "ready"
+
+    def agent(self, session, saved=None) -> Agent:
+        return PaneAgent()
+
+
+async def hooked(running, **kwargs):
+    app = await running(backends={"pane": PaneBackend("pane"), "sim": SimBackend()}, **kwargs)
+    s = app.sessions.new("pane", "/tmp", name="a")
+    await until(lambda: s.state is State.IDLE)
+    return app, s
+
+
+def write_out(app, name: str, uname: str, text: str) -> None:
+    """One open of NAME/out as uname: a write, then the clunk that hands the bytes in."""
+    handle = app.root.lookup(name).lookup("out").open(Caller(uname))
+    handle.write(0, text.encode())
+    handle.clunk()
+
+
+async def test_the_agents_answer_ends_its_turn_and_is_out_in_place_of_the_pane(autojump_clock, running, tmp_path):
+    app, s = await hooked(running, state_dir=tmp_path)
+    app.sessions.submit("a", "fix it", "glenda")
+    await until(lambda: s.state is State.RUNNING and s.turn.chunks)
+    write_out(app, "a", "a", ANSWER)
+    assert s.state is State.AWAIT and s.out == ANSWER  # at once: the turn ended with the write
+    assert s.agent.heard == ["await"]  # the agent was told, so its turn stops following the pane
+    assert "".join(s.turn.chunks) == PANE  # what `stream` showed stays what streamed
+    log = s.log_text()
+    assert "--- answer 1 at " in log and log.endswith(f"Z\n{ANSWER}") and "Crunching" not in log, log
+    saved = tomllib.loads((tmp_path / "sessions" / "a.toml").read_text())
+    assert saved["status"]["state"] == "await"  # on disk before the write was answered, the answer first
+    assert (tmp_path / "sessions" / "a.out").read_text() == ANSWER
+    await until(lambda: not s.busy)  # the runner's turn returned, and found the turn ended
+    assert s.out == ANSWER and s.turn_count == 1
+
+
+async def test_a_turn_typed_into_the_agents_terminal_ends_with_its_answer(autojump_clock, running):
+    app, s = await hooked(running)
+    app.sessions.hook("a", "running")  # a person typed a prompt into the pane
+    write_out(app, "a", "a", ANSWER)
+    assert s.status_line() == "await" and s.out == ANSWER and "typed into the agent's terminal" in s.log_text()
+
+
+async def test_only_the_sessions_own_agent_hands_in_its_answer(autojump_clock, running):
+    app, s = await hooked(running)
+    app.sessions.submit("a", "fix it", "glenda")
+    await until(lambda: s.state is State.RUNNING)
+    with pytest.raises(NotPermitted, match=r"only a's own agent hands in its answer .*uname a.*glenda is not it"):
+        write_out(app, "a", "glenda", ANSWER)
+    app.root.lookup("a").lookup("out").open(Caller("glenda")).clunk()  # opening it (to read it) is anyone's
+    assert s.state is State.RUNNING and s.out == ""
+
+
+async def test_an_answer_outside_a_turn_is_refused_and_a_late_await_too(autojump_clock, running):
+    app, s = await hooked(running)
+    with pytest.raises(Busy, match="hand in an answer while its turn runs: a is idle"):
+        write_out(app, "a", "a", ANSWER)
+    app.sessions.submit("a", "fix it", "glenda")
+    await until(lambda: s.state is State.RUNNING)
+    write_out(app, "a", "a", ANSWER)
+    with pytest.raises(Busy, match="a is await"):
+        write_out(app, "a", "a", "a second answer\n")
+    await trio.testing.wait_all_tasks_blocked()  # the runner's turn has returned
+    # `anvilfs hook` sends no await after an answer the server took: it would be no turn's (or the next's)
+    with pytest.raises(IllegalTransition, match="no turn running|cannot take turn-done"):
+        app.sessions.hook("a", "await")
+    assert s.out == ANSWER and s.turn_count == 1
+
+
+async def test_an_answer_begun_in_a_turn_that_ended_before_its_close_is_refused(autojump_clock, running):
+    app, s = await hooked(running)
+    app.sessions.submit("a", "fix it", "glenda")
+    await until(lambda: s.state is State.RUNNING)
+    handle = app.root.lookup("a").lookup("out").open(Caller("a"))
+    handle.write(0, ANSWER.encode())
+    app.sessions.hook("a", "await")  # the turn ends another way meanwhile
+    await until(lambda: s.state is State.AWAIT)
+    with pytest.raises(Busy, match="a is await"):
+        handle.clunk()
+    assert s.out == PANE  # ended by the word: the pane's text is the answer
+    app.sessions.submit("a", "and now", "glenda")
+    await until(lambda: s.state is State.RUNNING)
+    handle = app.root.lookup("a").lookup("out").open(Caller("a"))
+    handle.write(0, ANSWER.encode())
+    app.sessions.hook("a", "await")
+    app.sessions.submit("a", "the next", "glenda")
+    await until(lambda: s.turn_count == 3 and s.state is State.RUNNING)
+    with pytest.raises(Busy, match="begun in turn 2, which has ended"):  # not turn 3's, though one runs now
+        handle.clunk()
+
+
+async def test_an_answer_too_large_is_refused_at_its_write(autojump_clock, running):
+    app, s = await hooked(running, limits=SessionLimits(max_prompt_bytes=10))
+    app.sessions.submit("a", "fix", "glenda")
+    await until(lambda: s.state is State.RUNNING)
+    with pytest.raises(LimitExceeded, match="send at most 10 bytes: the answer for a is too long"):
+        write_out(app, "a", "a", ANSWER)
+    assert s.state is State.RUNNING
+
+
+async def test_out_is_read_only_where_no_hook_answers(autojump_clock, running):
+    app, _ = await hooked(running)
+    app.sessions.new("sim", "/tmp", name="b")
+    assert app.root.lookup("b").lookup("out").mode == 0o400 and app.root.lookup("a").lookup("out").mode == 0o600
+    with pytest.raises(InvalidRequest, match="b is on sim backend sim"):
+        app.sessions.owners.check_answer("b", 5, "b")

@@ -1,0 +1,165 @@
+"""`anvilfs hook` (anvilfs/client/hook.py): the answer found in a hook's input, and what is written where.
+
+The input is what Claude Code 2.1.332 gives its Stop hook (seen in tests/agents/test_claude_tmux.py's runs);
+the transcript lines are in the shape of its JSONL transcripts. The command's writes go to a recording
+stand-in for the client; the real one, against a real server, is in the agents' and the tmux tests.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from argparse import Namespace
+from pathlib import Path
+
+import pytest
+
+from anvilfs.backends import tmux as tmux_backend
+from anvilfs.cli import main
+from anvilfs.client import ServerError, hook
+
+STOP = {"session_id": "1111", "transcript_path": "", "cwd": "/w", "hook_event_name": "Stop",
+        "stop_hook_active": False, "last_assistant_message": "All done.", "background_tasks": []}
+
+
+def entry(kind: str, content, message_id: str | None = None, sidechain: bool = False) -> str:
+    message = {"role": kind, "content": content, **({"id": message_id} if message_id else {})}
+    return json.dumps({"type": kind, "message": message, "isSidechain": sidechain})
+
+
+def transcript(tmp_path: Path, *lines: str) -> str:
+    path = tmp_path / "t.jsonl"
+    path.write_text("".join(line + "\n" for line in lines))
+    return str(path)
+
+
+def test_the_answer_is_last_assistant_message_with_a_newline():
+    assert hook.answer_of(json.dumps(STOP).encode()) == "All done.\n"
+    assert hook.answer_of(json.dumps(STOP | {"last_assistant_message": "two\nlines\n"}).encode()) == "two\nlines\n"
+
+
+@pytest.mark.parametrize("data", [b"", b"not json", b"[1, 2]", b'"text"', json.dumps({"hook_event_name": "Stop"}).encode(),
+                                  json.dumps(STOP | {"last_assistant_message": 7}).encode()])
+def test_an_input_without_an_answer_gives_none(data):
+    assert hook.answer_of(data) == ""
+
+
+def test_without_last_assistant_message_the_transcript_gives_the_last_assistant_text(tmp_path):
+    path = transcript(
+        tmp_path,
+        entry("user", "first prompt"),
+        entry("assistant", [{"type": "text", "text": "first answer"}], "m1"),
+        entry("user", "fix the test"),
+        entry("assistant", [{"type": "text", "text": "Let me look."}], "m2"),
+        entry("assistant", [{"type": "tool_use", "id": "t1", "name": "Bash", "input": {}}], "m2"),
+        entry("user", [{"type": "tool_result", "tool_use_id": "t1", "content": "ok"}]),  # not a prompt
+        entry("assistant", [{"type": "text", "text": "Fixed."}], "m3"),
+        entry("assistant", [{"type": "text", "text": "The test passes."}], "m3"),  # the same message, a block a line
+        entry("assistant", [{"type": "text", "text": "a subagent's words"}], "m4", sidechain=True),
+        json.dumps({"type": "system", "subtype": "stop_hook_summary"}),
+        "{broken",
+    )
+    stop = json.dumps(STOP | {"transcript_path": path, "last_assistant_message": ""}).encode()
+    assert hook.answer_of(stop) == "Fixed.\nThe test passes.\n"
+    assert hook.answer_of(json.dumps({"transcript_path": path}).encode()) == "Fixed.\nThe test passes.\n"
+
+
+def test_an_earlier_turns_answer_is_never_this_ones(tmp_path):
+    """The transcript not written up to the end of this turn yet: nothing, rather than the last turn's answer."""
+    path = transcript(tmp_path, entry("user", "one"), entry("assistant", [{"type": "text", "text": "answer one"}], "m1"),
+                      entry("user", [{"type": "text", "text": "two"}]))
+    assert hook.transcript_answer(path) == ""
+    assert hook.transcript_answer(str(tmp_path / "missing.jsonl")) == ""
+
+
+def test_a_long_transcript_is_read_from_its_tail(tmp_path, monkeypatch):
+    last = [entry("user", "now"), entry("assistant", [{"type": "text", "text": "the end"}], "m9")]
+    path = transcript(tmp_path, entry("user", "x" * 5000), *last)
+    monkeypatch.setattr(hook, "TRANSCRIPT_TAIL", sum(len(line) + 1 for line in last) + 10)  # cuts the first line
+    assert hook.transcript_answer(path) == "the end"
+
+
+def test_the_input_is_read_to_its_end_and_never_waited_for_past_input_wait(monkeypatch):
+    read, write = os.pipe()
+    with os.fdopen(read, "rb") as stream:
+        os.write(write, b'{"last_assistant_message": "hi"}')
+        os.close(write)
+        assert hook.read_input(stream) == b'{"last_assistant_message": "hi"}'
+    monkeypatch.setattr(hook, "INPUT_WAIT", 0.2)
+    read, write = os.pipe()
+    with os.fdopen(read, "rb") as stream:
+        os.write(write, b'{"last_assistant')  # and never closed: no hook's input
+        assert hook.read_input(stream) == b""
+    os.close(write)
+
+
+class Recorder:
+    """A client that records writes; refuses those to the files in `refuse`."""
+
+    def __init__(self, refuse: dict[str, str] | None = None) -> None:
+        self.writes: list[tuple[str, bytes]] = []
+        self.refuse = refuse or {}
+
+    def write_file(self, path: str, data: bytes) -> None:
+        if path.rsplit("/", 1)[-1] in self.refuse:
+            raise ServerError(self.refuse[path.rsplit("/", 1)[-1]])
+        self.writes.append((path, data))
+
+
+def run_hook(client: Recorder, word: str, answer: str, root: str = "agent/") -> int:
+    return hook.hook(client, root, Namespace(word=word, session="a", answer=answer))
+
+
+def test_an_answer_ends_the_turn_alone_and_no_word_follows_it():
+    client = Recorder()
+    assert run_hook(client, "await", "All done.\n") == 0
+    assert client.writes == [("agent/a/out", b"All done.\n")]
+
+
+def test_without_an_answer_or_with_one_refused_the_word_ends_the_turn(capsys):
+    client = Recorder()
+    assert run_hook(client, "await", "", root="/") == 0
+    assert client.writes == [("a/status", b"await\n")]
+    client = Recorder(refuse={"out": "send at most 10 bytes: the answer for a is too long (12 bytes)"})
+    assert run_hook(client, "await", "All done.\n") == 0
+    assert client.writes == [("agent/a/status", b"await\n")]
+    assert "agent/a/out refused the answer (send at most 10 bytes" in capsys.readouterr().err
+
+
+def test_a_refused_word_exits_3_so_the_script_keeps_nothing_in_the_pane(capsys):
+    client = Recorder(refuse={"status": "status: only hook-driven (tmux) agents and external owners write it"})
+    assert run_hook(client, "running", "") == hook.EXIT_REFUSED == 3
+    assert "agent/a/status: status: only hook-driven" in capsys.readouterr().err
+
+
+def test_the_command_needs_anvilfs_session_and_a_word(monkeypatch, capsys):
+    monkeypatch.delenv("ANVILFS_SESSION", raising=False)
+    assert main(["hook", "await"]) == 1
+    assert "ANVILFS_SESSION is not set" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["hook", "done"])
+    assert "invalid choice: 'done' (choose from 'running', 'await')" in capsys.readouterr().err
+
+
+def test_the_answer_is_kept_in_tmux_before_any_server_is_asked(tmp_path, monkeypatch, capsys):
+    """No server at the address: the answer is in the buffer the tmux backend looks in, and the exit is 1."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "tmux").write_text(f'#!/bin/sh\necho "$*" > {tmp_path}/argv\ncat > {tmp_path}/kept\n')
+    (bin_dir / "tmux").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    monkeypatch.setenv("ANVILFS_SESSION", "a")
+    monkeypatch.setenv("TMUX_PANE", "%7")
+    monkeypatch.setattr(sys, "stdin", open(transcript(tmp_path, json.dumps(STOP)), encoding="utf-8"))
+    assert main(["-a", f"unix!{tmp_path}/no-server", "hook", "await"]) == 1
+    assert (tmp_path / "argv").read_text().split() == ["load-buffer", "-b", "anvilfs-answer-%7", "-"]
+    assert (tmp_path / "kept").read_text() == "All done.\n"
+    assert hook.ANSWER_BUFFER == tmux_backend.ANSWER_BUFFER  # the backend looks where the hook keeps it
+    assert "no-server" in capsys.readouterr().err
+
+
+def test_the_client_does_not_load_trio():
+    code = "import sys, anvilfs.cli; assert 'trio' not in sys.modules and 'anvilfs.client.hook' in sys.modules"
+    subprocess.run([sys.executable, "-c", code], check=True)
