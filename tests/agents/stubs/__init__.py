@@ -7,8 +7,9 @@ from .base import Dialect, Failure, Hang, Reply, Request, StubModels, Text, Tool
 
 def all_dialects() -> list[Dialect]:
     from .anthropic import Anthropic
+    from .gemini import Gemini
 
-    return [Anthropic()]
+    return [Anthropic(), Gemini()]
 
 
 __all__ = ["Dialect", "Failure", "Hang", "Reply", "Request", "StubModels", "Text", "ToolCall", "all_dialects",
