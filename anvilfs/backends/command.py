@@ -20,16 +20,22 @@ How a turn ends:
     exit 0                      the answer is complete
     exit N                      TurnFailed("exit status N: <last stderr line>"), or the
                                 last stdout line when stderr said nothing (Claude
-                                Code prints its API errors on stdout)
+                                Code prints its API errors on stdout); with
+                                error_pattern, its last match in stderr if any
     a signal not sent by us     AgentExited("killed by signal SIGSEGV")
     config.timeout passed       TurnFailed("timed out after N s"), process killed
     cancelled (interrupt/stop)  process group killed, trio.Cancelled goes on
+
+A first turn that failed leaves no conversation anvilfs can count on: the
+next turn begins a new one under a new id (Gemini CLI drops a failed
+prompt from its session, and then will neither resume the id nor start it).
 """
 
 from __future__ import annotations
 
 import codecs
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -122,13 +128,18 @@ class CommandAgent(Agent):
     # ------------------------------------------------------------ a turn
 
     async def turn(self, prompt: str, output: Output) -> None:
-        learning = bool(self.config.conversation_pattern) and not self.turns  # this turn begins a conversation
+        first = not self.turns  # this turn begins a conversation
+        learning = bool(self.config.conversation_pattern) and first
         # "the latest conversation" is this turn's only if no other turn of the backend ends meanwhile
         alone = self.config.one_at_a_time or (learning and self.config.conversation_argv)
         gate = self.gate.alone() if alone else self.gate.together()
         async with gate:
             try:
                 stderr = await self._run(prompt, output)
+            except TurnFailed:
+                if first:
+                    self.clear()  # nothing to resume for sure (see the module's docstring)
+                raise
             except BaseException:
                 if learning:
                     self.turns = 0  # no id learnt: the next turn begins a conversation again
@@ -225,8 +236,15 @@ class CommandAgent(Agent):
             if self._signalled:
                 raise TurnFailed(f"killed by {name}: the session was stopped")
             raise AgentExited(f"killed by signal {name}")
-        line = stderr.last_line() or stdout.last_line()
+        line = self._named_error(stderr) or stderr.last_line() or stdout.last_line()
         raise TurnFailed(f"exit status {status}: {line}" if line else f"exit status {status}")
+
+    def _named_error(self, stderr: _Tail) -> str:
+        """The failure's text by config.error_pattern: its last match in stderr; "" without one."""
+        if not self.config.error_pattern:
+            return ""
+        found = list(re.finditer(self.config.error_pattern, stderr.text()))
+        return found[-1].group(found[-1].re.groups and 1).strip() if found else ""
 
 
 # ---------------------------------------------------------------- helpers

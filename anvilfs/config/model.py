@@ -61,11 +61,14 @@ class CommandBackendConfig(_Strict):
     # turns one at a time across the backend's sessions: for a CLI whose own state breaks when two
     # runs overlap (llm's logs.db: "database is locked")
     one_at_a_time: bool = False
+    # For a CLI whose last line on failure says nothing of why: a regex whose first group (or whole
+    # match), at its last match in stderr, names a failed turn instead of the last line.
+    error_pattern: str = ""
     description: str = ""
 
     _argv = field_validator("argv", "resume_argv", "conversation_argv")(_check_argv)
 
-    @field_validator("conversation_pattern")
+    @field_validator("conversation_pattern", "error_pattern")
     @classmethod
     def _pattern(cls, pattern: str) -> str:
         try:
@@ -73,7 +76,7 @@ class CommandBackendConfig(_Strict):
         except re.error as exc:
             raise ValueError(f"not a regular expression: {exc}") from None
         if groups > 1:
-            raise ValueError("use at most one group (the id); make others (?:...)")
+            raise ValueError("use at most one group (the part wanted); make others (?:...)")
         return pattern
 
     @model_validator(mode="after")
