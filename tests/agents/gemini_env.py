@@ -1,7 +1,7 @@
 """Gemini CLI 0.61, headless, against the stub: its environment, its settings, its backend's config.
 
     home = GeminiHome(cwd)                  # trusts cwd; home.chats(cwd) once it has run there
-    with agent_server(stub, "gemini", env=gemini_env(stub), home=home) as srv: ...
+    with agent_server(stub, "gemini", env=gemini_env(stub, scratch), home=home) as srv: ...
 
 What it needs, as measured (each is something a user sets up too):
 
@@ -31,8 +31,9 @@ from stubs import StubModels
 MODEL = "gemini-2.5-flash"
 
 
-def gemini_env(stub: StubModels) -> dict[str, str]:
-    return {"GOOGLE_GEMINI_BASE_URL": stub.url, "GEMINI_API_KEY": "dummy-key-for-the-stub"}
+def gemini_env(stub: StubModels, scratch: Path) -> dict[str, str]:
+    """The CLI pointed at the stub; its error reports (the conversation, in JSON) go to scratch, not /tmp."""
+    return {"GOOGLE_GEMINI_BASE_URL": stub.url, "GEMINI_API_KEY": "dummy-key-for-the-stub", "TMPDIR": str(scratch)}
 
 
 def settings(model: str | None = MODEL) -> dict:

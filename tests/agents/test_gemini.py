@@ -16,6 +16,11 @@ from gemini_env import GeminiHome, gemini_config, gemini_env
 from stubs import Request, StubModels, ToolCall, directives
 
 
+@pytest.fixture
+def env(stub: StubModels, tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    return gemini_env(stub, tmp_path_factory.mktemp("gemini-tmp"))
+
+
 def main_calls(stub: StubModels) -> list[Request]:
     """The conversation's requests (streamed), not the CLI's side calls such as routing."""
     return [r for r in stub.requests("gemini") if r.stream]
@@ -38,9 +43,9 @@ def ended_in_error(srv, name: str) -> str:
     return cli(srv, "read", f"agent/{name}/status").strip()
 
 
-def test_a_prompt_reaches_the_model_and_only_the_answer_is_out(stub, tmp_path):
+def test_a_prompt_reaches_the_model_and_only_the_answer_is_out(stub, env, tmp_path):
     home = GeminiHome(tmp_path, model=None)  # the CLI's default model, "auto": it asks a router first
-    with agent_server(stub, "gemini", env=gemini_env(stub), home=home) as srv:
+    with agent_server(stub, "gemini", env=env, home=home) as srv:
         new_session(srv, "gemini", tmp_path, "a")
         assert turn(srv, "a", "hello gemini") == "[stub gemini] turn 1: you said hello gemini\n"
         (call,) = main_calls(stub)
@@ -50,8 +55,8 @@ def test_a_prompt_reaches_the_model_and_only_the_answer_is_out(stub, tmp_path):
         assert stub.unknown == []
 
 
-def test_a_second_turn_resumes_the_conversation(stub, tmp_path):
-    with agent_server(stub, "gemini", env=gemini_env(stub), home=GeminiHome(tmp_path)) as srv:
+def test_a_second_turn_resumes_the_conversation(stub, env, tmp_path):
+    with agent_server(stub, "gemini", env=env, home=GeminiHome(tmp_path)) as srv:
         new_session(srv, "gemini", tmp_path, "a")
         turn(srv, "a", "first words")
         assert "turn 2: you said second words" in turn(srv, "a", "second words")
@@ -60,8 +65,8 @@ def test_a_second_turn_resumes_the_conversation(stub, tmp_path):
             ("user", "second words")]
 
 
-def test_two_sessions_keep_two_conversations(stub, tmp_path):
-    with agent_server(stub, "gemini", env=gemini_env(stub), home=GeminiHome(tmp_path)) as srv:
+def test_two_sessions_keep_two_conversations(stub, env, tmp_path):
+    with agent_server(stub, "gemini", env=env, home=GeminiHome(tmp_path)) as srv:
         for name in ("a", "b"):  # one folder: one Gemini project holds both conversations
             new_session(srv, "gemini", tmp_path, name)
         turns_at_once(srv, {"a": "apples", "b": "bananas"})
@@ -82,13 +87,13 @@ def turns_at_once(srv, prompts: dict[str, str]) -> dict[str, str]:
     return {name: cli(srv, "read", f"agent/{name}/out") for name in prompts}
 
 
-def test_a_conversation_begun_in_an_earlier_minute_survives_another_sessions_start(stub, tmp_path):
+def test_a_conversation_begun_in_an_earlier_minute_survives_another_sessions_start(stub, env, tmp_path):
     # Gemini CLI names a conversation's file by the minute it began; a resume in a later minute leaves
     # an empty file of the same short id, which the next start of another session would take for a
     # broken one and delete with the conversation (gemini-cli#27368) unless sessionRetention is off.
     # Renaming the file to an earlier minute is what the clock would have done, without the wait.
     home = GeminiHome(tmp_path)
-    with agent_server(stub, "gemini", env=gemini_env(stub), home=home) as srv:
+    with agent_server(stub, "gemini", env=env, home=home) as srv:
         new_session(srv, "gemini", tmp_path, "a")
         turn(srv, "a", "before")
         (file,) = home.chats(tmp_path).glob("session-*.jsonl")
@@ -99,14 +104,14 @@ def test_a_conversation_begun_in_an_earlier_minute_survives_another_sessions_sta
         assert "turn 3: you said still there" in turn(srv, "a", "still there")
 
 
-def test_a_tool_call_writes_a_file_in_the_sessions_cwd(stub, tmp_path):
+def test_a_tool_call_writes_a_file_in_the_sessions_cwd(stub, env, tmp_path):
     def script(request: Request):
         if "please write" in request.prompt and not request.after_tool:
             return ToolCall("write_file", {"file_path": "notes/hello.txt", "content": "from the stub's tool call\n"})
         return directives(request)
 
     stub.script = script
-    with agent_server(stub, "gemini", env=gemini_env(stub), home=GeminiHome(tmp_path)) as srv:
+    with agent_server(stub, "gemini", env=env, home=GeminiHome(tmp_path)) as srv:
         new_session(srv, "gemini", tmp_path, "a")
         out = turn(srv, "a", "please write a note")
         assert (tmp_path / "notes" / "hello.txt").read_text() == "from the stub's tool call\n"
@@ -122,27 +127,28 @@ def test_a_tool_call_writes_a_file_in_the_sessions_cwd(stub, tmp_path):
     (500, '_ApiError: {"error":{"code":500,"message":"stub model server: HTTP 500 as the script said"'),
     (429, "RetryableQuotaError: stub model server: HTTP 429 as the script said"),
 ], ids=["500", "429"])
-def test_a_model_error_ends_the_turn_and_the_conversation_goes_on(stub, tmp_path, status, says):
-    with agent_server(stub, "gemini", env=gemini_env(stub), home=GeminiHome(tmp_path)) as srv:
+def test_a_model_error_ends_the_turn_and_the_conversation_goes_on(stub, env, tmp_path, status, says):
+    with agent_server(stub, "gemini", env=env, home=GeminiHome(tmp_path)) as srv:
         new_session(srv, "gemini", tmp_path, "a")
         turn(srv, "a", "one")
         assert failing_turn(srv, "a", f"stub:fail {status}").startswith(f"error exit status 1: {says}")
+        assert list(Path(env["TMPDIR"]).glob("gemini-client-error-*.json")), "its error report is not in TMPDIR"
         assert "turn 2: you said two" in turn(srv, "a", "two")  # the CLI keeps no failed prompt
         assert [text for role, text in said(main_calls(stub)[-1]) if role == "user"] == ["one", "two"]
 
 
-def test_a_failed_first_turn_leaves_the_session_usable(stub, tmp_path):
+def test_a_failed_first_turn_leaves_the_session_usable(stub, env, tmp_path):
     # the CLI then will neither resume that id nor start it again: the next turn begins a new one
-    with agent_server(stub, "gemini", env=gemini_env(stub), home=GeminiHome(tmp_path)) as srv:
+    with agent_server(stub, "gemini", env=env, home=GeminiHome(tmp_path)) as srv:
         new_session(srv, "gemini", tmp_path, "a")
         failing_turn(srv, "a", "stub:fail 429")
         assert "turn 1: you said hello" in turn(srv, "a", "hello")
         assert "turn 2: you said again" in turn(srv, "a", "again")
 
 
-def test_a_hanging_model_is_killed_by_the_turn_timeout(stub, tmp_path):
+def test_a_hanging_model_is_killed_by_the_turn_timeout(stub, env, tmp_path):
     config = gemini_config(timeout=20)  # s: room for the CLI to start (about 2 s) on a loaded machine
-    with agent_server(stub, "gemini", env=gemini_env(stub), home=GeminiHome(tmp_path), config=config) as srv:
+    with agent_server(stub, "gemini", env=env, home=GeminiHome(tmp_path), config=config) as srv:
         new_session(srv, "gemini", tmp_path, "a")
         cli(srv, "write", "agent/a/in", "stub:hang")
         stub.wait_for(lambda r: r.prompt.strip() == "stub:hang", timeout=TURN_TIMEOUT, what="the hanging request")
@@ -153,10 +159,10 @@ def test_a_hanging_model_is_killed_by_the_turn_timeout(stub, tmp_path):
         assert "turn 1: you said awake" in turn(srv, "a", "awake")
 
 
-def test_an_untrusted_folder_is_refused_in_the_clis_words(stub, tmp_path):
+def test_an_untrusted_folder_is_refused_in_the_clis_words(stub, env, tmp_path):
     trusted, other = tmp_path / "trusted", tmp_path / "other"
     trusted.mkdir(), other.mkdir()
-    with agent_server(stub, "gemini", env=gemini_env(stub), home=GeminiHome(trusted)) as srv:
+    with agent_server(stub, "gemini", env=env, home=GeminiHome(trusted)) as srv:
         new_session(srv, "gemini", other, "a")
         status = failing_turn(srv, "a", "hello")
         assert status.startswith("error exit status 55: Gemini CLI is not running in a trusted directory.")
