@@ -26,9 +26,10 @@ How a turn ends:
     config.timeout passed       TurnFailed("timed out after N s"), process killed
     cancelled (interrupt/stop)  process group killed, trio.Cancelled goes on
 
-A first turn that failed leaves no conversation anvilfs can count on: the
-next turn begins a new one under a new id (Gemini CLI drops a failed
-prompt from its session, and then will neither resume the id nor start it).
+A first turn that failed or was cut short leaves no conversation anvilfs
+can count on: the next turn begins a new one under a new id (Gemini CLI
+drops a failed prompt from its session, and then will neither resume the
+id nor start it; cut short before it saved anything, it has no session).
 """
 
 from __future__ import annotations
@@ -136,13 +137,9 @@ class CommandAgent(Agent):
         async with gate:
             try:
                 stderr = await self._run(prompt, output)
-            except TurnFailed:
-                if first:
-                    self.clear()  # nothing to resume for sure (see the module's docstring)
-                raise
             except BaseException:
-                if learning:
-                    self.turns = 0  # no id learnt: the next turn begins a conversation again
+                if first:  # nothing to resume for sure (see the module's docstring), no id learnt
+                    self.clear()
                 raise
             if learning:
                 await self._learn_conversation(stderr, output)
@@ -244,7 +241,7 @@ class CommandAgent(Agent):
         if not self.config.error_pattern:
             return ""
         found = list(re.finditer(self.config.error_pattern, stderr.text()))
-        return found[-1].group(found[-1].re.groups and 1).strip() if found else ""
+        return (found[-1].group(found[-1].re.groups and 1) or "").strip() if found else ""
 
 
 # ---------------------------------------------------------------- helpers

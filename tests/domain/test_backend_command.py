@@ -257,6 +257,14 @@ async def test_a_failed_first_turn_is_not_resumed(tmp_path):
     assert f"conversation {fresh} turn 3:" in (await run(agent, "more")).text
 
 
+async def test_a_first_turn_cut_short_is_not_resumed(tmp_path):
+    agent = make_agent(tmp_path)
+    with trio.CancelScope() as scope:
+        await run(agent, "fake:hang", Collector(agent, when="hanging", then=scope.cancel))
+    assert scope.cancelled_caught
+    assert agent.saved()["turns"] == 0 and agent.saved()["conversation"] != "c-1"
+
+
 async def test_death_by_a_signal_is_agent_exited(tmp_path):
     with pytest.raises(AgentExited, match=r"^killed by signal SIGKILL$"):
         await run(make_agent(tmp_path), "fake:crash")
