@@ -22,10 +22,16 @@ How a turn ends:
                                 exits 0 after reporting a failure (aider)
     exit N                      TurnFailed("exit status N: <last stderr line>"), or the
                                 last stdout line when stderr said nothing (Claude
-                                Code prints its API errors on stdout)
+                                Code prints its API errors on stdout); with
+                                reason_pattern, its last match in stderr if any
     a signal not sent by us     AgentExited("killed by signal SIGSEGV")
     config.timeout passed       TurnFailed("timed out after N s"), process killed
     cancelled (interrupt/stop)  process group killed, trio.Cancelled goes on
+
+A first turn that failed or was cut short leaves no conversation anvilfs
+can count on: the next turn begins a new one under a new id (Gemini CLI
+drops a failed prompt from its session, and then will neither resume the
+id nor start it; cut short before it saved anything, it has no session).
 """
 
 from __future__ import annotations
@@ -125,7 +131,8 @@ class CommandAgent(Agent):
     # ------------------------------------------------------------ a turn
 
     async def turn(self, prompt: str, output: Output) -> None:
-        learning = bool(self.config.conversation_pattern) and not self.turns  # this turn begins a conversation
+        first = not self.turns  # this turn begins a conversation
+        learning = bool(self.config.conversation_pattern) and first
         # "the latest conversation" is this turn's only if no other turn of the backend ends meanwhile
         alone = self.config.one_at_a_time or (learning and self.config.conversation_argv)
         gate = self.gate.alone() if alone else self.gate.together()
@@ -133,8 +140,8 @@ class CommandAgent(Agent):
             try:
                 stderr = await self._run(prompt, output)
             except BaseException:
-                if learning:
-                    self.turns = 0  # no id learnt: the next turn begins a conversation again
+                if first:  # nothing to resume for sure (see the module's docstring), no id learnt
+                    self.clear()
                 raise
             if learning:
                 await self._learn_conversation(stderr, output)
@@ -228,7 +235,7 @@ class CommandAgent(Agent):
             if self._signalled:
                 raise TurnFailed(f"killed by {name}: the session was stopped")
             raise AgentExited(f"killed by signal {name}")
-        line = stderr.last_line() or stdout.last_line()
+        line = self._named_error(stderr) or stderr.last_line() or stdout.last_line()
         raise TurnFailed(f"exit status {status}: {line}" if line else f"exit status {status}")
 
     def _judge_output(self, stdout: _Tail) -> None:
@@ -236,6 +243,13 @@ class CommandAgent(Agent):
         if found:
             said = " ".join(found.group(found.re.groups).split())  # one line, however the CLI wrapped it
             raise TurnFailed(said or f"the output matched error_pattern {self.config.error_pattern!r}")
+
+    def _named_error(self, stderr: _Tail) -> str:
+        """The failure's text by config.reason_pattern: its last match in stderr; "" without one."""
+        if not self.config.reason_pattern:
+            return ""
+        found = list(re.finditer(self.config.reason_pattern, stderr.text()))
+        return (found[-1].group(found[-1].re.groups and 1) or "").strip() if found else ""
 
 
 # ---------------------------------------------------------------- helpers

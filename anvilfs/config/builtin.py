@@ -43,9 +43,16 @@ BUILTIN_BACKENDS: dict[str, dict] = {
     },
     "gemini": {
         "kind": "command",
-        "argv": ["gemini", "--prompt", "{prompt}"],
-        "prompt": "argument",
-        "description": "Gemini CLI, one prompt per run (no memory between turns)",
+        # Headless because stdin is no terminal; the prompt comes on stdin (argv would show it in ps).
+        # auto_edit: its file tools (write_file, replace) run without asking, shell commands are not
+        # offered. In a folder it does not trust, Gemini CLI refuses to run headless (README: backends).
+        "argv": ["gemini", "--approval-mode", "auto_edit", "--session-id", "{conversation}"],
+        "resume_argv": ["gemini", "--approval-mode", "auto_edit", "--resume", "{conversation}"],
+        "env": {"NO_COLOR": "1"},  # its fatal errors come in red otherwise
+        # A failed model call ends with "An unexpected critical error occurred:[object Object]", a
+        # failed resume with advice: the API's own text, or why the resume failed, is further up.
+        "reason_pattern": r"(?:Error when talking to Gemini API.*? (?=\w*Error: )|(?=Error resuming session: ))(.+)",
+        "description": "Gemini CLI, headless; each turn resumes the session's conversation; edits files (auto_edit)",
     },
     "llm": {
         "kind": "command",

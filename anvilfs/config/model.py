@@ -64,11 +64,14 @@ class CommandBackendConfig(_Strict):
     # turns one at a time across the backend's sessions: for a CLI whose own state breaks when two
     # runs overlap (llm's logs.db: "database is locked")
     one_at_a_time: bool = False
+    # For a CLI whose last line on failure says nothing of why (gemini): a regex whose first group (or
+    # whole match), at its last match in stderr, names a turn that exited non-zero instead of that line.
+    reason_pattern: str = ""
     description: str = ""
 
     _argv = field_validator("argv", "resume_argv", "conversation_argv")(_check_argv)
 
-    @field_validator("conversation_pattern", "error_pattern")
+    @field_validator("conversation_pattern", "error_pattern", "reason_pattern")
     @classmethod
     def _pattern(cls, pattern: str) -> str:
         try:

@@ -99,12 +99,17 @@ async def _turns_until_exit(session: Session, role_text: Callable[[str], str]) -
 
 
 async def _one_turn(session: Session, prompt: Prompt, role_text: Callable[[str], str]) -> None:
-    text = prompt.text
-    if session.role_pending:
+    text, with_role = prompt.text, session.role_pending
+    if with_role:
         text = role_text(session.definition.role) + "\n\n" + text
         session.role_pending = False
     turn = session.begin_turn(prompt)
-    await _drive(session, turn, lambda: session.agent.turn(text, turn))
+    answered = False
+    try:
+        answered = await _drive(session, turn, lambda: session.agent.turn(text, turn))
+    finally:
+        if with_role and not answered:
+            session.role_pending = True  # the agent may keep no trace of that turn (a command agent begins anew)
 
 
 async def _follow_adopted_turn(session: Session) -> None:
@@ -113,8 +118,11 @@ async def _follow_adopted_turn(session: Session) -> None:
     await _drive(session, turn, lambda: session.agent.follow(turn))
 
 
-async def _drive(session: Session, turn, agent_part: Callable[[], Awaitable[None]]) -> None:
-    """Run the agent's part of a turn where an interrupt can cancel it; end the turn by how it went."""
+async def _drive(session: Session, turn, agent_part: Callable[[], Awaitable[None]]) -> bool:
+    """Run the agent's part of a turn where an interrupt can cancel it; end the turn by how it went.
+
+    True if the agent answered.
+    """
     with trio.CancelScope() as turn_scope:
         session.turn_scope = turn_scope
         try:
@@ -123,13 +131,14 @@ async def _drive(session: Session, turn, agent_part: Callable[[], Awaitable[None
             if isinstance(exc, PromptNotSent) and turn.prompt is not None and session.turn is turn:
                 session.queue.appendleft(turn.prompt)  # it never ran: it runs next, not lost
             finish_turn(session, turn, Event.TURN_FAILED, str(exc))
-            return
+            return False
         finally:
             session.turn_scope = None
         finish_turn(session, turn, Event.TURN_DONE)
-        return
+        return True
     # only an interrupt cancels this scope by itself (a stop cancels the runner)
     finish_turn(session, turn, Event.INTERRUPTED, "interrupted")
+    return False
 
 
 def finish_turn(session: Session, turn, event: Event, detail: str = "") -> None:

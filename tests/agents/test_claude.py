@@ -135,8 +135,8 @@ def test_a_model_error_ends_the_turn_in_error_and_the_session_goes_on(stub, tmp_
         said = cli(srv, "read", "agent/a/status")
         assert said.startswith(f"error exit status 1: {says}"), said
         assert f"a: error exit status 1: {says}" in cli(srv, "read", "agent/errors")  # where every error's text is
-        # the failed prompt stays in Claude Code's conversation: this is its second user text
-        assert turn(srv, "a", "after the failure") == answer(2, "after the failure")
+        # a first turn that failed is not resumed (command.py): the next begins a new conversation
+        assert turn(srv, "a", "after the failure") == answer(1, "after the failure")
 
 
 def test_a_hung_cli_is_killed_by_the_turn_timeout(stub, tmp_path):

@@ -71,6 +71,8 @@ def test_conversation_settings_are_checked_at_load():
         CommandBackendConfig(kind="command", argv=["x"], conversation_pattern="(")
     with pytest.raises(ValueError, match="at most one group"):
         CommandBackendConfig(kind="command", argv=["x"], error_pattern="(a)(b)")
+    with pytest.raises(ValueError, match="at most one group"):
+        CommandBackendConfig(kind="command", argv=["x"], reason_pattern="(a)(b)")
     with pytest.raises(ValueError, match="needs conversation_pattern"):
         CommandBackendConfig(kind="command", argv=["x"], conversation_argv=["y"])
 

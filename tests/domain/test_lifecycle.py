@@ -56,6 +56,20 @@ async def test_clear_starts_afresh_and_repeats_the_role(autojump_clock, running)
     assert "first line was: You review code." in s.out
 
 
+async def test_the_role_goes_again_when_the_turn_that_carried_it_failed(autojump_clock, running):
+    # a command agent begins a new conversation after a failed first turn: it must get the role too
+    app = await running(roles=lambda: {"reviewer": "You review code. Be terse."})
+    s = app.sessions.new("sim", "/tmp", name="rev", role="reviewer")
+    app.sessions.submit("rev", "sim:fail", "glenda")
+    await until(lambda: s.state is State.ERROR)
+    app.sessions.submit("rev", "look at this", "glenda")
+    await until(lambda: s.turn_count == 2 and not s.busy)
+    assert "first line was: You review code. Be terse." in s.out
+    app.sessions.submit("rev", "and this", "glenda")
+    await until(lambda: s.turn_count == 3 and not s.busy)
+    assert "first line was: and this" in s.out
+
+
 async def test_clear_is_refused_while_running(autojump_clock, running):
     app = await running()
     s = app.sessions.new("sim", "/tmp", name="bot1")

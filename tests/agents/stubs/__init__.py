@@ -7,10 +7,11 @@ from .base import Dialect, Failure, Hang, Reply, Request, StubModels, Text, Tool
 
 def all_dialects() -> list[Dialect]:
     from .anthropic import Anthropic
+    from .gemini import Gemini
     from .openai_chat import OpenAIChat
     from .openai_responses import OpenAIResponses
 
-    return [Anthropic(), OpenAIChat(), OpenAIResponses()]
+    return [Anthropic(), Gemini(), OpenAIChat(), OpenAIResponses()]
 
 
 __all__ = ["Dialect", "Failure", "Hang", "Reply", "Request", "StubModels", "Text", "ToolCall", "all_dialects",
