@@ -28,11 +28,11 @@ def session_directory(sessions: Sessions, session: Session, mailbox: list[Node] 
                 f"{name} prompt of 0 bytes from {caller.uname} ignored: nothing to run"),
         ),
         *(_owner_files(sessions, session) if session.backend.owner_driven else [
-            TextFile("out", f"{key}/out", lambda: session.out),
+            TextFile("out", f"{key}/out", lambda: session.out, sized_by=lambda: session.out),  # measured once per answer
             TextFile("status", f"{key}/status", lambda: _line(session.status_line()),
                      lambda line, caller: sessions.hook(name, line.split()[0])),
         ]),
-        TextFile("log", f"{key}/log", session.log_text),
+        TextFile("log", f"{key}/log", session.log_text, sized_by=lambda: len(session.transcript)),  # records only come
         StreamFile("stream", f"{key}/stream", lambda: StreamCursor(session)),
         StreamFile("wait", f"{key}/wait", lambda: WaitCursor(session)),
         text("backend", lambda: session.backend.name + (" simulated" if session.simulated else "")),
