@@ -19,8 +19,8 @@ phases, 100 requests of one kind in one receive (walks, then lopens, reads,
 clunks, round robin), as the server meets them from a pipelining client; of `getattr`: what
 Linux (v9fs, cache=none) sends to stat a file, a Twalk to sNNNN/status, its Tgetattr and Tclunk
 (3 RPCs, round robin); of `getattr_log` and `getattr_out`: the same for s0001's `log` (about
-1 MiB: five turns of 100 KiB prompts, whose answers quote them) and its `out` (the last answer,
-100 KiB). Each figure is the best of --reps runs of --ops operations (the least disturbed by the
+1 MiB: five turns of 100 KiB prompts, whose answers quote them, not all ASCII) and its `out`
+(the last answer, 100 KiB). Each figure is the best of --reps runs of --ops operations (the least disturbed by the
 rest of the machine).
 """
 
@@ -165,10 +165,11 @@ async def main_async(args) -> None:
 
 
 async def long_turns(app: App, name: str, turns: int = 5, width: int = 100_000) -> None:
-    """Give `name` a log of about 1 MiB: `turns` prompts whose first line is `width` bytes, quoted by their answers."""
+    """Give `name` a log of about 1 MiB: `turns` prompts whose first line is `width` bytes and a word not in ASCII,
+    quoted by their answers (a length in bytes then needs the text encoded: ~1 ms a MiB)."""
     session = app.sessions.get(name)
     for turn in range(turns):
-        app.sessions.submit(name, f"{turn} " + "x" * width + "\n", "bench")
+        app.sessions.submit(name, f"{turn} " + "x" * width + " café\n", "bench")  # not all ASCII, as answers often are
         with trio.fail_after(30):
             while session.turn_count <= turn or session.busy:
                 await trio.sleep(0.01)  # the sim's turn is its own task: a deadline bounds it
