@@ -1,6 +1,7 @@
 """The server's synchronous per-request path alone: a Connection fed frames in one process, no sockets.
 
-    .venv/bin/python benchmarks/inproc.py                       # µs per status read and per null pair
+    .venv/bin/python benchmarks/inproc.py                       # µs per operation of each case
+    .venv/bin/python benchmarks/inproc.py --cases getattr_log   # one case (or several)
     .venv/bin/python benchmarks/inproc.py --profile out.prof    # cProfile of the status reads
     .venv/bin/python benchmarks/inproc.py --calls               # Python calls per operation (cProfile's count)
 
@@ -15,8 +16,12 @@ operation of `status`: Twalk root -> sNNNN/status, Tlopen, Tread, Tread at
 the end, Tclunk (5 RPCs, round robin over the sessions); of `null`: a Twalk
 clone of the root and its Tclunk; of `poll100`: one of speed.py's poll100
 phases, 100 requests of one kind in one receive (walks, then lopens, reads,
-clunks, round robin), as the server meets them from a pipelining client. Each figure is the best of --reps runs of
---ops operations (the least disturbed by the rest of the machine).
+clunks, round robin), as the server meets them from a pipelining client; of `getattr`: what
+Linux (v9fs, cache=none) sends to stat a file, a Twalk to sNNNN/status, its Tgetattr and Tclunk
+(3 RPCs, round robin); of `getattr_log` and `getattr_out`: the same for s0001's `log` (about
+1 MiB: five turns of 100 KiB prompts, whose answers quote them, not all ASCII) and its `out`
+(the last answer, 100 KiB). Each figure is the best of --reps runs of --ops operations (the least disturbed by the
+rest of the machine).
 """
 
 from __future__ import annotations
@@ -65,6 +70,14 @@ def poll_frames(codec, names: list[str]) -> list[bytes]:
             frames(codec, *(m.Tlopen(tag=i, fid=fid, flags=0) for i, fid in fids)),
             frames(codec, *(m.Tread(tag=i, fid=fid, offset=0, count=8192) for i, fid in fids)),
             frames(codec, *(m.Tclunk(tag=i, fid=fid) for i, fid in fids))]
+
+
+def getattr_frames(codec, names: list[str], file: str) -> list[bytes]:
+    return [frames(codec,
+                   m.Twalk(tag=1, fid=ROOT, newfid=FILE, wnames=(name, file)),
+                   m.Tgetattr(tag=1, fid=FILE, request_mask=0x7FF),
+                   m.Tclunk(tag=1, fid=FILE))
+            for name in names]
 
 
 def null_frames(codec) -> list[bytes]:
@@ -123,9 +136,14 @@ async def main_async(args) -> None:
             raise SystemExit(f"unexpected status read: {fed.replies!r}")
         for batch in status_frames(fed.codec, names):  # every session's directory made once, as in a server
             fed.feed(batch)
+        await long_turns(app, names[0])
         _settle_garbage_collector()  # as `serve` does once it has started
         cases = {"status": (status_frames(fed.codec, names), 5), "null": (null_frames(fed.codec), 2),
-                 "poll100": (poll_frames(fed.codec, names[:100]), 100)}  # an "operation" here is one phase
+                 "poll100": (poll_frames(fed.codec, names[:100]), 100),  # an "operation" here is one phase
+                 "getattr": (getattr_frames(fed.codec, names, "status"), 3),
+                 "getattr_log": (getattr_frames(fed.codec, names[:1], "log"), 3),
+                 "getattr_out": (getattr_frames(fed.codec, names[:1], "out"), 3)}
+        cases = {what: case for what, case in cases.items() if not args.cases or what in args.cases}
         for what, (batches, rpcs) in cases.items():
             if args.profile or args.calls:
                 prof = cProfile.Profile()
@@ -146,6 +164,19 @@ async def main_async(args) -> None:
         nursery.cancel_scope.cancel()
 
 
+async def long_turns(app: App, name: str, turns: int = 5, width: int = 100_000) -> None:
+    """Give `name` a log of about 1 MiB: `turns` prompts whose first line is `width` bytes and a word not in ASCII,
+    quoted by their answers (a length in bytes then needs the text encoded: ~1 ms a MiB)."""
+    session = app.sessions.get(name)
+    for turn in range(turns):
+        app.sessions.submit(name, f"{turn} " + "x" * width + " café\n", "bench")  # not all ASCII, as answers often are
+        with trio.fail_after(30):
+            while session.turn_count <= turn or session.busy:
+                await trio.sleep(0.01)  # the sim's turn is its own task: a deadline bounds it
+    if len(session.log_text()) < turns * width * 2:
+        raise SystemExit(f"the log of {name} is {len(session.log_text())} bytes: its turns did not run")
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--sessions", type=int, default=1000)
@@ -153,6 +184,7 @@ def main() -> None:
     p.add_argument("--reps", type=int, default=5)
     p.add_argument("--profile", metavar="FILE", help="cProfile the operations into FILE.status, FILE.null, FILE.poll100")
     p.add_argument("--calls", action="store_true", help="print the Python calls per operation only")
+    p.add_argument("--cases", nargs="+", metavar="CASE", help="run only these (status null poll100 getattr getattr_log getattr_out)")
     trio.run(main_async, p.parse_args())
 
 

@@ -29,11 +29,13 @@ def session_directory(sessions: Sessions, session: Session, mailbox: list[Node] 
         ),
         *(_owner_files(sessions, session) if session.backend.owner_driven else [
             _answer_file(sessions, session) if session.backend.hook_driven else
-            TextFile("out", f"{key}/out", lambda: session.out),
+            # a stat measures an answer once (a long one not in ASCII costs ~1 ms to encode)
+            TextFile("out", f"{key}/out", lambda: session.out, sized_by=lambda: session.out),
             TextFile("status", f"{key}/status", lambda: _line(session.status_line()),
                      lambda line, caller: sessions.hook(name, line.split()[0])),
         ]),
-        TextFile("log", f"{key}/log", session.log_text),
+        # the transcript only grows, record by record: a stat joins it again only once one came
+        TextFile("log", f"{key}/log", session.log_text, sized_by=lambda: len(session.transcript)),
         StreamFile("stream", f"{key}/stream", lambda: StreamCursor(session)),
         StreamFile("wait", f"{key}/wait", lambda: WaitCursor(session)),
         text("backend", lambda: session.backend.name + (" simulated" if session.simulated else "")),

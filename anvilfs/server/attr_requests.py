@@ -14,7 +14,7 @@ from ..ninep import RequestError
 from ..ninep import consts as c
 from ..ninep import messages as m
 from ..ninep.fids import FidTable
-from .attrs import getattr_of, stat_of
+from .attrs import getattr_of, length_of, mode_of, stat_of
 from .state import Fid
 
 
@@ -23,20 +23,22 @@ class AttributeRequests:
     fids: FidTable
 
     def stat(self, msg: m.Tstat) -> m.Message:
-        return m.Rstat(tag=msg.tag, stat=stat_of(self.fids.get(msg.fid).node))
+        fid = self.fids.get(msg.fid)
+        return m.Rstat(tag=msg.tag, stat=stat_of(fid.node, length_of(fid.node, fid.handle)))
 
     def wstat(self, msg: m.Twstat) -> m.Message:
         fid = self.fids.get(msg.fid)
         s, node = msg.stat, fid.node
         if s.name and s.name != node.name:
             raise NotPermitted(f"{node.name} cannot be renamed")
-        if s.mode != 0xFFFFFFFF and s.mode != stat_of(node).mode:
+        if s.mode != 0xFFFFFFFF and s.mode != mode_of(node):
             raise NotPermitted(f"the mode of {node.name} cannot be changed")
         self._truncate(fid, s.length, 0xFFFFFFFFFFFFFFFF)
         return m.Rwstat(tag=msg.tag)
 
     def getattr(self, msg: m.Tgetattr) -> m.Message:
-        return m.Rgetattr(msg.tag, *getattr_of(self.fids.get(msg.fid).node))
+        fid = self.fids.get(msg.fid)
+        return m.Rgetattr(msg.tag, *getattr_of(fid.node, length_of(fid.node, fid.handle)))
 
     def setattr(self, msg: m.Tsetattr) -> m.Message:
         fid = self.fids.get(msg.fid)
@@ -47,10 +49,15 @@ class AttributeRequests:
         return m.Rsetattr(tag=msg.tag)
 
     def _truncate(self, fid: Fid, length: int, dont_touch: int | None) -> None:
+        """A change of length: to 0, accepted and ignored (SPEC §4); to the length a stat gives, no change."""
         if length == dont_touch:
             return
         if length != 0:
-            raise InvalidRequest(f"{fid.node.name}: only truncation to length 0 is accepted")
+            now = length_of(fid.node, fid.handle)
+            if length == now:  # a stat's record sent back with another change in it
+                return
+            raise InvalidRequest(f"{fid.node.name}: a length of {length} cannot be set: only truncation to 0 "
+                                 f"is accepted (and ignored), or the length it has ({now})")
         if fid.node.is_dir:
             raise RequestError(f"{fid.node.name} is a directory", errno.EISDIR)
         if fid.handle is not None:

@@ -10,7 +10,7 @@ from functools import cache
 
 from ..ninep import Dialect, Qid, RequestError, Stat, encode_stat
 from ..ninep import consts as c
-from ..tree import Node
+from ..tree import Handle, Node
 
 _DT_DIR, _DT_REG = 4, 8
 _DIRENT = struct.Struct("<BIQQB")  # qid(type version path) offset type
@@ -70,25 +70,41 @@ def packed_qid(node: Node) -> bytes:
     return _qids(node, 0 if stamp is None else stamp()[0] & 0xFFFFFFFF)[1]
 
 
-def stat_of(node: Node) -> Stat:
+def length_of(node: Node, handle: Handle | None = None) -> int:
+    """Rstat's length, Rgetattr's size (SPEC §4): of an open that holds a snapshot, that snapshot's;
+    else the file's now (what a read at offset 0 would give: 0 for streams, ctl files, directories)."""
+    if handle is not None:
+        held = handle.size()
+        if held is not None:
+            return held
+    return node.size()
+
+
+def mode_of(node: Node) -> int:
+    """The 9P mode of a stat record: the permissions, and DMDIR for a directory."""
+    return node.mode | (c.DMDIR if node.is_dir else 0)
+
+
+def stat_of(node: Node, length: int | None = None) -> Stat:
+    """The stat record of a node; `length` is length_of's for an open fid, else the node's now."""
     name, uid, gid = _owner()
-    mode = node.mode | (c.DMDIR if node.is_dir else 0)
     version, mtime = _stamp(node)
     return Stat(
-        qid=_qid(node, version), mode=mode, atime=mtime, mtime=mtime,
-        length=0, name=node.name, uid=name, gid=name, muid=name,
+        qid=_qid(node, version), mode=mode_of(node), atime=mtime, mtime=mtime,
+        length=node.size() if length is None else length, name=node.name, uid=name, gid=name, muid=name,
         n_uid=uid, n_gid=gid, n_muid=uid,
     )
 
 
-def getattr_of(node: Node) -> tuple:
-    """The fields of an Rgetattr for a node (9P2000.L), after its tag, in the message's order:
-    valid qid mode uid gid nlink rdev size blksize blocks, then atime mtime ctime btime (seconds,
-    nanoseconds), gen, data_version."""
+def getattr_of(node: Node, size: int) -> tuple:
+    """The fields of an Rgetattr for a node (9P2000.L) of `size` bytes (length_of's), after its tag, in the
+    message's order: valid qid mode uid gid nlink rdev size blksize blocks, then atime mtime ctime btime
+    (seconds, nanoseconds), gen, data_version."""
     _, uid, gid = _owner()
     version, mtime = _stamp(node)
+    blocks = (size + 511) >> 9  # of 512 bytes: a file of some size in no blocks looks sparse to cp and tar
     return (c.GETATTR_BASIC, _qid(node, version), (c.S_IFDIR if node.is_dir else c.S_IFREG) | node.mode, uid, gid,
-            2 if node.is_dir else 1, 0, 0, 4096, 0, mtime, 0, mtime, 0, mtime, 0, 0, 0, 0, 0)
+            2 if node.is_dir else 1, 0, size, 4096, blocks, mtime, 0, mtime, 0, mtime, 0, 0, 0, 0, 0)
 
 
 def pack_stats(nodes: list[Node], start: int, count: int, dialect: Dialect) -> tuple[bytes, int]:

@@ -28,7 +28,7 @@ from ..ninep import Dialect, RequestError, codec_for, frame_maker
 from ..ninep import consts as c
 from ..ninep import messages as m
 from ..tree import Directory
-from .attrs import getattr_of, packed_qid
+from .attrs import getattr_of, length_of, packed_qid
 from .dispatch import Dispatcher
 from .opening import linux_access, open_fid, plan9_access
 from .state import Deferred, Fid
@@ -192,8 +192,9 @@ class HotPath:
         fid = self._fids.get(number)
         if fid is None:
             return None
+        node = fid.node
         try:
-            values = getattr_of(fid.node)
-        except Exception:  # a stamp that raises: nothing changed, and the message path refuses it
+            values = getattr_of(node, length_of(node, fid.handle))
+        except Exception:  # a stamp or a render that raises: nothing changed, and the message path refuses it
             return None
         return _RGETATTR(tag, *values)

@@ -4,6 +4,11 @@
     CtlFile      commands from a CommandTable, one per line, acted on per write
     CollectFile  bytes collected per open and submitted at clunk (prompts, mail)
     StreamFile   blocking reads from a cursor opened per open (events, wait)
+
+A stat's length (SPEC §4) is a snapshot's: a TextFile's, and a readable
+CollectFile's, is the length of its text now (`size`), and an open that has
+read reports the snapshot it reads (`SnapshotReads.size`). Ctl files and
+streams report 0, as Node does: their reads are not the file's content.
 """
 
 from __future__ import annotations
@@ -17,6 +22,11 @@ from ..waitable import Later
 from .ctl import CommandTable
 from .nodes import READ_ONLY, READ_WRITE, WRITE_ONLY, Caller, File, Handle
 from .snapshots import UNLIMITED, Snapshot, SnapshotBudget, SnapshotSource
+
+
+def text_size(text: str) -> int:
+    """The bytes of `text` in UTF-8: an ASCII text's without encoding it (str.isascii reads a flag)."""
+    return len(text) if text.isascii() else len(text.encode("utf-8"))
 
 
 def decoded_text(data: bytes, what: str) -> str:
@@ -50,24 +60,44 @@ class SnapshotReads(Handle):
             self._snapshot = fresh
         return self._snapshot.data[offset:offset + count]
 
+    def size(self) -> int | None:
+        """The snapshot this open reads, once a read took one: what its later offsets continue."""
+        return None if self._snapshot is None else len(self._snapshot.data)
+
     def clunk(self) -> None:
         self._budget.release(self._snapshot)
         self._snapshot = None
 
 
 class TextFile(File):
-    """Computed text. With ``on_line``, each written line is handed to it."""
+    """Computed text. With ``on_line``, each written line is handed to it.
 
-    __slots__ = ("render", "on_line", "snapshots")
+    Its size is its text's, rendered for each stat; with ``sized_by``, a cheap value that changes
+    whenever the text does (a transcript's count of records, for a text costly to render), it is
+    rendered only when that value has moved.
+    """
 
-    def __init__(self, name: str, key: str, render: Callable[[], str], on_line: Callable[[str, Caller], None] | None = None):
+    __slots__ = ("render", "on_line", "snapshots", "sized_by", "_sized")
+
+    def __init__(self, name: str, key: str, render: Callable[[], str], on_line: Callable[[str, Caller], None] | None = None,
+                 *, sized_by: Callable[[], object] | None = None):
         super().__init__(name, key, READ_WRITE if on_line else READ_ONLY)
         self.render = render
         self.on_line = on_line
         self.snapshots = SnapshotSource(render)
+        self.sized_by = sized_by
+        self._sized: tuple[object, int] | None = None  # (sized_by's value, the text's size then)
 
     def open(self, caller: Caller) -> Handle:
         return _TextHandle(self, caller)
+
+    def size(self) -> int:
+        if self.sized_by is None:
+            return text_size(self.render())
+        value, sized = self.sized_by(), self._sized
+        if sized is None or sized[0] != value:
+            sized = self._sized = (value, text_size(self.render()))
+        return sized[1]
 
 
 class _TextHandle(SnapshotReads):
@@ -142,7 +172,7 @@ class CollectFile(File):
     writer meant something, where an open and close alone stay silent.
     """
 
-    __slots__ = ("check", "submit", "abandoned", "ignored", "snapshots", "belongs_to")
+    __slots__ = ("check", "submit", "abandoned", "ignored", "render", "snapshots", "belongs_to")
 
     def __init__(
         self,
@@ -162,11 +192,16 @@ class CollectFile(File):
         # third argument (an answer's turn: the turn may end, and another begin, before the clunk)
         self.belongs_to = belongs_to
         # what a read gives, for a field that writes replace (a bead's result); write-only without it
+        self.render = render
         self.snapshots = SnapshotSource(render) if render else SnapshotSource(_write_only)
 
     def open(self, caller: Caller) -> Handle:
         self.check(0, caller)
         return _CollectHandle(self, caller)
+
+    def size(self) -> int:
+        """The field as a read gives it: bytes written to an open are not in it until their clunk submits them."""
+        return 0 if self.render is None else text_size(self.render())
 
 
 class _CollectHandle(SnapshotReads):

@@ -60,6 +60,10 @@ class Node:
         self.mtime = int(time.time())
         self.stamp: Callable[[], tuple[int, int]] | None = None
 
+    def size(self) -> int:
+        """The length a stat reports (SPEC §4): 0, unless a file kind says otherwise."""
+        return 0
+
     @property
     def readable(self) -> bool:
         return bool(self.mode & 0o400)
@@ -142,6 +146,10 @@ class Handle:
 
     def write(self, offset: int, data: bytes) -> int:
         raise PermissionDenied("file is not writable")
+
+    def size(self) -> int | None:
+        """The length of what this open reads, if it holds it (a snapshot); None: the file's size()."""
+        return None
 
     def truncate(self) -> None:
         """O_TRUNC or a length-0 wstat/setattr: accepted and ignored (SPEC §4)."""

@@ -15,7 +15,9 @@ Operations, results and error reporting are the same as in py9p_driver.py
 (``mode`` is a 9P open mode: 0 OREAD, 1 OWRITE, 2 ORDWR, |16 OTRUNC):
 version, walk, read, write, ls, stat, create, remove (each that walks takes
 ``"stepwise": true``), and fsspec_write
-(p9fs's own ``P9FileSystem.open(path, "wb")`` on the same connection).  The 9P2000.L dialect
+(p9fs's own ``P9FileSystem.open(path, "wb")`` on the same connection),
+fsspec_cat (``cat_file``), fsspec_read (``open(path, "rb").read()``) and
+fsspec_info (``info``: size and type).  The 9P2000.L dialect
 uses Tlopen (mode mapped to O_RDONLY/O_WRONLY/O_RDWR|O_TRUNC), Treaddir +
 Tgetattr for ls, Tgetattr for stat, Tlcreate / Tmkdir for create.  Entries
 and stats always carry "mode" as a 9P mode (DMDIR = 0x80000000) and "dir";
@@ -323,6 +325,22 @@ class Driver:
         with fsspec_on(self.c, self.ver).open(op["path"], "wb") as f:
             f.write(data)
         return {"count": len(data)}
+
+    def op_fsspec_cat(self, op):
+        """p9fs's own reading, ``fs.cat_file(path)``: as many bytes as ``fs.info(path)`` says the file has."""
+        self.stage = "fsspec"
+        return data_json(fsspec_on(self.c, self.ver).cat_file(op["path"]))
+
+    def op_fsspec_read(self, op):
+        """``fs.open(path, "rb").read()``: the same through fsspec's file object (its size from a stat too)."""
+        self.stage = "fsspec"
+        with fsspec_on(self.c, self.ver).open(op["path"], "rb") as f:
+            return data_json(f.read())
+
+    def op_fsspec_info(self, op):
+        self.stage = "fsspec"
+        info = fsspec_on(self.c, self.ver).info(op["path"])
+        return {"size": info["size"], "type": info["type"]}
 
     def op_remove(self, op):
         fid = self.walk_to(split_path(op["path"]))

@@ -181,7 +181,9 @@ def test_shell_tools_on_a_9pfuse_mount(mnt, tmp_path):
     ok(f"cp {tmp_path / 'prompt.txt'} fbot/in")
     assert ok("cat fbot/wait") == "await\n" and "from a file" in ok("cat fbot/out")
     assert {"./bot1/status", "./fbot/status", "./halt/status"} <= set(ok("find . -maxdepth 2 -name status").split())
-    assert ok("stat -c '%a %F' list ctl fbot").splitlines() == ["400 regular empty file", "600 regular empty file", "500 directory"]
+    # list has its sessions' lines, and says how long they are (SPEC §4); ctl, like every ctl file, is 0
+    assert ok("stat -c '%a %F' list ctl fbot").splitlines() == ["400 regular file", "600 regular empty file", "500 directory"]
+    assert ok("stat -c %s list fbot/out").split() == [str(len(ok("cat list").encode())), str(len(ok("cat fbot/out").encode()))]
 
 
 def test_cat_follows_events_on_a_9pfuse_mount_and_a_signal_ends_it_at_the_next_event(mnt):
