@@ -6,7 +6,7 @@ import errno
 import os
 import pwd
 import struct
-from functools import cache
+from functools import cache, lru_cache
 
 from ..ninep import Dialect, Qid, RequestError, Stat, encode_stat
 from ..ninep import consts as c
@@ -38,21 +38,21 @@ def _stamp(node: Node) -> tuple[int, int]:
 # opens share them: building one (a frozen dataclass) costs more than looking it
 # up, and a walk to a status file and its open need three. Each is kept with its 13
 # bytes on the wire, which the frame-level path (hotpath.py) sends. Keyed by
-# what makes the qid; cleared when full, so it holds at most _QIDS_KEPT.
-_QIDS: dict[tuple[int, int, bool], tuple[Qid, bytes]] = {}
+# what makes the qid, the least recently used dropped past _QIDS_KEPT (a C
+# LRU: a hit costs what a dict's did, and a busy tree's qids are not all
+# thrown away at once when the cache fills, as a cleared dict's were).
 _QIDS_KEPT = 4096
 _QID_BYTES = struct.Struct("<BIQ").pack
 
 
+@lru_cache(maxsize=_QIDS_KEPT)
+def _qid_pair(path: int, version: int, is_dir: bool) -> tuple[Qid, bytes]:
+    kind = c.QTDIR if is_dir else c.QTFILE
+    return Qid(kind, version, path), _QID_BYTES(kind, version, path)
+
+
 def _qids(node: Node, version: int) -> tuple[Qid, bytes]:
-    key = (node.path, version, node.is_dir)
-    both = _QIDS.get(key)
-    if both is None:
-        if len(_QIDS) >= _QIDS_KEPT:
-            _QIDS.clear()
-        kind = c.QTDIR if node.is_dir else c.QTFILE
-        both = _QIDS[key] = (Qid(kind, version, node.path), _QID_BYTES(kind, version, node.path))
-    return both
+    return _qid_pair(node.path, version, node.is_dir)
 
 
 def _qid(node: Node, version: int) -> Qid:

@@ -20,8 +20,12 @@ def test_a_shared_qid_is_the_one_built_from_the_node_and_moves_with_its_version(
     assert attrs.qid_of(file) == Qid(c.QTFILE, 8, file.path)
 
 
-def test_the_table_is_bounded():
+def test_the_table_is_bounded_and_keeps_what_is_used():
+    busy = Directory("busy", "d/busy")
+    kept = attrs.qid_of(busy)
     nodes = [Directory(f"d{i}", f"d/{i}") for i in range(attrs._QIDS_KEPT + 10)]
     for node in nodes:
         assert attrs.qid_of(node) == Qid(c.QTDIR, 0, node.path)
-    assert len(attrs._QIDS) <= attrs._QIDS_KEPT
+        assert attrs.qid_of(busy) is kept  # used all along: never the one dropped
+    assert attrs._qid_pair.cache_info().currsize <= attrs._QIDS_KEPT
+    assert attrs.qid_of(nodes[-1]) is attrs.qid_of(nodes[-1])
