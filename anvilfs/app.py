@@ -11,7 +11,7 @@ import trio
 from .backends import SimBackend
 from .beads import Board, Convoys, Who
 from .domain_events import ApprovalDecided, EventBus, SessionMoved
-from .fs import ROOT_FILES, AgentTree
+from .fs import AgentTree
 from .journal import Journal
 from .mail import DEFAULT_NOTICE, MailFiles, MailLimits, MemoryMailFiles, NoticeRules, Notices, PostOffice
 from .sessions import Backend, RestartPolicy, SessionLimits, Sessions, SessionStore, State
@@ -46,7 +46,7 @@ class App:
             backends = {"sim": SimBackend()}
         state = PrivateDir(state_dir) if state_dir is not None else None
         self.sessions = Sessions(
-            backends, self.events, limits=limits, restart=restart, reserved=ROOT_FILES, roles=roles,
+            backends, self.events, limits=limits, restart=restart, roles=roles,
             store=SessionStore(state) if state is not None else None, publish=self.bus.publish,
             **({"agent_env": agent_env} if agent_env else {}),
         )
@@ -60,6 +60,7 @@ class App:
         self.post = self._post_office(state, mail)
         self.tree = AgentTree(self.sessions, self.events, self.errors, board=self.board, convoys=self.convoys,
                               post=self.post, report=self.record_error)
+        self.sessions.reserved = self.tree.root.fixed_names()  # a session may not be named as a file beside it
         self.bus.subscribe(SessionMoved, self._session_failed)
 
     def _post_office(self, state: PrivateDir | None, settings: MailSettings) -> PostOffice:

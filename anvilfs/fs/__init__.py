@@ -1,5 +1,5 @@
 """Glue between the domain (sessions, journals) and the synthetic tree."""
 
-from .root import ROOT_FILES, AgentTree
+from .root import AgentTree
 
-__all__ = ["ROOT_FILES", "AgentTree"]
+__all__ = ["AgentTree"]

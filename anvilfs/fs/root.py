@@ -14,7 +14,6 @@ from .cursors import JournalCursor
 from .mail_dir import Report, human_directory, mailbox_entries
 from .session_dir import session_directory
 
-ROOT_FILES = frozenset({"ctl", "list", "events", "backends", "errors", "roles", "human", "beads", "convoys"})
 NEW_USAGE = "new <backend> <cwd> [name=N] [role=R] [model=M] [ephemeral] [notify]"
 
 

@@ -16,6 +16,9 @@ def session_directory(sessions: Sessions, session: Session, mailbox: list[Node] 
     def text(file: str, render) -> TextFile:
         return TextFile(file, f"{key}/{file}", lambda: _line(render()))
 
+    def moving(node: Node) -> Node:
+        return _moves_with(session, node)
+
     files = [
         CtlFile("ctl", f"{key}/ctl", _session_commands(sessions, name)),
         CollectFile(
@@ -30,30 +33,30 @@ def session_directory(sessions: Sessions, session: Session, mailbox: list[Node] 
         *(_owner_files(sessions, session) if session.backend.owner_driven else [
             _answer_file(sessions, session) if session.backend.hook_driven else
             # a stat measures an answer once (a long one not in ASCII costs ~1 ms to encode)
-            TextFile("out", f"{key}/out", lambda: session.out, sized_by=lambda: session.out),
-            TextFile("status", f"{key}/status", lambda: _line(session.status_line()),
-                     lambda line, caller: sessions.hook(name, line.split()[0])),
+            moving(TextFile("out", f"{key}/out", lambda: session.out, sized_by=lambda: session.out)),
+            moving(TextFile("status", f"{key}/status", lambda: _line(session.status_line()),
+                            lambda line, caller: sessions.hook(name, line.split()[0]))),
         ]),
         # the transcript only grows, record by record: a stat joins it again only once one came
-        TextFile("log", f"{key}/log", session.log_text, sized_by=lambda: len(session.transcript)),
-        StreamFile("stream", f"{key}/stream", lambda: StreamCursor(session)),
-        StreamFile("wait", f"{key}/wait", lambda: WaitCursor(session)),
+        moving(TextFile("log", f"{key}/log", session.log_text, sized_by=lambda: len(session.transcript))),
+        moving(StreamFile("stream", f"{key}/stream", lambda: StreamCursor(session))),
+        moving(StreamFile("wait", f"{key}/wait", lambda: WaitCursor(session))),
         text("backend", lambda: session.backend.name + (" simulated" if session.simulated else "")),
         text("cwd", lambda: d.cwd),
         text("role", lambda: d.role),
         text("model", lambda: d.model),
-        text("pid", lambda: str(session.agent.pid or "")),
-        TextFile("queue", f"{key}/queue", lambda: _queue(session)),
+        moving(text("pid", lambda: str(session.agent.pid or ""))),
+        moving(TextFile("queue", f"{key}/queue", lambda: _queue(session))),
         *mailbox,
     ]
-    for file in files:
-        if file.name in _CHANGING:
-            file.stamp = session.stamp
     return Directory(name, key, files)
 
 
-# the files whose content moves with the session's state, queue or transcript
-_CHANGING = frozenset({"out", "log", "stream", "status", "wait", "pid", "queue", "next"})
+def _moves_with(session: Session, node: Node) -> Node:
+    """Mark a file whose content moves with the session's state, queue or transcript: its qid version and
+    mtime are the session's stamp, so a client's cache sees each change."""
+    node.stamp = session.stamp
+    return node
 
 
 def _owner_files(sessions: Sessions, session: Session) -> list[Node]:
@@ -61,16 +64,16 @@ def _owner_files(sessions: Sessions, session: Session) -> list[Node]:
     name, key, owners = session.name, f"session/{session.name}", sessions.owners
     return [
         _answer_file(sessions, session),
-        TextFile("status", f"{key}/status", lambda: _line(session.status_line()),
-                 lambda line, caller: owners.report(name, line, caller.uname)),
-        StreamFile("next", f"{key}/next", lambda: NextCursor(owners, session)),
+        _moves_with(session, TextFile("status", f"{key}/status", lambda: _line(session.status_line()),
+                                      lambda line, caller: owners.report(name, line, caller.uname))),
+        _moves_with(session, StreamFile("next", f"{key}/next", lambda: NextCursor(owners, session))),
     ]
 
 
 def _answer_file(sessions: Sessions, session: Session) -> CollectFile:
     """`out` that takes the running turn's answer: from an external session's owner, or a hook-driven agent's hook."""
     name, key, owners = session.name, f"session/{session.name}", sessions.owners
-    return CollectFile(
+    return _moves_with(session, CollectFile(
         "out", f"{key}/out", render=lambda: session.out,
         check=lambda size, caller: owners.check_answer(name, size, caller.uname),
         belongs_to=lambda: session.turn,  # the answer is the running turn's at its first write, or no turn's
@@ -79,7 +82,7 @@ def _answer_file(sessions: Sessions, session: Session) -> CollectFile:
             f"{name} answer of {len(data)} bytes from {caller.uname} abandoned: the connection closed before the file was closed"),
         ignored=lambda caller: sessions.events.append(
             f"{name} answer of 0 bytes from {caller.uname} ignored: write 'await' to status to end a turn with no answer"),
-    )
+    ))
 
 
 def _line(text: str) -> str:

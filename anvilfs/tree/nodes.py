@@ -105,6 +105,10 @@ class Directory(Node):
         self._find = find
         self._remove = remove
 
+    def fixed_names(self) -> frozenset[str]:
+        """The names of the entries given at construction (not those `more` adds)."""
+        return frozenset(self._fixed)
+
     def lookup(self, name: str) -> Node | None:
         node = self._fixed.get(name)
         if node is None and self._find is not None:

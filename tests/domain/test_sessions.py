@@ -200,3 +200,11 @@ async def test_events_cursor_sees_lines_from_open_and_reports_losses():
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", when), text[:80]
     assert (who, what, rest[0]) == ("-", "events-lost", "200"), text[:80]
     assert text.endswith(" line 1199\n")
+
+
+@pytest.mark.parametrize("name", ["ctl", "list", "events", "backends", "errors", "roles", "human", "beads", "convoys"])
+async def test_a_session_cannot_take_the_name_of_a_file_beside_it(autojump_clock, running, name):
+    app = await running()
+    assert app.sessions.reserved == app.tree.root.fixed_names()  # the root's own files, one list
+    with pytest.raises(NameTaken, match=f"{name!r} already exists as a file beside the sessions"):
+        app.sessions.new("sim", "/tmp", name=name)
