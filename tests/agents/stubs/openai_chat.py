@@ -14,12 +14,10 @@ import json
 import time
 
 from .base import Dialect, Failure, Handler, Hang, Reply, Request, Text, ToolCall
+from .openai_errors import send_openai_error
 
 _ids = itertools.count(1)
 # (type, code) of OpenAI's error bodies by status
-_ERRORS = {400: ("invalid_request_error", None), 401: ("invalid_request_error", "invalid_api_key"),
-           404: ("invalid_request_error", "model_not_found"), 429: ("requests", "rate_limit_exceeded"),
-           500: ("server_error", None), 503: ("server_error", None)}
 _USAGE = {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120}
 
 
@@ -63,9 +61,7 @@ class OpenAIChat(Dialect):
 
     def answer(self, http: Handler, request: Request, reply: Reply) -> None:
         if isinstance(reply, Failure):
-            kind, code = _ERRORS.get(reply.status, ("server_error", None))
-            return http.send_json(reply.status, {"error": {"message": reply.text(), "type": kind, "param": None,
-                                                           "code": code}})
+            return send_openai_error(http, reply)
         if isinstance(reply, Hang):
             if request.stream:
                 http.start_events()

@@ -13,10 +13,9 @@ import itertools
 import json
 
 from .base import Dialect, Failure, Handler, Hang, Reply, Request, Text, ToolCall
+from .openai_errors import send_openai_error
 
 _ids = itertools.count(1)
-_ERRORS = {400: ("invalid_request_error", None), 401: ("invalid_request_error", "invalid_api_key"),
-           429: ("requests", "rate_limit_exceeded"), 500: ("server_error", None), 503: ("server_error", None)}
 # What codex puts in user messages itself (its environment, AGENTS.md, a marker for
 # an interrupted turn), not said by the user: left out of the conversation.
 _CONTEXT = ("<environment_context>", "# AGENTS.md instructions", "<user_instructions>", "<turn_aborted>")
@@ -66,9 +65,7 @@ class OpenAIResponses(Dialect):
 
     def answer(self, http: Handler, request: Request, reply: Reply) -> None:
         if isinstance(reply, Failure):
-            kind, code = _ERRORS.get(reply.status, ("server_error", None))
-            return http.send_json(reply.status, {"error": {"message": reply.text(), "type": kind, "param": None,
-                                                           "code": code}})
+            return send_openai_error(http, reply)
         if isinstance(reply, Hang):
             http.start_events()
             return http.hang()
