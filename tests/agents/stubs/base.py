@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import json
 import socket
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -142,7 +143,7 @@ class StubModels:
         self.unknown: list[str] = []  # "METHOD PATH" of requests no dialect took
         self.changed = threading.Condition()
         self.stopping = threading.Event()
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server = _Server(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
         self.server.stub = self
         self.thread = threading.Thread(target=self.server.serve_forever, name="stub-models", daemon=True)
@@ -183,6 +184,13 @@ class StubModels:
                     raise AssertionError(f"no {what} reached the stub in {timeout:g} s; it saw {seen}, "
                                          f"and unknown paths {self.unknown}")
                 self.changed.wait(left)
+
+
+class _Server(ThreadingHTTPServer):
+    def handle_error(self, request, client_address) -> None:
+        """A client that hung up (a CLI dropping a kept-alive connection after an error) is no error of the stub's."""
+        if not isinstance(sys.exc_info()[1], (ConnectionError, TimeoutError)):
+            super().handle_error(request, client_address)
 
 
 class Handler(BaseHTTPRequestHandler):
