@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import contextlib
-import select
+import selectors
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -53,7 +53,9 @@ def web_process(srv: AnvilServer, log: Path, *args: str) -> Iterator[Web]:
 
 
 def _link(proc: subprocess.Popen, log: Path) -> str:
-    ready, _, _ = select.select([proc.stdout], [], [], START)
+    with selectors.DefaultSelector() as waiting:  # epoll: select() refuses a descriptor past 1023
+        waiting.register(proc.stdout, selectors.EVENT_READ)
+        ready = waiting.select(START)
     line = proc.stdout.readline().decode().strip() if ready else ""
     assert line.startswith("http://127.0.0.1:") and "/login?once=" in line, \
         f"anvilfs web printed no login link within {START} s: {line!r}; its stderr: {log.read_text()}"
