@@ -44,7 +44,7 @@ class App:
         self.bus = EventBus(self.events)
         if backends is None:
             backends = {"sim": SimBackend()}
-        state = PrivateDir(state_dir) if state_dir is not None else None
+        state = self._state = PrivateDir(state_dir) if state_dir is not None else None
         self.sessions = Sessions(
             backends, self.events, limits=limits, restart=restart, roles=roles,
             store=SessionStore(state) if state is not None else None, publish=self.bus.publish,
@@ -136,6 +136,8 @@ class App:
                     cleanup.shield = True
                     await self._flush_history()
                 self.history.close()
+            if self._state is not None:
+                self._state.close()  # every store's directory is one of its subdirs
 
     async def _flush_history(self) -> None:
         try:

@@ -63,16 +63,22 @@ class PrivateDir:
     def __init__(self, path: str | os.PathLike):
         self.path = ensure_private_dir(path)
         self._fd = os.open(self.path, os.O_RDONLY | os.O_DIRECTORY | _OPEN)
+        self._subdirs: list[PrivateDir] = []  # closed with this one
         self._remove_temporaries()
 
     def close(self) -> None:
+        """Let go of the directory and of every subdir() made from it (an App in a test run is one of many)."""
+        for child in self._subdirs:
+            child.close()
         if self._fd >= 0:
             os.close(self._fd)
             self._fd = -1
 
     def subdir(self, name: str) -> PrivateDir:
         _check_name(name)
-        return PrivateDir(os.path.join(self.path, name))
+        child = PrivateDir(os.path.join(self.path, name))
+        self._subdirs.append(child)
+        return child
 
     def __repr__(self) -> str:
         return f"<PrivateDir {self.path}>"
