@@ -35,6 +35,7 @@ from .commands import CommandError
 
 WORDS = ("running", "await")
 ANSWER_BUFFER = "anvilfs-answer-"  # + $TMUX_PANE: where backends/tmux.py looks for a kept answer
+NO_TURN = "hand in an answer while its turn runs"  # the server's refusal when no turn runs (sessions/owned.py)
 EXIT_REFUSED = 3  # the server answered, and refused the word: hooks/anvilfs-status keeps nothing in the pane
 INPUT_WAIT = 5.0  # seconds the hook's input may take to end (Claude Code writes it at once and closes it)
 TRANSCRIPT_TAIL = 8 << 20  # bytes of the transcript read, from its end: a long session's is large
@@ -73,6 +74,9 @@ def hook(client: Client, root: str, args) -> int:
             client.write_file(f"{where}/out", args.answer.encode())
             return 0  # the answer ended the turn
         except ServerError as exc:
+            if NO_TURN in str(exc):  # its turn is over (interrupted, stopped): an await now could end the next
+                print(f"anvilfs: hook: {where}/out refused the answer: {exc}", file=sys.stderr)
+                return EXIT_REFUSED
             print(f"anvilfs: hook: {where}/out refused the answer ({exc}); ending the turn with await, whose "
                   "answer is the agent's pane", file=sys.stderr)
     try:
@@ -126,7 +130,7 @@ def transcript_answer(path: str) -> str:
     """The text of the last assistant message after the last prompt in a Claude Code transcript (JSONL)."""
     import json  # noqa: PLC0415
 
-    message_id, texts = None, []
+    message_id, texts, at_end = None, [], False
     for line in _tail_lines(path):
         try:
             entry = json.loads(line)
@@ -135,13 +139,20 @@ def transcript_answer(path: str) -> str:
         message = entry.get("message") if isinstance(entry, dict) and not entry.get("isSidechain") else None
         if not isinstance(message, dict) or entry.get("isMeta"):
             continue
-        if entry.get("type") == "user" and _is_prompt(message.get("content")):
-            message_id, texts = None, []  # a new turn: what was said before is not its answer
-        elif entry.get("type") == "assistant" and (text := _text(message.get("content"))):
+        if entry.get("type") == "user":
+            if _is_prompt(message.get("content")):
+                message_id, texts = None, []  # a new turn: what was said before is not its answer
+            else:
+                at_end = False  # a tool's result: the model has more to say after it
+        elif entry.get("type") == "assistant":
             if message.get("id") is None or message.get("id") != message_id:
                 message_id, texts = message.get("id"), []
-            texts.append(text)  # one message may be written as several lines, a block each
-    return "\n".join(texts)
+            if text := _text(message.get("content")):
+                texts.append(text)  # one message may be written as several lines, a block each
+            at_end = not _calls_a_tool(message.get("content"))
+    # Claude Code may run the Stop hook before the turn's last message is in the transcript: text that a
+    # tool call or its result follows is the middle of the turn, not its answer (then the pane's text is)
+    return "\n".join(texts) if at_end else ""
 
 
 def _tail_lines(path: str) -> list[bytes]:
@@ -160,6 +171,11 @@ def _is_prompt(content) -> bool:
     """A user entry that is a prompt, not a tool's result."""
     return isinstance(content, str) or (isinstance(content, list) and any(
         isinstance(block, dict) and block.get("type") == "text" for block in content))
+
+
+def _calls_a_tool(content) -> bool:
+    return isinstance(content, list) and any(isinstance(block, dict) and block.get("type") == "tool_use"
+                                             for block in content)
 
 
 def _text(content) -> str:

@@ -66,6 +66,18 @@ def test_without_last_assistant_message_the_transcript_gives_the_last_assistant_
     assert hook.answer_of(json.dumps({"transcript_path": path}).encode()) == "Fixed.\nThe test passes.\n"
 
 
+@pytest.mark.parametrize("last", [
+    entry("assistant", [{"type": "text", "text": "Let me look."}, {"type": "tool_use", "id": "t1", "name": "Bash",
+                                                                   "input": {}}], "m2"),
+    entry("user", [{"type": "tool_result", "tool_use_id": "t1", "content": "ok"}]),
+], ids=["a tool call last", "a tool's result last"])
+def test_a_transcript_in_the_middle_of_its_turn_gives_no_answer(tmp_path, last):
+    """Claude Code may run the Stop hook before the turn's last message is written: no half answer then."""
+    path = transcript(tmp_path, entry("user", "fix the test"),
+                      entry("assistant", [{"type": "text", "text": "Let me look."}], "m2"), last)
+    assert hook.transcript_answer(path) == ""
+
+
 def test_an_earlier_turns_answer_is_never_this_ones(tmp_path):
     """The transcript not written up to the end of this turn yet: nothing, rather than the last turn's answer."""
     path = transcript(tmp_path, entry("user", "one"), entry("assistant", [{"type": "text", "text": "answer one"}], "m1"),
@@ -126,6 +138,14 @@ def test_without_an_answer_or_with_one_refused_the_word_ends_the_turn(capsys):
     assert run_hook(client, "await", "All done.\n") == 0
     assert client.writes == [("agent/a/status", b"await\n")]
     assert "agent/a/out refused the answer (send at most 10 bytes" in capsys.readouterr().err
+
+
+def test_an_answer_refused_because_its_turn_is_over_ends_nothing(capsys):
+    # interrupted meanwhile, and maybe the next prompt typed: an await now could end that turn
+    client = Recorder(refuse={"out": f"busy: out: {hook.NO_TURN}: a is await, so this one would be no turn's"})
+    assert run_hook(client, "await", "All done.\n") == hook.EXIT_REFUSED
+    assert client.writes == []
+    assert "refused the answer" in capsys.readouterr().err
 
 
 def test_a_refused_word_exits_3_so_the_script_keeps_nothing_in_the_pane(capsys):
