@@ -175,13 +175,12 @@ class TmuxAgent(Agent):
             await self.tmux.run("kill-window", "-t", pane.window, ";", *_forget_answer(pane.id))  # the window it is in now
 
     def saved(self) -> dict:
+        saved: dict = {"begun": True} if self.begun else {}  # kept without a pane too: a restart resumes
         if self.pane is None:
-            return {}
-        saved = {"pane": self.pane.id, "window": self.pane.window, "pid": self.pane.pid}
+            return saved
+        saved |= {"pane": self.pane.id, "window": self.pane.window, "pid": self.pane.pid}
         if self._await_for:
             saved["hook_await"] = self._await_for
-        if self.begun:
-            saved["begun"] = True
         return saved
 
     async def _gone(self) -> str:
