@@ -118,7 +118,10 @@ def _tell_waiting(client: Client, root: str, argv: list[str], everything: bool) 
     waiting = {line.split(" ", 1)[0] for line in client.read_file(_join(root, "human/approvals")).decode().splitlines()}
     where, seen = _join(root, "human/inbox"), set()
     for entry in client.list_dir(where):
-        message = json.loads(client.read_file(f"{where}/{entry.name}"))
+        try:
+            message = json.loads(client.read_file(f"{where}/{entry.name}"))
+        except (ServerError, ValueError):
+            continue  # acknowledged since the listing (or not a message): nothing waits
         if message["type"] == "APPROVAL_REQUEST" and message["id"] not in waiting:
             continue  # answered already
         seen.add(message["id"])
