@@ -20,7 +20,7 @@ from starlette.routing import Route
 
 from ..aioclient import ConnectionLost, ServerError
 from .answers import BadAnswer, answer, checked
-from .guard import COOKIE, COOKIE_AGE, Guard, Keys
+from .guard import COOKIE, Guard, Keys
 from .live import Live
 
 STATIC = Path(__file__).parent / "static"
@@ -33,7 +33,8 @@ def build(live: Live, keys: Keys):
     async def login(request: Request):
         if keys.spend(request.query_params.get("once", "")) or keys.knows(dict(request.headers)):
             response = RedirectResponse("/", status_code=303)
-            response.set_cookie(COOKIE, keys.session, max_age=COOKIE_AGE, path="/", httponly=True, samesite="strict")
+            # a session cookie: browsers send a cookie to every port of 127.0.0.1, so it should not outlive the browser
+            response.set_cookie(COOKIE, keys.session, path="/", httponly=True, samesite="strict")
             return response
         return PlainTextResponse("anvilfs web: refused: this login link was used already, or is not the one "
                                  "`anvilfs web` printed; for a new one, start `anvilfs web` again\n", status_code=403)

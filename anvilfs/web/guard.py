@@ -28,7 +28,6 @@ from starlette.requests import cookie_parser
 from starlette.responses import PlainTextResponse
 
 COOKIE = "anvilfs_web"
-COOKIE_AGE = 30 * 24 * 3600  # seconds: the browser keeps it while this process lives (its secret dies with it)
 SAFE = ("GET", "HEAD")
 HEADERS = {  # on every answer: the page loads only its own files, in no frame, and tells no one where it was
     "Content-Security-Policy": "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; "
