@@ -229,3 +229,5 @@ async def test_a_restarted_program_resumes_its_conversation_once_it_had_a_prompt
     again = await started(tmux_socket, resuming.agent(info, first.saved()))  # as a restart makes it
     command = Path(f"/proc/{again.pid}/cmdline").read_bytes().split(b"\0")
     assert b"--resume" in command and b"c-9" in command
+    # a restored agent whose pane is gone (its tmux server lost) keeps that the conversation began
+    assert resuming.agent(info, first.saved()).saved() == {"begun": True}
