@@ -1,8 +1,9 @@
-"""Waiting on processes the test did not start itself (an agent's, a tmux pane's)."""
+"""Waiting on processes the test did not start itself (an agent's, a tmux pane's), and stopping those it did."""
 
 from __future__ import annotations
 
 import os
+import subprocess
 
 import trio
 
@@ -20,3 +21,13 @@ async def wait_gone(pid: int, what: str = "", *, timeout: float = WAIT) -> None:
             await trio.lowlevel.wait_readable(fd)
     finally:
         os.close(fd)
+
+
+def stop(proc: subprocess.Popen, grace: float) -> None:
+    """SIGTERM, then SIGKILL if it has not ended within ``grace`` seconds; waits for it either way."""
+    proc.terminate()
+    try:
+        proc.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=grace)

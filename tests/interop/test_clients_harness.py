@@ -28,6 +28,7 @@ import pytest
 
 from harness import venvs  # as every test imports it: `tests.harness` would be a second copy of the module
 from harness.prerequisites import require
+from harness.processes import stop
 
 pytestmark = pytest.mark.clients
 
@@ -483,12 +484,7 @@ def running_server(cmd: list[str], addr, logfile: Path, deadline: float = 20.0):
                 pytest.fail(f"{cmd[0]} not listening on {addr} after {deadline}s:\n{logfile.read_text()}")
         yield proc
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=5)
+        stop(proc, grace=5)
 
 
 def _diod() -> str:

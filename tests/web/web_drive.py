@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from harness.processes import stop
 from harness.server import REPO_ROOT, AnvilServer
 
 START = 30  # seconds for `anvilfs web` to print its link
@@ -43,12 +44,7 @@ def web_process(srv: AnvilServer, log: Path, *args: str) -> Iterator[Web]:
     try:
         yield Web(proc, _link(proc, log), srv, log)
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
+        stop(proc, grace=10)
         proc.stdout.close()
 
 
