@@ -110,10 +110,9 @@ def stat(client: Client, path: str, args) -> int:
 
 def rm(client: Client, path: str, args) -> int:
     """As 9p rm: remove each file named (acknowledge a message, remove a session); stop at the first refusal."""
-    first = resolve(args.name, args.address)
-    targets = [resolve(name, args.address) for name in args.names]
+    targets = [resolve(name, args.address) for name in args.names]  # the first is the server connected to
     for name, target in zip(args.names, targets):
-        if target.address != first.address:
+        if target.address != targets[0].address:
             raise CommandError(f"{name}: not on the server of {args.name}; one rm per server")
     for name, target in zip(args.names, targets):
         args.name = name  # the name an error is reported for
