@@ -24,7 +24,8 @@ hook (`anvilfs hook await`, anvilfs/client/hook.py) writes the turn's answer
 as the session itself (uname = its name, from ANVILFS_SESSION). The answer
 takes the place of the pane's text, which was only the turn's `stream`, and
 ends the turn as the hook's `await` would; only the agent may, and only while
-a turn runs.
+a turn runs. Its `status` too is the agent's alone: its hook writes `running`
+when a turn begins, `await` when one ends with no answer to give.
 """
 
 from __future__ import annotations
@@ -57,7 +58,7 @@ def check_detail(detail: str) -> None:
 
 
 class Owners:
-    """The owner's side of the external sessions of one Sessions."""
+    """The owner's side of the external sessions of one Sessions, and the hooks' side of the hook-driven ones."""
 
     def __init__(self, sessions: Sessions):
         self.sessions = sessions
@@ -89,6 +90,16 @@ class Owners:
             raise IllegalTransition(f"status {word}: {exc}") from None
         self.sessions._save_answered(session)
 
+    def hook(self, name: str, line: str, writer: str) -> None:
+        """An agent's hook wrote `running` or `await` to status: on a hook-driven session, as the session."""
+        session = self.sessions.get(name)
+        word = line.split(" ", 1)[0]
+        if not session.backend.hook_driven:
+            self.sessions.hook(name, word)  # refused there, with why
+            return
+        self._check_agent(session, writer, "status", "reports its turns", "running|await")
+        self.sessions.hook(name, word)
+
     def take(self, name: str) -> Prompt | None:
         """`next`: the prompt of the running turn if it came from `in`, else the oldest queued one, which
         begins its turn (saved, with the prompt as the turn's, before the read is answered); None if neither."""
@@ -116,7 +127,7 @@ class Owners:
         if not size:
             return  # opening out to read it is never refused
         if not session.backend.owner_driven:
-            self._check_agent(session, writer)
+            self._check_answerer(session, writer)
         limit = self.sessions.limits.max_prompt_bytes
         if size > limit:
             raise LimitExceeded(f"send at most {limit} bytes: the answer for {name} is too long ({size} bytes)")
@@ -128,14 +139,18 @@ class Owners:
         raise Busy(f"out: hand in an answer while its turn runs: {name} is {session.status_line()}, so this one "
                    "would be no turn's")
 
-    @staticmethod
-    def _check_agent(session: Session, writer: str) -> None:
+    def _check_answerer(self, session: Session, writer: str) -> None:
         if not session.backend.hook_driven:
             raise InvalidRequest(f"out: only an external session's owner or a hook-driven agent writes it; "
                                  f"{session.name} is on {session.backend.kind} backend {session.backend.name}")
+        self._check_agent(session, writer, "out", "hands in its answer", "await")
+
+    @staticmethod
+    def _check_agent(session: Session, writer: str, file: str, does: str, words: str) -> None:
+        """NotPermitted unless the writer is the session's own agent: its hook attaches as uname NAME."""
         if writer != session.name:
-            raise NotPermitted(f"out: only {session.name}'s own agent hands in its answer (its hook's `anvilfs hook "
-                               f"await`, as uname {session.name}); {writer or 'this writer'} is not it")
+            raise NotPermitted(f"{file}: only {session.name}'s own agent {does} (its hook's `anvilfs hook {words}`, "
+                               f"as uname {session.name}); {writer or 'this writer'} is not it")
 
     def answer(self, name: str, text: str, turn: Turn | None = None, writer: str = "") -> None:
         """The bytes of one open of `out`: the answer of the turn running when they began (`turn`, if
