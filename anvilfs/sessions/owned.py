@@ -26,10 +26,25 @@ takes the place of the pane's text, which was only the turn's `stream`, and
 ends the turn as the hook's `await` would; only the agent may, and only while
 a turn runs. Its `status` too is the agent's alone: its hook writes `running`
 when a turn begins, `await` when one ends with no answer to give.
+
+Which turn a hook's answer (or `await`) ends: the running one, but only once
+that turn's hook said `running`, if the agent's hook ever said it. A hook
+runs after its turn, and takes time (a process, a connection): the answer of
+a turn interrupted meanwhile can come after the next prompt was typed, and
+must not end that turn with the earlier one's text. The agent runs a turn's
+hooks in order (Claude Code: UserPromptSubmit, Stop, each waited for) and
+the next turn's after them, so an answer that comes before the running
+turn's `running` is an earlier turn's: refused (EBUSY), and the hook keeps
+nothing. An agent that never says `running` (only a Stop hook installed) is
+not held to it. What was heard lives as long as the server: a restarted
+server takes the answer of the turn it adopted, whose `running` the old
+server heard, and is held again from the next `running`.
+
 """
 
 from __future__ import annotations
 
+import weakref
 from typing import TYPE_CHECKING
 
 from ..errors import Busy, InvalidRequest, LimitExceeded, NotPermitted
@@ -62,6 +77,8 @@ class Owners:
 
     def __init__(self, sessions: Sessions):
         self.sessions = sessions
+        # hook-driven sessions whose hook said `running`: the turn it last said it in (this server's life)
+        self._said_running: weakref.WeakKeyDictionary[Session, Turn | None] = weakref.WeakKeyDictionary()
 
     def _owned(self, name: str) -> Session:
         session = self.sessions.get(name)
@@ -98,7 +115,22 @@ class Owners:
             self.sessions.hook(name, word)  # refused there, with why
             return
         self._check_agent(session, writer, "status", "reports its turns", "running|await")
-        self.sessions.hook(name, word)
+        if word == "await":
+            self._check_said_running(session, "status await: end a turn once its hook said running", "await")
+        try:
+            self.sessions.hook(name, word)
+        finally:  # a `running` the disk did not take was heard all the same
+            if word == "running" and session.state is State.RUNNING:
+                self._said_running[session] = session.turn
+
+    def _check_said_running(self, session: Session, refusal: str, what: str) -> None:
+        """Busy if the agent's hook said `running` once, but not yet in the running turn: `what` is a late
+        one of an earlier turn (see the module's docstring)."""
+        if session not in self._said_running or session.state is not State.RUNNING:
+            return
+        if self._said_running[session] is not session.turn:
+            raise Busy(f"{refusal}: turn {session.turn.number} of {session.name} has not said running yet, so this "
+                       f"{what} is an earlier turn's")
 
     def take(self, name: str) -> Prompt | None:
         """`next`: the prompt of the running turn if it came from `in`, else the oldest queued one, which
@@ -132,6 +164,8 @@ class Owners:
         if size > limit:
             raise LimitExceeded(f"send at most {limit} bytes: the answer for {name} is too long ({size} bytes)")
         if session.state is State.RUNNING:
+            if session.backend.hook_driven:
+                self._check_said_running(session, "out: hand in an answer while its turn runs", "answer")
             return
         if session.backend.owner_driven:
             raise Busy(f"out: begin a turn first (write 'running' to status, or read next): out takes the answer "

@@ -1,17 +1,84 @@
-"""Who may write a hook-driven agent's status (sessions/owned.py).
+"""Which turn a hook-driven agent's hook ends and who may write its status (sessions/owned.py).
 
-The agent is harness/pane_agents.py's stand-in; the test is its hook,
-writing the real `status` and `out` nodes as uname `a`.
+A hook's answer (or await) that comes late, after its turn was interrupted
+and the next prompt typed, must not end the next turn: once the agent's hook
+has said `running`, an answer or await counts only for a turn that has said
+`running` itself. The agent is harness/pane_agents.py's stand-in; the test
+is its hook, writing the real `status` and `out` nodes as uname `a`.
 """
 
 from __future__ import annotations
 
 import pytest
 
-from anvilfs.errors import InvalidRequest, NotPermitted
+from anvilfs.client.hook import NO_TURN
+from anvilfs.errors import Busy, InvalidRequest, NotPermitted
 from anvilfs.sessions import State
+from anvilfs.tree import Caller
 from harness.apps import until
-from harness.pane_agents import hooked, write_status
+from harness.pane_agents import ANSWER, PANE, hooked, write_out, write_status
+
+LATE = "the answer of turn 1, late\n"
+
+
+async def interrupted_then_next(app, s) -> None:
+    """Turn 1 said running and was interrupted; turn 2's prompt is typed, and its hook has said nothing yet."""
+    app.sessions.submit("a", "fix it", "glenda")
+    await until(lambda: s.state is State.RUNNING)
+    write_status(app, "a", "a", "running")  # turn 1's UserPromptSubmit hook
+    app.sessions.interrupt("a")
+    await until(lambda: s.status_line() == "await interrupted")
+    app.sessions.submit("a", "and now this", "glenda")
+    await until(lambda: s.state is State.RUNNING and s.turn.number == 2 and s.turn.chunks)
+
+
+async def test_a_late_answer_of_an_interrupted_turn_does_not_end_the_next(autojump_clock, running, tmp_path):
+    app, s = await hooked(running, state_dir=tmp_path)
+    await interrupted_then_next(app, s)
+    with pytest.raises(Busy, match="hand in an answer while its turn runs: turn 2 of a has not said running yet") as late:
+        write_out(app, "a", "a", LATE)  # turn 1's Stop hook, late
+    assert NO_TURN in str(late.value)  # `anvilfs hook` then keeps nothing, and writes no await
+    assert s.state is State.RUNNING and s.turn.number == 2 and not s.turn.done
+    assert s.out == PANE and LATE not in s.log_text()  # what the interrupted turn left, untouched
+    assert s.agent.heard == ["running"]  # the agent's turn 2 was not told to stop following the pane
+    write_status(app, "a", "a", "running")  # turn 2's own hooks: running, then its answer
+    write_out(app, "a", "a", ANSWER)
+    assert (s.state, s.turn.number, s.out) == (State.AWAIT, 2, ANSWER)
+    await until(lambda: (tmp_path / "sessions" / "a.out").read_text() == ANSWER)
+
+
+async def test_a_late_await_of_an_interrupted_turn_does_not_end_the_next(autojump_clock, running):
+    app, s = await hooked(running)
+    await interrupted_then_next(app, s)
+    with pytest.raises(Busy, match="status await: end a turn once its hook said running: turn 2 of a has not"):
+        write_status(app, "a", "a", "await")
+    assert s.state is State.RUNNING and s.turn.number == 2 and s.agent.heard == ["running"]
+    write_status(app, "a", "a", "running")
+    write_status(app, "a", "a", "await")  # turn 2's hook, with no answer to give: the pane's text is it
+    await until(lambda: s.state is State.AWAIT)
+    assert s.turn.number == 2 and s.out == PANE
+
+
+async def test_an_open_of_out_begun_before_its_turn_said_running_is_refused_at_its_first_write(autojump_clock,
+                                                                                                running):
+    app, s = await hooked(running)
+    await interrupted_then_next(app, s)
+    handle = app.root.lookup("a").lookup("out").open(Caller("a"))  # opening is anyone's, at any time
+    with pytest.raises(Busy, match="turn 2 of a has not said running yet"):
+        handle.write(0, LATE.encode())
+    handle.clunk()  # nothing was collected: nothing is handed in
+    assert s.state is State.RUNNING and s.turn.number == 2
+
+
+async def test_an_agent_whose_hook_never_says_running_still_ends_its_turns(autojump_clock, running):
+    """Only an agent that said `running` once is held to it (a hook with only a Stop hook installed)."""
+    app, s = await hooked(running)
+    for n in (1, 2):
+        app.sessions.submit("a", f"prompt {n}", "glenda")
+        await until(lambda: s.state is State.RUNNING and s.turn.number == n)
+        write_out(app, "a", "a", f"answer {n}\n")
+        assert (s.state, s.out) == (State.AWAIT, f"answer {n}\n")
+
 
 async def test_status_is_written_only_by_the_sessions_own_agent(autojump_clock, running):
     app, s = await hooked(running)
