@@ -40,6 +40,9 @@ not held to it. What was heard lives as long as the server: a restarted
 server takes the answer of the turn it adopted, whose `running` the old
 server heard, and is held again from the next `running`.
 
+Each of these writes is answered once what it changed is on disk; when the
+disk refuses, the change stays made in memory (the save is retried) and the
+write fails with EIO, so a hook keeps its answer for a next server.
 """
 
 from __future__ import annotations
@@ -105,7 +108,7 @@ class Owners:
                 session.end_turn(event, detail)
         except IllegalTransition as exc:
             raise IllegalTransition(f"status {word}: {exc}") from None
-        self.sessions._save_answered(session)
+        self.sessions._save_answered(session, f"status {word}")
 
     def hook(self, name: str, line: str, writer: str) -> None:
         """An agent's hook wrote `running` or `await` to status: on a hook-driven session, as the session."""
@@ -200,4 +203,5 @@ class Owners:
             session.turn.answer(text)  # in place of the pane's text, which was the turn's stream
             session.agent.hook("await")  # a runner's turn stops following the pane; saved() notes the await
         session.end_turn(Event.TURN_DONE)
-        self.sessions._save_answered(session)  # the log and out first, then the .toml
+        # the log and out first, then the .toml; EIO if not, and the hook keeps the answer for a next server
+        self.sessions._save_answered(session, f"the answer of turn {session.turn.number}")

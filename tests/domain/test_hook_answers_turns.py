@@ -1,4 +1,4 @@
-"""Which turn a hook-driven agent's hook ends and who may write its status (sessions/owned.py).
+"""Which turn a hook-driven agent's hook ends, who may write its status, and a save that fails (sessions/owned.py).
 
 A hook's answer (or await) that comes late, after its turn was interrupted
 and the next prompt typed, must not end the next turn: once the agent's hook
@@ -9,10 +9,13 @@ is its hook, writing the real `status` and `out` nodes as uname `a`.
 
 from __future__ import annotations
 
+import errno
+
 import pytest
 
 from anvilfs.client.hook import NO_TURN
-from anvilfs.errors import Busy, InvalidRequest, NotPermitted
+from anvilfs.domain_events import SessionEnded
+from anvilfs.errors import AnvilError, Busy, InvalidRequest, NotPermitted
 from anvilfs.sessions import State
 from anvilfs.tree import Caller
 from harness.apps import until
@@ -95,3 +98,62 @@ async def test_status_is_written_only_by_the_sessions_own_agent(autojump_clock, 
     app.sessions.new("sim", "/tmp", name="b")  # no hook reports there, whoever writes
     with pytest.raises(InvalidRequest, match="only hook-driven .* write it; b is on sim backend sim"):
         write_status(app, "b", "b", "await")
+
+
+def disk_refuses(app, state) -> list:
+    """The redo log's next segments are directories, so a save at once fails for real (EISDIR) until they go.
+
+    A save is on disk once its record is in the redo log (storage/redolog.py); a checkpoint, as at a clean
+    stop, closes the segment open now, so the next record opens a new one: where the directories are."""
+    redo = state / "redo"
+    top = max((int(p.name.split(".")[0]) for p in redo.glob("*.redo")), default=0)
+    app.sessions.saver.queue.checkpoint()
+    blocked = [redo / f"{n:06d}.redo" for n in range(top + 1, top + 4)]  # each failed record takes a number
+    for path in blocked:
+        path.mkdir()
+    return blocked
+
+
+def disk_takes(blocked: list) -> None:
+    for path in blocked:
+        path.rmdir()
+
+
+async def test_an_answer_not_saved_is_refused_with_eio_and_saved_once_the_disk_takes_it(autojump_clock, running,
+                                                                                          tmp_path):
+    app, s = await hooked(running, state_dir=tmp_path)
+    app.sessions.submit("a", "fix it", "glenda")
+    await until(lambda: s.state is State.RUNNING)
+    blocked = disk_refuses(app, tmp_path)
+    with pytest.raises(AnvilError, match=r"^the answer of turn 1: taken, but not on disk: cannot save session a in "
+                                         r".*/sessions: Is a directory") as refused:
+        write_out(app, "a", "a", ANSWER)
+    assert refused.value.errno == errno.EIO  # not acknowledged
+    assert (s.state, s.out) == (State.AWAIT, ANSWER)  # taken by this server, which saves it when it can
+    assert "will try again" in app.events.text()
+    disk_takes(blocked)
+    await until(lambda: (tmp_path / "sessions" / "a.out").is_file()
+                and (tmp_path / "sessions" / "a.out").read_text() == ANSWER, "the answer saved on a retry")
+
+
+async def test_a_hooks_word_not_saved_is_refused_with_eio(autojump_clock, running, tmp_path):
+    app, s = await hooked(running, state_dir=tmp_path)
+    app.sessions.submit("a", "fix it", "glenda")
+    await until(lambda: s.state is State.RUNNING)
+    disk_refuses(app, tmp_path)
+    with pytest.raises(AnvilError, match=r"^status await: taken, but not on disk: cannot save session a") as refused:
+        write_status(app, "a", "a", "await")
+    assert refused.value.errno == errno.EIO
+    await until(lambda: s.state is State.AWAIT)
+
+
+async def test_a_stop_not_saved_is_refused_with_eio_and_the_agent_still_stops(autojump_clock, running, tmp_path):
+    app, s = await hooked(running, state_dir=tmp_path)
+    ended: list[SessionEnded] = []
+    app.bus.subscribe(SessionEnded, ended.append)  # what releases its beads, say
+    disk_refuses(app, tmp_path)
+    with pytest.raises(AnvilError, match=r"^stop: taken, but not on disk: cannot save session a") as refused:
+        app.sessions.stop("a")
+    assert refused.value.errno == errno.EIO and s.state is State.STOPPED
+    assert ended == [SessionEnded("a", "stopped")]
+    await until(lambda: s.agent.killed, "the agent stopped all the same")

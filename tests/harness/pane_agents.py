@@ -25,6 +25,7 @@ class PaneAgent(Agent):
     def __init__(self) -> None:
         self.done = trio.Event()
         self.heard: list[str] = []
+        self.killed = False
 
     async def start(self) -> None:
         return None
@@ -41,7 +42,7 @@ class PaneAgent(Agent):
         return True
 
     async def kill(self) -> None:
-        return None
+        self.killed = True
 
 
 class PaneBackend(Backend):
