@@ -14,15 +14,22 @@ is not that (or a terminal, or nothing), end the turn with `await` alone.
 
 No `await` follows an answer the server took: the answer ended the turn, and a
 second word could arrive after the next prompt was typed and end that turn.
+Nor one that the server refused as no running turn's (its turn is over, or
+the turn running now has not said `running` yet: this answer is a late one of
+an earlier turn, sessions/owned.py).
 
 Before it connects, inside tmux, the answer is kept in the tmux buffer
-anvilfs-answer-$TMUX_PANE: should no server answer (one restarting), the
-hook's script leaves `await` in the pane (hooks/anvilfs-status) and the next
-server, adopting the agent, takes the answer from there (backends/tmux.py).
+anvilfs-answer-$TMUX_PANE: should no server take it for good (none answers,
+one restarting; or it took the answer but could not save it, EIO "not on
+disk"), the hook's script leaves `await` in the pane (hooks/anvilfs-status)
+and the next server, adopting the agent, takes the answer from there
+(backends/tmux.py). An answer the server took for good, or refused, is
+deleted from there: a late one it refused must not be taken later as the
+answer of the turn running now.
 Exit status 0 when the server took the word (or the answer), 3 when it
-refused the word (it is there, and said why on stderr), 1 when no server
-answered: only then does the script keep the word in the pane, where a
-refused one could end the turn that comes next.
+refused it (it is there, and said why on stderr), 1 when no server answered
+or it could not save what it took: only then does the script keep the word
+in the pane, where a refused one could end the turn that comes next.
 """
 
 from __future__ import annotations
@@ -36,6 +43,8 @@ from .commands import CommandError
 WORDS = ("running", "await")
 ANSWER_BUFFER = "anvilfs-answer-"  # + $TMUX_PANE: where backends/tmux.py looks for a kept answer
 NO_TURN = "hand in an answer while its turn runs"  # the server's refusal when no turn runs (sessions/owned.py)
+NOT_SAVED = "taken, but not on disk"  # the server's EIO when its save failed (Sessions._save_answered)
+EXIT_KEEP = 1  # as when no server answers: hooks/anvilfs-status keeps the word in the pane for a next server
 EXIT_REFUSED = 3  # the server answered, and refused the word: hooks/anvilfs-status keeps nothing in the pane
 INPUT_WAIT = 5.0  # seconds the hook's input may take to end (Claude Code writes it at once and closes it)
 TRANSCRIPT_TAIL = 8 << 20  # bytes of the transcript read, from its end: a long session's is large
@@ -63,27 +72,42 @@ def take_input(args) -> None:
         raise CommandError("hook: ANVILFS_SESSION is not set: `anvilfs hook` is run by the hook of an agent that "
                            "anvilfs started, which sets it to the session's name")
     args.answer = answer_of(read_input(sys.stdin)) if args.word == "await" else ""
-    if args.answer and os.environ.get("TMUX_PANE"):
-        keep(args.answer, os.environ["TMUX_PANE"])
+    args.pane = os.environ.get("TMUX_PANE", "")
+    if args.answer and args.pane:
+        keep(args.answer, args.pane)
 
 
 def hook(client: Client, root: str, args) -> int:
     where = f"{root.strip('/')}/{args.session}".lstrip("/")
-    if args.answer:
-        try:
-            client.write_file(f"{where}/out", args.answer.encode())
-            return 0  # the answer ended the turn
-        except ServerError as exc:
-            if NO_TURN in str(exc):  # its turn is over (interrupted, stopped): an await now could end the next
-                print(f"anvilfs: hook: {where}/out refused the answer: {exc}", file=sys.stderr)
-                return EXIT_REFUSED
-            print(f"anvilfs: hook: {where}/out refused the answer ({exc}); ending the turn with await, whose "
-                  "answer is the agent's pane", file=sys.stderr)
+    status = _hand_in(client, where, args) if args.answer else None
+    if args.answer and args.pane and status != EXIT_KEEP:
+        forget(args.pane)  # the server took the answer for good, or refused it: it is for no next server
+    return status if status is not None else _report(client, where, args.word)
+
+
+def _hand_in(client: Client, where: str, args) -> int | None:
+    """Write the answer to out: the exit status, or None when `await` is to end the turn instead."""
     try:
-        client.write_file(f"{where}/status", f"{args.word}\n".encode())
+        client.write_file(f"{where}/out", args.answer.encode())
+        return 0  # the answer ended the turn
+    except ServerError as exc:
+        if NOT_SAVED in str(exc):  # taken, but a server restarted now would not know it: kept for the next
+            print(f"anvilfs: hook: {where}/out: {exc}; the answer is kept for the next server", file=sys.stderr)
+            return EXIT_KEEP
+        if NO_TURN in str(exc):  # its turn is over (interrupted, stopped): an await now could end the next
+            print(f"anvilfs: hook: {where}/out refused the answer: {exc}", file=sys.stderr)
+            return EXIT_REFUSED
+        print(f"anvilfs: hook: {where}/out refused the answer ({exc}); ending the turn with await, whose "
+              "answer is the agent's pane", file=sys.stderr)
+    return None
+
+
+def _report(client: Client, where: str, word: str) -> int:
+    try:
+        client.write_file(f"{where}/status", f"{word}\n".encode())
     except ServerError as exc:
         print(f"anvilfs: hook: {where}/status: {exc}", file=sys.stderr)
-        return EXIT_REFUSED
+        return EXIT_KEEP if NOT_SAVED in str(exc) else EXIT_REFUSED
     return 0
 
 
@@ -190,10 +214,19 @@ def _text(content) -> str:
 
 def keep(answer: str, pane: str) -> None:
     """Keep the answer in the tmux buffer the next server looks in (best effort: the server may take it anyway)."""
+    _tmux(["load-buffer", "-b", ANSWER_BUFFER + pane, "-"], answer.encode())
+
+
+def forget(pane: str) -> None:
+    """Delete the kept answer (best effort: the next turn's start deletes it too, backends/tmux.py)."""
+    _tmux(["delete-buffer", "-b", ANSWER_BUFFER + pane])
+
+
+def _tmux(args: list[str], data: bytes = b"") -> None:
     import subprocess  # noqa: PLC0415 - as in read_input
 
     try:
-        subprocess.run(["tmux", "load-buffer", "-b", ANSWER_BUFFER + pane, "-"], input=answer.encode(),
-                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=5, check=False)
+        subprocess.run(["tmux", *args], input=data, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=5,
+                       check=False)
     except (OSError, subprocess.SubprocessError):
         pass  # no tmux here: the pane's text is the answer then

@@ -35,7 +35,7 @@ def session_directory(sessions: Sessions, session: Session, mailbox: list[Node] 
             # a stat measures an answer once (a long one not in ASCII costs ~1 ms to encode)
             moving(TextFile("out", f"{key}/out", lambda: session.out, sized_by=lambda: session.out)),
             moving(TextFile("status", f"{key}/status", lambda: _line(session.status_line()),
-                            lambda line, caller: sessions.hook(name, line.split()[0]))),
+                            lambda line, caller: sessions.owners.hook(name, line, caller.uname))),
         ]),
         # the transcript only grows, record by record: a stat joins it again only once one came
         moving(TextFile("log", f"{key}/log", session.log_text, sized_by=lambda: len(session.transcript))),

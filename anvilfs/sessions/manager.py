@@ -226,14 +226,20 @@ class Sessions:
         self._nursery.start_soon(interrupt_then_cancel)
 
     def stop(self, name: str, *, kill: bool = False) -> None:
-        """Stop the agent (or a restart waiting to happen); queued prompts are dropped."""
+        """Stop the agent (or a restart waiting to happen); queued prompts are dropped.
+
+        The stop is saved before it is answered, so a restarted server keeps it; it happened even if
+        the save failed (then EIO)."""
+        what = "kill" if kill else "stop"
         self._stop(name, kill=kill)
-        self.publish(SessionEnded(name, "killed" if kill else "stopped"))
+        try:
+            self._save_answered(self.get(name), what)
+        finally:
+            self.publish(SessionEnded(name, "killed" if kill else "stopped"))
 
     def _stop(self, name: str, *, kill: bool, restarting: bool = False) -> None:
-        """Stop the agent; its queued prompts are dropped and the stop saved, unless `restarting` (a
-        restart keeps them, and is saved as a restart: never as a stop with an emptied queue, which a
-        crash right after would keep)."""
+        """Stop the agent; its queued prompts are dropped, unless `restarting` (a restart keeps them, and
+        is saved as a restart: never as a stop with an emptied queue, which a crash right after would keep)."""
         session = self.get(name)
         session.restart_pending = False  # a stop cancels a restart on its way
         if session.state is State.STOPPED:
@@ -245,16 +251,19 @@ class Sessions:
         self._cancel_runner(name)
         session.abort_turn("killed" if kill else "stopped")
         session.move(Event.STOP, f"{dropped} queued prompts dropped" if dropped else "")
-        if not restarting:
-            self._save_answered(session)  # a stop answered is a stop a restarted server keeps
         self._nursery.start_soon(session.agent.kill if kill else session.agent.stop)
 
-    def _save_answered(self, session: Session) -> None:
-        """Save a change a ctl write made, before it is answered; the change itself has happened."""
+    def _save_answered(self, session: Session, what: str) -> None:
+        """Save a change a write made (`what`: a ctl command, a status word, an answer) before it is answered.
+
+        The change itself has happened: if the disk refuses, it stays pending (retried in the background)
+        and the write fails with EIO, saying so, as a write is answered only once it is on disk; a hook
+        that gets it keeps its answer for a next server (client/hook.py matches "not on disk")."""
         try:
             self.saver.save_now(session)
         except AnvilError as exc:
             self.events.append(f"- state: {exc.message}; will try again")
+            raise AnvilError(f"{what}: taken, but not on disk: {exc.message}; the server tries again") from None
 
     def remove(self, name: str) -> None:
         """Forget a stopped or exited session; its files move to the state's `removed/` history."""
@@ -300,7 +309,7 @@ class Sessions:
         session.role_pending = bool(session.definition.role)
         session.record(f"--- cleared at {timestamp()}: a fresh conversation begins\n")
         session.move(Event.CLEAR)
-        self._save_answered(session)
+        self._save_answered(session, "clear")
 
     def hook(self, name: str, word: str) -> None:
         """An agent's hook wrote running/await to its status."""
@@ -319,7 +328,7 @@ class Sessions:
                 session.end_turn(Event.TURN_DONE)
         # The hook's write is answered only once what it said is on disk (the agent's saved() notes a
         # turn's await), so a server killed right after answering still knows the turn ended.
-        self._save_answered(session)
+        self._save_answered(session, f"status {word}")
 
     # ------------------------------------------------------------ runners
 

@@ -24,11 +24,30 @@ hook (`anvilfs hook await`, anvilfs/client/hook.py) writes the turn's answer
 as the session itself (uname = its name, from ANVILFS_SESSION). The answer
 takes the place of the pane's text, which was only the turn's `stream`, and
 ends the turn as the hook's `await` would; only the agent may, and only while
-a turn runs.
+a turn runs. Its `status` too is the agent's alone: its hook writes `running`
+when a turn begins, `await` when one ends with no answer to give.
+
+Which turn a hook's answer (or `await`) ends: the running one, but only once
+that turn's hook said `running`, if the agent's hook ever said it. A hook
+runs after its turn, and takes time (a process, a connection): the answer of
+a turn interrupted meanwhile can come after the next prompt was typed, and
+must not end that turn with the earlier one's text. The agent runs a turn's
+hooks in order (Claude Code: UserPromptSubmit, Stop, each waited for) and
+the next turn's after them, so an answer that comes before the running
+turn's `running` is an earlier turn's: refused (EBUSY), and the hook keeps
+nothing. An agent that never says `running` (only a Stop hook installed) is
+not held to it. What was heard lives as long as the server: a restarted
+server takes the answer of the turn it adopted, whose `running` the old
+server heard, and is held again from the next `running`.
+
+Each of these writes is answered once what it changed is on disk; when the
+disk refuses, the change stays made in memory (the save is retried) and the
+write fails with EIO, so a hook keeps its answer for a next server.
 """
 
 from __future__ import annotations
 
+import weakref
 from typing import TYPE_CHECKING
 
 from ..errors import Busy, InvalidRequest, LimitExceeded, NotPermitted
@@ -57,10 +76,12 @@ def check_detail(detail: str) -> None:
 
 
 class Owners:
-    """The owner's side of the external sessions of one Sessions."""
+    """The owner's side of the external sessions of one Sessions, and the hooks' side of the hook-driven ones."""
 
     def __init__(self, sessions: Sessions):
         self.sessions = sessions
+        # hook-driven sessions whose hook said `running`: the turn it last said it in (this server's life)
+        self._said_running: weakref.WeakKeyDictionary[Session, Turn | None] = weakref.WeakKeyDictionary()
 
     def _owned(self, name: str) -> Session:
         session = self.sessions.get(name)
@@ -87,7 +108,32 @@ class Owners:
                 session.end_turn(event, detail)
         except IllegalTransition as exc:
             raise IllegalTransition(f"status {word}: {exc}") from None
-        self.sessions._save_answered(session)
+        self.sessions._save_answered(session, f"status {word}")
+
+    def hook(self, name: str, line: str, writer: str) -> None:
+        """An agent's hook wrote `running` or `await` to status: on a hook-driven session, as the session."""
+        session = self.sessions.get(name)
+        word = line.split(" ", 1)[0]
+        if not session.backend.hook_driven:
+            self.sessions.hook(name, word)  # refused there, with why
+            return
+        self._check_agent(session, writer, "status", "reports its turns", "running|await")
+        if word == "await":
+            self._check_said_running(session, "status await: end a turn once its hook said running", "await")
+        try:
+            self.sessions.hook(name, word)
+        finally:  # a `running` the disk did not take was heard all the same
+            if word == "running" and session.state is State.RUNNING:
+                self._said_running[session] = session.turn
+
+    def _check_said_running(self, session: Session, refusal: str, what: str) -> None:
+        """Busy if the agent's hook said `running` once, but not yet in the running turn: `what` is a late
+        one of an earlier turn (see the module's docstring)."""
+        if session not in self._said_running or session.state is not State.RUNNING:
+            return
+        if self._said_running[session] is not session.turn:
+            raise Busy(f"{refusal}: turn {session.turn.number} of {session.name} has not said running yet, so this "
+                       f"{what} is an earlier turn's")
 
     def take(self, name: str) -> Prompt | None:
         """`next`: the prompt of the running turn if it came from `in`, else the oldest queued one, which
@@ -116,11 +162,13 @@ class Owners:
         if not size:
             return  # opening out to read it is never refused
         if not session.backend.owner_driven:
-            self._check_agent(session, writer)
+            self._check_answerer(session, writer)
         limit = self.sessions.limits.max_prompt_bytes
         if size > limit:
             raise LimitExceeded(f"send at most {limit} bytes: the answer for {name} is too long ({size} bytes)")
         if session.state is State.RUNNING:
+            if session.backend.hook_driven:
+                self._check_said_running(session, "out: hand in an answer while its turn runs", "answer")
             return
         if session.backend.owner_driven:
             raise Busy(f"out: begin a turn first (write 'running' to status, or read next): out takes the answer "
@@ -128,14 +176,18 @@ class Owners:
         raise Busy(f"out: hand in an answer while its turn runs: {name} is {session.status_line()}, so this one "
                    "would be no turn's")
 
-    @staticmethod
-    def _check_agent(session: Session, writer: str) -> None:
+    def _check_answerer(self, session: Session, writer: str) -> None:
         if not session.backend.hook_driven:
             raise InvalidRequest(f"out: only an external session's owner or a hook-driven agent writes it; "
                                  f"{session.name} is on {session.backend.kind} backend {session.backend.name}")
+        self._check_agent(session, writer, "out", "hands in its answer", "await")
+
+    @staticmethod
+    def _check_agent(session: Session, writer: str, file: str, does: str, words: str) -> None:
+        """NotPermitted unless the writer is the session's own agent: its hook attaches as uname NAME."""
         if writer != session.name:
-            raise NotPermitted(f"out: only {session.name}'s own agent hands in its answer (its hook's `anvilfs hook "
-                               f"await`, as uname {session.name}); {writer or 'this writer'} is not it")
+            raise NotPermitted(f"{file}: only {session.name}'s own agent {does} (its hook's `anvilfs hook {words}`, "
+                               f"as uname {session.name}); {writer or 'this writer'} is not it")
 
     def answer(self, name: str, text: str, turn: Turn | None = None, writer: str = "") -> None:
         """The bytes of one open of `out`: the answer of the turn running when they began (`turn`, if
@@ -151,4 +203,5 @@ class Owners:
             session.turn.answer(text)  # in place of the pane's text, which was the turn's stream
             session.agent.hook("await")  # a runner's turn stops following the pane; saved() notes the await
         session.end_turn(Event.TURN_DONE)
-        self.sessions._save_answered(session)  # the log and out first, then the .toml
+        # the log and out first, then the .toml; EIO if not, and the hook keeps the answer for a next server
+        self.sessions._save_answered(session, f"the answer of turn {session.turn.number}")

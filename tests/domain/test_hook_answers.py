@@ -1,9 +1,7 @@
 """A hook-driven agent's answer through `out` (sessions/owned.py): who may hand it in, when, and what it does.
 
-The agent is a stand-in for a tmux agent with turn_end = "hook": its turn
-streams a pane's text and waits for the hook's await. The test is its hook,
-writing the session's `out` file (the real node of the tree) as the uname
-the hook's `anvilfs hook await` attaches with; the rest is the real App.
+The agent is harness/pane_agents.py's stand-in for a tmux agent with
+turn_end = "hook"; the test is its hook, writing the session's `out` file.
 """
 
 from __future__ import annotations
@@ -11,68 +9,14 @@ from __future__ import annotations
 import tomllib
 
 import pytest
-import trio
 import trio.testing
 
-from anvilfs.backends import SimBackend
 from anvilfs.errors import Busy, InvalidRequest, LimitExceeded, NotPermitted
-from anvilfs.sessions import Agent, Backend, SessionLimits, State
+from anvilfs.sessions import SessionLimits, State
 from anvilfs.sessions.states import IllegalTransition
 from anvilfs.tree import Caller
 from harness.apps import until
-
-PANE = "❯ fix it\n✻ Crunching… (esc to interrupt)\n────────\n"  # what such an agent's pane streams
-ANSWER = "Fixed: the test passes now.\n"
-
-
-class PaneAgent(Agent):
-    """Streams a TUI's screen, then waits for the hook's await, as TmuxAgent does with turn_end = "hook"."""
-
-    def __init__(self) -> None:
-        self.done = trio.Event()
-        self.heard: list[str] = []
-
-    async def start(self) -> None:
-        return None
-
-    async def turn(self, prompt, output) -> None:
-        self.done = trio.Event()
-        output.write(PANE)
-        await self.done.wait()
-
-    def hook(self, word: str) -> bool:
-        self.heard.append(word)
-        if word == "await":
-            self.done.set()
-        return True
-
-    async def kill(self) -> None:
-        return None
-
-
-class PaneBackend(Backend):
-    kind = "test-pane"
-    hook_driven = True
-
-    def availability(self) -> str:
-        return "ready"
-
-    def agent(self, session, saved=None) -> Agent:
-        return PaneAgent()
-
-
-async def hooked(running, **kwargs):
-    app = await running(backends={"pane": PaneBackend("pane"), "sim": SimBackend()}, **kwargs)
-    s = app.sessions.new("pane", "/tmp", name="a")
-    await until(lambda: s.state is State.IDLE)
-    return app, s
-
-
-def write_out(app, name: str, uname: str, text: str) -> None:
-    """One open of NAME/out as uname: a write, then the clunk that hands the bytes in."""
-    handle = app.root.lookup(name).lookup("out").open(Caller(uname))
-    handle.write(0, text.encode())
-    handle.clunk()
+from harness.pane_agents import ANSWER, PANE, hooked, write_out
 
 
 async def test_the_agents_answer_ends_its_turn_and_is_out_in_place_of_the_pane(autojump_clock, running, tmp_path):

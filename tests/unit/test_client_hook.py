@@ -19,6 +19,7 @@ import pytest
 from anvilfs.backends import tmux as tmux_backend
 from anvilfs.cli import main
 from anvilfs.client import ServerError, hook
+from anvilfs.ninep.errstr import word_for_9p2000
 
 STOP = {"session_id": "1111", "transcript_path": "", "cwd": "/w", "hook_event_name": "Stop",
         "stop_hook_active": False, "last_assistant_message": "All done.", "background_tasks": []}
@@ -120,8 +121,8 @@ class Recorder:
         self.writes.append((path, data))
 
 
-def run_hook(client: Recorder, word: str, answer: str, root: str = "agent/") -> int:
-    return hook.hook(client, root, Namespace(word=word, session="a", answer=answer))
+def run_hook(client: Recorder, word: str, answer: str, root: str = "agent/", pane: str = "") -> int:
+    return hook.hook(client, root, Namespace(word=word, session="a", answer=answer, pane=pane))
 
 
 def test_an_answer_ends_the_turn_alone_and_no_word_follows_it():
@@ -146,6 +147,51 @@ def test_an_answer_refused_because_its_turn_is_over_ends_nothing(capsys):
     assert run_hook(client, "await", "All done.\n") == hook.EXIT_REFUSED
     assert client.writes == []
     assert "refused the answer" in capsys.readouterr().err
+
+
+# what the server says when its save failed, as a 9P2000 client gets it (worded for EIO, cut to 127 bytes)
+NOT_SAVED = word_for_9p2000("the answer of turn 1: taken, but not on disk: cannot save session a in "
+                            "/var/lib/anvilfs/state/sessions: No space left on device; the server tries again",
+                            "i/o error")
+
+
+def test_an_answer_taken_but_not_saved_is_kept_for_the_next_server_and_no_word_follows(capsys):
+    """Exit 1, as if no server answered: hooks/anvilfs-status leaves await in the pane, the answer is in tmux."""
+    assert NOT_SAVED.startswith("i/o error: the answer of turn 1: taken, but not on disk")
+    client = Recorder(refuse={"out": NOT_SAVED})
+    assert run_hook(client, "await", "All done.\n") == hook.EXIT_KEEP == 1
+    assert client.writes == []  # no await: the server took the answer, the turn is over there
+    assert "the answer is kept for the next server" in capsys.readouterr().err
+
+
+def test_a_word_taken_but_not_saved_is_kept_in_the_pane(capsys):
+    client = Recorder(refuse={"status": NOT_SAVED.replace("the answer of turn 1", "status await")})
+    assert run_hook(client, "await", "") == hook.EXIT_KEEP
+
+
+@pytest.fixture
+def tmux_calls(tmp_path, monkeypatch) -> Path:
+    """A tmux on PATH that records each call's arguments, a line each."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "tmux").write_text(f'#!/bin/sh\necho "$*" >> {tmp_path}/calls\ncat > /dev/null\n')
+    (bin_dir / "tmux").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    return tmp_path / "calls"
+
+
+@pytest.mark.parametrize("refusal, kept", [
+    (None, False),
+    (f"busy: out: {hook.NO_TURN}: turn 2 of a has not said running yet, so this answer is an earlier turn's", False),
+    ("send at most 10 bytes: the answer for a is too long (12 bytes)", False),  # then await ends the turn
+    (NOT_SAVED, True),
+], ids=["taken", "late", "too large", "not saved"])
+def test_the_kept_answer_is_deleted_once_a_server_answered_for_good(tmux_calls, refusal, kept):
+    """A late answer the server refused must not stay where a next server would take it for the turn running now."""
+    client = Recorder(refuse={"out": refusal} if refusal else None)
+    run_hook(client, "await", "All done.\n", pane="%7")
+    calls = tmux_calls.read_text().splitlines() if tmux_calls.exists() else []
+    assert calls == ([] if kept else ["delete-buffer -b anvilfs-answer-%7"])
 
 
 def test_a_refused_word_exits_3_so_the_script_keeps_nothing_in_the_pane(capsys):
