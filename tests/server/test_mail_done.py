@@ -16,7 +16,7 @@ import os
 
 import pytest
 
-from anvilfs.client import Client
+from anvilfs.client import Client, ServerError
 from anvilfs.ninep import Dialect
 from anvilfs.ninep import messages as m
 from harness.inotify import FileOpens
@@ -98,3 +98,10 @@ def test_a_stored_message_damaged_on_disk_reads_as_long_as_its_listing_says(srv)
     assert data == b'{"id": "0000000000000001", "body": "caf? ?"}\n'  # each byte that is not UTF-8 reads as "?"
     assert lengths["0000000000000001.json"] == len(data) == os.path.getsize(damaged)
 
+
+def test_a_body_with_a_lone_surrogate_escape_is_refused_saying_why(srv):
+    with connect(srv, uname="dev") as client:
+        with pytest.raises(ServerError, match=r"body: has a lone surrogate \\ud800 at character 2; write the char"):
+            mail(client, "dev", "human", "odd", "ab\ud800c")  # json.dumps writes it as the escape \ud800
+        assert client.list_dir("human/inbox") == []
+        assert mail(client, "dev", "human", "still works", "😀")  # refused, not broken
