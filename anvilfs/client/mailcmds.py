@@ -18,8 +18,10 @@ from __future__ import annotations
 import os
 import re
 import sys
+from collections.abc import Iterator
 
 from ..ninep import consts as c
+from ..ninep import messages as m
 from .client import Client, ServerError
 
 HUMAN = "human"
@@ -113,21 +115,35 @@ def notify(client: Client, root: str, args) -> int:
 
 def _tell_waiting(client: Client, root: str, argv: list[str], everything: bool) -> set[str]:
     """Announce what waits in human's inbox already (a request is missed otherwise); the ids told."""
-    import json  # as in send()
-
     waiting = {line.split(" ", 1)[0] for line in client.read_file(_join(root, "human/approvals")).decode().splitlines()}
-    where, seen = _join(root, "human/inbox"), set()
-    for entry in client.list_dir(where):
-        try:
-            message = json.loads(client.read_file(f"{where}/{entry.name}"))
-        except (ServerError, ValueError):
-            continue  # acknowledged since the listing (or not a message): nothing waits
+    seen = set()
+    for message in inbox_messages(client, root, HUMAN):
         if message["type"] == "APPROVAL_REQUEST" and message["id"] not in waiting:
             continue  # answered already
         seen.add(message["id"])
         _tell({"id": message["id"], "to": HUMAN, "type": message["type"], "sender": message["from"],
                "subject": message["subject"], "again": " waiting"}, argv, everything)
     return seen
+
+
+def inbox_messages(client: Client, root: str, who: str) -> Iterator[dict]:
+    """The messages in WHO's inbox, oldest first, each read as it comes. One acknowledged between the
+    listing and its read is left out without a word: it is no longer in the inbox, which is what
+    `inbox` and `notify` tell of. Only that is passed over: a read that fails otherwise raises."""
+    import json  # as in send()
+
+    where = _join(root, f"{who}/inbox")
+    for entry in client.list_dir(where):
+        try:
+            fid = client.walk(f"{where}/{entry.name}")
+        except ServerError:
+            continue  # the walk found no such entry any more: acknowledged since the listing
+        try:
+            client.rpc(m.Topen(tag=0, fid=fid, mode=c.OREAD))
+            data = b"".join(client.read_chunks(fid))
+        finally:
+            client.clunk(fid)
+        yield json.loads(data)
 
 
 def _tell(found, argv: list[str], everything: bool) -> None:
@@ -149,11 +165,7 @@ def _tell(found, argv: list[str], everything: bool) -> None:
 
 
 def inbox(client: Client, root: str, args) -> int:
-    import json  # as in send()
-
-    where = _join(root, f"{args.participant}/inbox")
-    for entry in client.list_dir(where):
-        message = json.loads(client.read_file(f"{where}/{entry.name}"))
+    for message in inbox_messages(client, root, args.participant):
         print(f"{message['id']} {message['from']} {message['type']} {message['subject']}")
     return 0
 

@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
 from ..errors import AnvilError, InvalidRequest, NotPermitted
@@ -145,25 +146,42 @@ def _inbox(post: PostOffice, owner: str) -> Directory:
 
 
 def _done(post: PostOffice, owner: str) -> Directory:
-    def file(message_id: str) -> Node | None:
-        raw = post.read_done(owner, message_id)
-        if raw is None:
-            return None
-        text = raw.decode("utf-8", errors="replace")
-        return TextFile(f"{message_id}.json", f"mail/{owner}/done/{message_id}", lambda: text)
-
     def find(name: str) -> Node | None:
-        return file(name.removesuffix(".json")) if name.endswith(".json") else None
+        message_id = name.removesuffix(".json")
+        size = post.done_size(owner, message_id) if name.endswith(".json") else None
+        return _DoneFile(post, owner, message_id, size) if size is not None else None
 
     def children() -> list[Node]:
-        return [TextFile(f"{i}.json", f"mail/{owner}/done/{i}", _later(post, owner, i)) for i in post.done_ids(owner)]
+        return [_DoneFile(post, owner, i, size) for i, size in post.done_sizes(owner)]
 
     return Directory("done", f"mail/{owner}/done", more=children, find=find)
 
 
-def _later(post: PostOffice, owner: str, message_id: str) -> Callable[[], str]:
-    """A done message is read from disk only when it is read (a listing does not load them all)."""
-    def render() -> str:
-        raw = post.read_done(owner, message_id)
-        return raw.decode("utf-8", errors="replace") if raw is not None else ""
-    return render
+class _DoneFile(TextFile):
+    """An acknowledged message: read from disk only when it is read, so that a listing (whose stat
+    records carry lengths, SPEC §4) or a walk reads none of them. Its length is its stored file's:
+    a done message is never written again, and a read gives its bytes, one for one."""
+
+    __slots__ = ("_stored",)
+
+    def __init__(self, post: PostOffice, owner: str, message_id: str, size: int):
+        def render() -> str:
+            raw = post.read_done(owner, message_id)
+            return same_length_text(raw) if raw is not None else ""
+        super().__init__(f"{message_id}.json", f"mail/{owner}/done/{message_id}", render)
+        self._stored = size
+
+    def size(self) -> int:
+        return self._stored
+
+
+_UNDECODABLE = re.compile("[\udc80-\udcff]")  # the bytes surrogateescape could not decode, one each
+
+
+def same_length_text(raw: bytes) -> str:
+    """Stored bytes as text whose UTF-8 is exactly as long: what the server wrote is UTF-8 and comes
+    back unchanged; a byte that is not (a file damaged on disk) reads as "?", so lengths still agree."""
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return _UNDECODABLE.sub("?", raw.decode("utf-8", "surrogateescape"))

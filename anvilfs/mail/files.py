@@ -47,8 +47,16 @@ class MailFiles:
         """The messages in an inbox, oldest first, and a line for each file that cannot be read."""
         return self._read_all(self._dir(who, "inbox"))
 
-    def done_ids(self, who: str) -> list[str]:
-        return [n.removesuffix(".json") for n in self._dir(who, "done").names(".json")]
+    def done_sizes(self, who: str) -> list[tuple[str, int]]:
+        """The acknowledged messages, oldest first, each with the size of its file: a stat, never a read
+        (a done message is never written again, and a read gives its stored bytes)."""
+        done = self._dir(who, "done")
+        return [(n.removesuffix(".json"), done.size(n)) for n in done.names(".json")]
+
+    def done_size(self, who: str, message_id: str) -> int | None:
+        """The size of one acknowledged message's file, or None if there is none (a stat, not a read)."""
+        done, name = self._dir(who, "done"), f"{message_id}.json"
+        return done.size(name) if done.exists(name) else None
 
     def read_done(self, who: str, message_id: str) -> bytes | None:
         return self._dir(who, "done").read(f"{message_id}.json")
@@ -141,8 +149,12 @@ class MemoryMailFiles:
     def unacked(self, who: str) -> tuple[list[Message], list[str]]:
         return sorted(self._inbox.get(who, {}).values(), key=lambda m: m.id), []
 
-    def done_ids(self, who: str) -> list[str]:
-        return sorted(self._done.get(who, {}))
+    def done_sizes(self, who: str) -> list[tuple[str, int]]:
+        return [(i, len(m.to_json())) for i, m in sorted(self._done.get(who, {}).items())]
+
+    def done_size(self, who: str, message_id: str) -> int | None:
+        message = self._done.get(who, {}).get(message_id)
+        return len(message.to_json()) if message else None
 
     def read_done(self, who: str, message_id: str) -> bytes | None:
         message = self._done.get(who, {}).get(message_id)

@@ -57,6 +57,16 @@ class Draft(BaseModel):
             raise ValueError("must be one line without control characters (it is shown in events and approvals)")
         return subject
 
+    @field_validator("body")
+    @classmethod
+    def _unicode(cls, body: str) -> str:
+        try:
+            body.encode("utf-8")  # a lone \ud800 escape parses, but is no character: it could not be stored
+        except UnicodeEncodeError as exc:
+            raise ValueError(f"has a lone surrogate \\u{ord(body[exc.start]):04x} at character {exc.start}; "
+                             "write the character itself, or both halves of its surrogate pair") from None
+        return body
+
     @field_validator("re")
     @classmethod
     def _message_id(cls, value: str | None) -> str | None:

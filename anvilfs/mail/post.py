@@ -135,8 +135,12 @@ class PostOffice:
         del self._inbox[who][message_id]
         self.bus.publish(MailAcked(message_id, who))
 
-    def done_ids(self, who: str) -> list[str]:
-        return self.files.done_ids(who)
+    def done_sizes(self, who: str) -> list[tuple[str, int]]:
+        """The acknowledged messages of `who`, oldest first, with their sizes, none of them read."""
+        return self.files.done_sizes(who)
+
+    def done_size(self, who: str, message_id: str) -> int | None:
+        return self.files.done_size(who, message_id)
 
     def read_done(self, who: str, message_id: str) -> bytes | None:
         return self.files.read_done(who, message_id)

@@ -7,7 +7,6 @@ namespace directory. Failures print the server's 9P trace.
 
 from __future__ import annotations
 
-import getpass
 import os
 import shutil
 import signal
@@ -20,32 +19,13 @@ from pathlib import Path
 
 import pytest
 
+from harness.cli_runs import alone as _cli
+from harness.cli_runs import list_rows, ok
 from harness.server import AnvilServer, start_server
 from harness.server import anvil_server as running_server
 
-USAGE_NEW = "new <backend> <cwd>"
 ROOT_FILES = {"ctl": "-rw-------", "list": "-r--------", "events": "-r--------",
               "backends": "-r--------", "errors": "-r--------"}  # fmt: skip
-
-
-def ok(srv: AnvilServer, *args: str, input: str | None = None) -> str:
-    """Run a client command that must succeed; return its stdout."""
-    r = srv.run_cli(*args, input=input)
-    assert r.returncode == 0, f"anvilfs {' '.join(args)} -> {r.returncode}\n{r.stderr}\n{srv.trace_tail()}"
-    assert r.stderr == "", r.stderr
-    return r.stdout
-
-
-def fails(srv: AnvilServer, *args: str, input: str | None = None) -> str:
-    """Run a client command that must fail; return its stderr."""
-    r = srv.run_cli(*args, input=input)
-    assert r.returncode != 0, f"anvilfs {' '.join(args)} succeeded:\n{r.stdout}\n{srv.trace_tail()}"
-    assert r.stdout == "", r.stdout
-    return r.stderr
-
-
-def list_rows(srv: AnvilServer) -> dict[str, list[str]]:
-    return {line.split()[0]: line.split() for line in ok(srv, "read", "agent/list").splitlines()}
 
 
 def test_user_story(anvil_server: AnvilServer) -> None:
@@ -81,33 +61,6 @@ def test_failed_turn_is_reported_by_wait_and_list(anvil_server: AnvilServer) -> 
     ok(srv, "write", "agent/bad/in", input="sim:fail please\n")
     assert ok(srv, "read", "agent/bad/wait").splitlines() == ["error"]
     assert list_rows(srv)["bad"][2] == "error"
-
-
-@pytest.mark.parametrize(
-    ("path", "command", "expected", "usage"),
-    [
-        ("agent/ctl", "bogus thing", ["bogus", "invalid\ncommands: "], [USAGE_NEW]),
-        ("agent/ctl", "new", ["new", "invalid\nusage: "], ["usage", USAGE_NEW]),
-        ("agent/ctl", "new nosuchbackend /tmp", ["nosuchbackend", "sim"], []),
-        ("agent/s/ctl", "frobnicate", ["frobnicate", "invalid\ncommands: "], ["stop", "kill", "restart", "interrupt"]),
-    ],
-    ids=["unknown-command", "missing-args", "unknown-backend", "session-ctl"],
-)
-def test_bad_ctl_command_fails_with_the_servers_text(
-    anvil_server: AnvilServer, path: str, command: str, expected: list[str], usage: list[str]
-) -> None:
-    srv = anvil_server
-    ok(srv, "write", "agent/ctl", "new sim /tmp name=s")
-    err = fails(srv, "write", path, command)
-    for word in expected:
-        assert word in err, (word, err)
-    assert set(list_rows(srv)) == {"s"}, "a bad command must not create anything"
-    # the server's text says to see errors, where the usage follows it; the client printed that usage
-    first_line = err.strip().split("\n")[0].split(": ", 2)[-1]  # "anvilfs: agent/ctl: <server text>\n<usage>"
-    line = next((ln for ln in ok(srv, "read", "agent/errors").splitlines() if first_line in ln), None)
-    assert line is not None, (first_line, srv.trace_tail())
-    for word in usage:
-        assert word in line.split(first_line, 1)[1] and word in err, (word, line, err)
 
 
 def test_ls_and_stat(anvil_server: AnvilServer) -> None:
@@ -157,15 +110,6 @@ def test_tcp_listener() -> None:
         r = srv.run_cli("-a", tcp, "write", "ctl", "new sim /tmp name=tcpbot")
         assert r.returncode == 0, r.stderr + srv.trace_tail()
         assert "tcpbot" in list_rows(srv)  # same server over the unix socket
-
-
-def test_reading_a_missing_file_fails(anvil_server: AnvilServer) -> None:
-    err = fails(anvil_server, "read", "agent/nope")
-    assert "nope" in err, err
-    err = fails(anvil_server, "read", "agent/nosession/out")
-    assert "nosession" in err, err
-    err = fails(anvil_server, "stat", "agent/nope")
-    assert "nope" in err, err
 
 
 # --- the server process -----------------------------------------------------
@@ -264,12 +208,6 @@ def test_live_socket_is_not_taken_over(anvil_server: AnvilServer) -> None:
 # --- the command line a new user meets -----------------------------------------
 
 
-def _cli(*args: str, env: dict[str, str] | None = None, input: str = "") -> subprocess.CompletedProcess[str]:
-    """``python -m anvilfs ARGS`` with no server involved."""
-    return subprocess.run([sys.executable, "-m", "anvilfs", *args], input=input, capture_output=True, text=True,
-                          env=os.environ | {"COLUMNS": "100"} | (env or {}), timeout=30)
-
-
 def test_version_is_the_packages() -> None:
     import tomllib
 
@@ -317,41 +255,6 @@ def test_help_reads_well() -> None:
     assert "anvilfs read agent/list" in read and "-a ADDRESS" in read, read
 
 
-def test_refused_tcp_connection_is_one_clear_line() -> None:
-    with socket.socket() as s:  # a port nobody listens on once this closes
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    r = _cli("-a", f"tcp!127.0.0.1!{port}", "read", "list")
-    assert r.returncode == 1, r
-    assert r.stderr == (f"anvilfs: cannot connect to tcp!127.0.0.1!{port}: connection refused; "
-                        f"is `anvilfs serve --listen tcp!127.0.0.1!{port}` running?\n"), r.stderr
-    assert r.stdout == ""
-
-
-def test_a_server_that_does_not_speak_9p_is_one_clear_line() -> None:
-    import threading
-
-    with socket.socket() as listener:
-        listener.bind(("127.0.0.1", 0))
-        listener.listen(1)
-        listener.settimeout(30)  # the accept has a deadline too
-        port = listener.getsockname()[1]
-
-        def answer_like_a_web_server() -> None:
-            conn, _ = listener.accept()
-            with conn:
-                conn.recv(4096)
-                conn.sendall(b"HTTP/1.1 400 Bad Request\r\n\r\n")
-
-        web = threading.Thread(target=answer_like_a_web_server, daemon=True)
-        web.start()
-        r = _cli("-a", f"tcp!127.0.0.1!{port}", "read", "list")
-        web.join(timeout=30)
-    assert r.returncode == 1 and r.stdout == "", r
-    assert r.stderr.startswith("anvilfs: list: the server's reply is not 9P (frame size "), r.stderr
-    assert r.stderr.endswith("is that an anvilfs server?\n") and r.stderr.count("\n") == 1, r.stderr
-
-
 def test_rm_acknowledges_mail_and_removes_a_stopped_session(anvil_server: AnvilServer) -> None:
     srv = anvil_server
     ok(srv, "write", "agent/ctl", "new sim /tmp name=bot1")
@@ -366,38 +269,6 @@ def test_rm_acknowledges_mail_and_removes_a_stopped_session(anvil_server: AnvilS
     assert "bot1" not in ok(srv, "ls", "agent").split()
     r = srv.run_cli("rm", "agent/nothere", "agent/list")
     assert r.returncode == 1 and "nothere" in r.stderr, r
-
-
-def test_a_refused_ctl_line_prints_its_usage(anvil_server: AnvilServer) -> None:
-    srv = anvil_server
-    ok(srv, "write", "agent/ctl", "new sim /tmp name=bot1")
-    r = srv.run_cli("write", "agent/bot1/ctl", "stop now")
-    assert (r.returncode, r.stderr) == (1, "anvilfs: agent/bot1/ctl: stop: unexpected 'now': invalid\nusage: stop\n"), r
-    r = srv.run_cli("write", "agent/ctl", "fly")
-    assert r.returncode == 1 and r.stderr.startswith("anvilfs: agent/ctl: unknown command 'fly': invalid\ncommands: new "), r
-
-
-def test_a_session_named_without_agent_is_pointed_out(anvil_server: AnvilServer) -> None:
-    r = anvil_server.run_cli("read", "bot1/out")
-    assert (r.returncode, r.stdout) == (1, ""), r
-    assert r.stderr == f"anvilfs: no service bot1 in {anvil_server.namespace}; did you mean agent/bot1/out?\n", r.stderr
-
-
-def test_missing_unix_socket_is_one_clear_line(tmp_path: Path) -> None:
-    r = _cli("read", "agent/list", env={"NAMESPACE": str(tmp_path)})
-    assert r.returncode == 1, r
-    assert r.stderr == (f"anvilfs: cannot connect to unix!{tmp_path}/agent: no such file or directory; "
-                        "is `anvilfs serve` running?\n"), r.stderr
-
-
-def test_reading_a_directory_says_to_use_ls(anvil_server: AnvilServer) -> None:
-    srv = anvil_server
-    ok(srv, "write", "agent/ctl", "new sim /tmp name=bot1")
-    for name in ("agent", "agent/bot1"):
-        r = srv.run_cli("read", name)
-        assert (r.returncode, r.stdout) == (1, ""), r
-        assert r.stderr == f"anvilfs: {name} is a directory: use `anvilfs ls {name}`\n", r.stderr
-    assert "bot1" in ok(srv, "ls", "agent").split()  # and ls does list it
 
 
 def _start_reader(srv: AnvilServer, path: str, *, sigint_ignored: bool = False) -> subprocess.Popen:
@@ -458,106 +329,3 @@ def test_a_reader_that_goes_away_ends_the_read_quietly(anvil_server: AnvilServer
     ok(srv, "write", "agent/ctl", "new sim /tmp name=second")  # the next event meets the closed pipe
     status, err = _finish(reader)
     assert (status, err) == (128 + signal.SIGPIPE, b""), (status, err.decode(errors="replace"))
-
-
-# --- who the client says it is: uname and aname -------------------------------------------
-
-TOKEN = "0123456789abcdef" * 4
-
-
-def _attaches(srv: AnvilServer) -> list[str]:
-    return [line for line in srv.trace().splitlines() if "-> Tattach " in line]
-
-
-def _attach_of(srv: AnvilServer, *args: str, env: dict[str, str], check: bool = True) -> str:
-    """Run one client command and return the Tattach it sent (the trace line)."""
-    before = len(_attaches(srv))
-    r = srv.run_cli(*args, env=env)
-    assert r.returncode == 0 or not check, f"{args} -> {r.returncode}: {r.stderr}\n{srv.trace_tail()}"
-    new = _attaches(srv)[before:]
-    assert len(new) == 1, new
-    return new[0]
-
-
-@pytest.fixture
-def tcp_server():
-    """A server with a TCP listener whose state directory is $XDG_STATE_HOME/anvilfs, holding a known token."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    base = Path(tempfile.mkdtemp(prefix="anvil."))
-    state = base / "xdg-state" / "anvilfs"
-    state.mkdir(parents=True, mode=0o700)
-    fd = os.open(state / "token", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)  # kept by a server that makes tokens
-    os.write(fd, f"{TOKEN}\n".encode())
-    os.close(fd)
-    srv = start_server(base, state=state, extra_args=["--listen", f"tcp!127.0.0.1!{port}"])
-    try:
-        yield srv, f"tcp!127.0.0.1!{port}"
-    finally:
-        srv.stop()
-        shutil.rmtree(base, ignore_errors=True)
-
-
-def test_tcp_attach_presents_the_token(tcp_server) -> None:
-    srv, tcp = tcp_server
-    default = {"XDG_STATE_HOME": str(srv.state.parent), "ANVILFS_TOKEN": ""}
-    elsewhere = {"XDG_STATE_HOME": str(srv.base / "nothing-here")}
-    cases = {
-        "the default token file": ([], default),
-        "$ANVILFS_TOKEN": ([], elsewhere | {"ANVILFS_TOKEN": TOKEN}),
-        "--token-file": (["--token-file", str(srv.state / "token")], elsewhere | {"ANVILFS_TOKEN": ""}),
-        "-A": (["-A", TOKEN], elsewhere | {"ANVILFS_TOKEN": ""}),
-    }
-    for what, (options, env) in cases.items():
-        # the server admits the attach only with the token; the trace never shows it
-        line = _attach_of(srv, "-a", tcp, *options, "read", "list", env=env)
-        assert line.endswith(' aname "(hidden: it may be the token)"'), (what, line)
-    # no token anywhere: an empty aname, which the server refuses with its own explanation
-    line = _attach_of(srv, "-a", tcp, "read", "list", env=elsewhere | {"ANVILFS_TOKEN": ""}, check=False)
-    assert line.endswith(' aname ""'), line
-    assert TOKEN not in srv.trace(), "the token must never be in the trace (--trace output goes to logs)"
-
-
-def test_unix_attach_sends_no_token(tcp_server) -> None:
-    srv, _ = tcp_server
-    env = {"XDG_STATE_HOME": str(srv.state.parent), "ANVILFS_TOKEN": TOKEN}
-    assert _attach_of(srv, "read", "agent/list", env=env).endswith(' aname ""')
-    assert _attach_of(srv, "-A", "agent", "read", "agent/list", env=env).endswith(" aname agent")
-
-
-def test_a_token_file_that_cannot_be_read_is_a_clear_error(tcp_server) -> None:
-    srv, tcp = tcp_server
-    missing = srv.base / "no-such-token"
-    before = len(_attaches(srv))
-    r = srv.run_cli("-a", tcp, "--token-file", str(missing), "read", "list")
-    assert r.returncode == 1 and r.stdout == "", r
-    assert r.stderr.startswith(f"anvilfs: cannot read token file {missing}: no such file or directory;"), r.stderr
-    assert len(_attaches(srv)) == before, "nothing is sent with a token that could not be read"
-
-
-def test_uname_is_the_calling_agents_session(anvil_server: AnvilServer) -> None:
-    srv = anvil_server
-    login = _attach_of(srv, "read", "agent/list", env={"ANVILFS_SESSION": ""})
-    assert f" uname {getpass.getuser()} " in login, login
-    agent = _attach_of(srv, "read", "agent/list", env={"ANVILFS_SESSION": "bot7"})
-    assert " uname bot7 " in agent, agent
-
-
-def test_the_default_token_file_goes_only_to_loopback_addresses(tmp_path) -> None:
-    from anvilfs.client import attach_aname, resolve
-
-    state = tmp_path / "anvilfs"
-    state.mkdir(mode=0o700)
-    (state / "token").write_text(TOKEN + "\n")
-    env = {"XDG_STATE_HOME": str(tmp_path), "ANVILFS_TOKEN": ""}
-    old = {k: os.environ.get(k) for k in env}
-    os.environ.update(env)
-    try:
-        assert attach_aname(resolve("list", "tcp!127.0.0.1!5640")) == TOKEN
-        assert attach_aname(resolve("list", "tcp!localhost!5640")) == TOKEN
-        assert attach_aname(resolve("list", "tcp!192.0.2.7!5640")) == ""  # another host: only if given explicitly
-        assert attach_aname(resolve("list", "tcp!192.0.2.7!5640"), token_file=str(state / "token")) == TOKEN
-    finally:
-        for k, v in old.items():
-            os.environ.pop(k) if v is None else os.environ.__setitem__(k, v)

@@ -1,0 +1,33 @@
+"""Fixtures of the git history tests: a state directory, and histories running for a test."""
+
+from __future__ import annotations
+
+import pytest
+import trio
+
+from anvilfs.storage import GitHistory, PrivateDir
+from harness.git_history import DEADLINE, within_real_seconds
+
+
+@pytest.fixture
+def state(tmp_path):
+    return tmp_path / "state"
+
+
+@pytest.fixture
+async def started(state):
+    """start(**options) -> (root, history) with history.run running for the test."""
+    histories = []
+    async with trio.open_nursery() as nursery:
+        async def start(**options):
+            root = PrivateDir(state)
+            history = GitHistory(root, **options)
+            histories.append(history)
+            await within_real_seconds(DEADLINE, "history.run starting", lambda: nursery.start(history.run))
+            return root, history
+        try:
+            yield start
+        finally:
+            nursery.cancel_scope.cancel()
+    for history in histories:
+        history.close()
