@@ -38,8 +38,8 @@ A first turn that failed or was cut short (interrupted, timed out):
     ... = false                 the next turn resumes it (the id learnt from the
                                 failed turn's stderr, for a CLI that names its
                                 own), for a CLI that saves the prompt as it goes:
-                                Claude Code and codex keep it, and a fresh id
-                                would orphan that conversation. Cut short as it
+                                Claude Code, codex and aider keep it, and a new
+                                id would orphan that conversation. Cut short as it
                                 started, such a CLI may have saved nothing; that
                                 resume then fails saying so in its stderr
                                 (missing_conversation_pattern), and the prompt
