@@ -28,10 +28,22 @@ How a turn ends:
     config.timeout passed       TurnFailed("timed out after N s"), process killed
     cancelled (interrupt/stop)  process group killed, trio.Cancelled goes on
 
-A first turn that failed or was cut short leaves no conversation anvilfs
-can count on: the next turn begins a new one under a new id (Gemini CLI
-drops a failed prompt from its session, and then will neither resume the
-id nor start it; cut short before it saved anything, it has no session).
+A first turn that failed or was cut short (interrupted, timed out):
+    restart_after_failed_first_turn = true (the default)
+                                the next turn begins a new conversation under a
+                                new id, the role sent again. For a CLI that keeps
+                                no such turn: Gemini CLI drops a failed prompt
+                                from its session, and then will neither resume
+                                the id nor start it.
+    ... = false                 the next turn resumes it (the id learnt from the
+                                failed turn's stderr, for a CLI that names its
+                                own), for a CLI that saves the prompt as it goes:
+                                Claude Code, codex and aider keep it, and a new
+                                id would orphan that conversation. Cut short as it
+                                started, such a CLI may have saved nothing; that
+                                resume then fails saying so in its stderr
+                                (missing_conversation_pattern), and the prompt
+                                runs again at once with argv, beginning it.
 """
 
 from __future__ import annotations
@@ -104,6 +116,10 @@ class CommandAgent(Agent):
         self.pid: int | None = None
         self._process: trio.Process | None = None
         self._signalled = ""  # the signal stop()/kill() sent to the running turn
+        self._stderr = _Tail(STDERR_KEEP)  # the last run's
+        # the first turn failed and its conversation was kept (restart_after_failed_first_turn = false):
+        # the CLI may have saved it, or not (cut short as it started)
+        self.unsure = bool(saved.get("unsure"))
 
     async def start(self) -> None:
         why = _missing(self.config)
@@ -113,9 +129,10 @@ class CommandAgent(Agent):
     def clear(self) -> None:
         self.turns = 0
         self.conversation = str(uuid.uuid4())
+        self.unsure = False
 
     def saved(self) -> dict:
-        return {"turns": self.turns, "conversation": self.conversation}
+        return {"turns": self.turns, "conversation": self.conversation} | ({"unsure": True} if self.unsure else {})
 
     async def stop(self) -> None:
         self._signal(signal.SIGTERM)
@@ -131,20 +148,40 @@ class CommandAgent(Agent):
     # ------------------------------------------------------------ a turn
 
     async def turn(self, prompt: str, output: Output) -> None:
-        first = not self.turns  # this turn begins a conversation
-        learning = bool(self.config.conversation_pattern) and first
+        learning = bool(self.config.conversation_pattern) and not self.turns
         # "the latest conversation" is this turn's only if no other turn of the backend ends meanwhile
         alone = self.config.one_at_a_time or (learning and self.config.conversation_argv)
         gate = self.gate.alone() if alone else self.gate.together()
         async with gate:
             try:
-                stderr = await self._run(prompt, output)
-            except BaseException:
-                if first:  # nothing to resume for sure (see the module's docstring), no id learnt
-                    self.clear()
-                raise
-            if learning:
-                await self._learn_conversation(stderr, output)
+                await self._attempt(prompt, output)
+            except _NothingToResume as exc:
+                output.note(f"{exc}: the prompt runs again with argv, beginning the conversation")
+                self.turns = 0
+                await self._attempt(prompt, output)
+
+    async def _attempt(self, prompt: str, output: Output) -> None:
+        """One run of the program for the prompt; after a first turn, the id learnt, or what its failure leaves."""
+        first = not self.turns  # this run begins a conversation
+        try:
+            stderr = await self._run(prompt, output)
+        except BaseException:
+            if first:
+                self._after_failed_first_turn()
+            raise
+        if first and self.config.conversation_pattern:
+            await self._learn_conversation(stderr, output)
+
+    def _after_failed_first_turn(self) -> None:
+        """A new conversation next, or (restart_after_failed_first_turn = false) this one resumed: see the docstring."""
+        if self.config.restart_after_failed_first_turn or not self.turns:  # not self.turns: nothing ran
+            return self.clear()
+        if self.config.conversation_pattern:  # the CLI names it: in the header it printed, if it got that far
+            try:
+                self.conversation = found_in(self._stderr.text(), self.config.conversation_pattern, "stderr")
+            except ValueError:
+                return self.clear()
+        self.unsure = True
 
     async def _learn_conversation(self, stderr: _Tail, output: Output) -> None:
         pattern = self.config.conversation_pattern
@@ -161,13 +198,18 @@ class CommandAgent(Agent):
                         "the next turn begins a new conversation")
 
     async def _run(self, prompt: str, output: Output) -> _Tail:
-        """One run of the program for the prompt; its stderr (kept for the transcript)."""
+        """One run of the program for the prompt; its stderr (kept for the transcript).
+
+        The first resume after a failed first turn that runs to its end tells whether the CLI had saved that
+        conversation: _NothingToResume if it says it had not (missing_conversation_pattern).
+        """
         argv = self._argv(prompt)
         process = await self._spawn(argv)
-        # The CLI may have recorded the conversation even if the turn fails,
-        # so from now on it is resumed rather than started again.
+        # The CLI may have recorded the conversation even if the turn fails: unless the turn was the first
+        # (_after_failed_first_turn), it is resumed from now on rather than started again.
         self.turns += 1
-        stderr, stdout = _Tail(STDERR_KEEP), _Tail(STDOUT_KEEP)
+        stderr = self._stderr = _Tail(STDERR_KEEP)
+        stdout = _Tail(STDOUT_KEEP)
 
         def write(text: str) -> None:
             stdout.keep_text(text)
@@ -184,6 +226,11 @@ class CommandAgent(Agent):
                 output.note(stderr.text())
         if timer.cancelled_caught:
             raise TurnFailed(f"timed out after {self.config.timeout:g} s")
+        if self.unsure and not self._signalled:  # a resume that ran to its end (stop() cut it short)
+            self.unsure = False
+            if process.returncode and self._says_nothing_saved(stderr):
+                raise _NothingToResume(f"{argv[0]} has no conversation {self.conversation} to resume "
+                                       "(its first turn was cut short before it saved one)")
         self._judge(process.returncode, stderr, stdout)
         return stderr
 
@@ -244,6 +291,10 @@ class CommandAgent(Agent):
             said = " ".join(found.group(found.re.groups).split())  # one line, however the CLI wrapped it
             raise TurnFailed(said or f"the output matched error_pattern {self.config.error_pattern!r}")
 
+    def _says_nothing_saved(self, stderr: _Tail) -> bool:
+        pattern = self.config.missing_conversation_pattern
+        return bool(pattern) and re.search(pattern, stderr.text()) is not None
+
     def _named_error(self, stderr: _Tail) -> str:
         """The failure's text by config.reason_pattern: its last match in stderr; "" without one."""
         if not self.config.reason_pattern:
@@ -253,6 +304,10 @@ class CommandAgent(Agent):
 
 
 # ---------------------------------------------------------------- helpers
+
+
+class _NothingToResume(TurnFailed):
+    """The resume after a failed first turn found no conversation: the CLI had saved none."""
 
 
 async def _feed(stdin: trio.abc.SendStream, data: bytes) -> None:

@@ -22,9 +22,14 @@ per anvilfs session, on the default tmux server, so a person can
                with no answer writing `await` to status: then the answer is
                the pane's text. turn_end = "quiet": the turn ends when the
                pane has been unchanged for quiet_seconds; the pane's text is
-               the answer. With hooks, an Enter the hook's `running` has not
-               answered in ENTER_AGAIN seconds is pressed again (a program
-               whose input was not ready yet drops it), ENTERS in all at most.
+               the answer. With hooks, the first prompt after the program
+               started whose Enter the hook's `running` has not answered in
+               ENTER_AGAIN seconds gets Enter again (a program whose input was
+               not ready yet drops it), ENTERS in all at most, and only while
+               the cursor's line still ends with the prompt's last line: an
+               Enter then finds the prompt still waiting in the program's
+               input, never a question the program asked (a permission prompt
+               whose default an Enter would choose).
     follow     a turn the previous server left running: from its marked
                row, to the hook's answer or `await`, or to quiet. A hook
                that found no server leaves `await` in the pane's option
@@ -46,12 +51,13 @@ from __future__ import annotations
 
 import os
 import shutil
+from dataclasses import dataclass
 
 import trio
 
 from ..config.model import TmuxBackendConfig, placeholders
 from ..sessions.backend import Agent, AgentExited, AgentFailed, Backend, Output, PromptNotSent, SessionInfo
-from .tmuxpane import HOOK_OPTION, PANE_FORMAT, Pane, Tmux, TurnStart
+from .tmuxpane import HOOK_OPTION, PANE_FORMAT, Pane, Tmux, TurnStart, last_line, still_typed
 
 POLL = 0.1  # seconds between looks at the pane during a turn
 EXIT_POLL = 0.5  # seconds between looks for a pane that went away
@@ -59,7 +65,8 @@ STOP_GRACE = 1.0  # seconds a stopped agent gets after Ctrl-C before its window 
 ANCHOR_ROWS = 3  # rows above a turn's start that find it again after the history was trimmed
 TURN_OPTION = "@anvilfs-turn"  # pane option: where the current turn began (JSON), set before its prompt is typed
 # A prompt typed into a program whose input is not ready (Claude Code's, in its first seconds) keeps its
-# text and drops its Enter: without the hook's `running` this long after an Enter, Enter is pressed again.
+# text and drops its Enter: without the hook's `running` this long after an Enter, Enter is pressed again,
+# on the program's first prompt only, and only while the prompt's text is still on the cursor's line.
 ENTER_AGAIN = 5.0  # seconds
 ENTERS = 3  # at most, in all
 ANSWER_BUFFER = "anvilfs-answer-"  # + pane id: a tmux buffer, the answer as the hook kept it (client/hook.py's too)
@@ -108,7 +115,8 @@ class TmuxAgent(Agent):
         self._turn_number = 0  # the turn being followed
         self._await_for = hook_await  # the turn whose hook said await (kept in saved(): a new server follows it no more)
         self.begun = begun  # a prompt went into the conversation: a new program resumes it (resume_argv)
-        self._unheard: tuple[float, int] | None = None  # (when, how many) Enters the hook's running has not answered
+        self._fresh = False  # the program was started here and no prompt has gone in yet: its input may not be ready
+        self._unheard: _Unheard | None = None  # the Enters the hook's running has not answered
 
     # ------------------------------------------------------------ lifecycle
 
@@ -117,6 +125,7 @@ class TmuxAgent(Agent):
             raise AgentFailed(f"cwd {self.session.cwd} is not a directory")
         self.pane = await self._spawn()
         self.pid = self.pane.pid
+        self._fresh = True
         await trio.sleep(self.config.ready_seconds)
         if await self._gone():
             ready = self.config.ready_seconds
@@ -200,6 +209,7 @@ class TmuxAgent(Agent):
         if self.config.turn_end != "hook":
             return False
         self.begun = self.begun or word == "running"  # a person's prompt begins the conversation too
+        self._fresh = False  # the program took a prompt (a person's, maybe): its input is ready
         self._unheard = None  # the prompt was taken (running), or the turn is over (await)
         if word == "await" and self._turn_done is not None:
             self._turn_done.set()
@@ -219,8 +229,9 @@ class TmuxAgent(Agent):
         # Armed before typing: a quick agent's hook may say await before the typing commands return,
         # and an await that came while no turn was armed would be taken for a person's (lost).
         self._arm(output.number)
-        if prompt.strip() and self._turn_done is not None:
-            self._unheard = (trio.current_time(), 1)  # before typing: the hook's running may come before it returns
+        if self._fresh and prompt.strip() and self._turn_done is not None:
+            self._unheard = _Unheard(trio.current_time(), last_line(prompt))  # before typing: running may come first
+        self._fresh = False
         try:
             await self._type(pane.id, prompt)
         except BaseException:
@@ -286,7 +297,7 @@ class TmuxAgent(Agent):
                     if not self._turn_done.is_set():
                         await self._take_kept_answer(pane.id, output)
                     break  # after one more look, taken once the hook had fired
-                await self._enter_again_if_unheard(pane)
+                await self._enter_again_if_unheard(pane, lines[-1] if lines else "", output)
                 with trio.move_on_after(POLL):
                     await self._turn_done.wait()
                 continue
@@ -297,17 +308,24 @@ class TmuxAgent(Agent):
             await trio.sleep(POLL)
         _write_lines(output, _lines("\n".join(lines)), written)
 
-    async def _enter_again_if_unheard(self, pane: Pane) -> None:
-        """Enter again if the hook has not said `running` (to us, or to the pane) for ENTER_AGAIN seconds."""
-        if self._unheard is None or pane.hook in ("running", "await"):
+    async def _enter_again_if_unheard(self, pane: Pane, cursor_line: str, output: Output) -> None:
+        """Enter again if the hook has not said `running` (to us, or to the pane) for ENTER_AGAIN seconds and
+        the prompt is still where it was typed: at the end of the cursor's line."""
+        unheard = self._unheard
+        if unheard is None or pane.hook in ("running", "await"):
             self._unheard = None
             return
-        when, enters = self._unheard
-        if trio.current_time() - when < ENTER_AGAIN:
+        if trio.current_time() - unheard.when < ENTER_AGAIN:
             return
-        self._unheard = (trio.current_time(), enters + 1) if enters < ENTERS else None
-        if self._unheard is not None:
-            await self._run("send-keys", "-t", pane.id, "Enter")
+        if unheard.enters >= ENTERS:
+            self._unheard = None
+            return
+        if not still_typed(cursor_line, unheard.last_line):
+            return  # not now: the program took the prompt, asks something an Enter would answer, or is redrawing
+        unheard.when, unheard.enters = trio.current_time(), unheard.enters + 1
+        await self._run("send-keys", "-t", pane.id, "Enter")
+        output.note(f"no `running` from the hook {ENTER_AGAIN:g} s after Enter, the prompt still on the cursor's line: "
+                    f"Enter pressed again ({unheard.enters} of {ENTERS})")
 
     async def _take_kept_answer(self, pane_id: str, output: Output) -> None:
         """The answer the hook kept in tmux when no server took it (client/hook.py) is the turn's, if there is one."""
@@ -348,6 +366,15 @@ class TmuxAgent(Agent):
         if result.returncode != 0:
             raise AgentExited(await self._gone() or f"tmux {args[0]}: {result.stderr.decode().strip()}")
         return result.stdout.decode(errors="replace")
+
+
+@dataclass(slots=True)
+class _Unheard:
+    """The Enters of a turn's prompt that the hook's `running` has not answered."""
+
+    when: float  # the last one
+    last_line: str  # the prompt's last line (tmuxpane.last_line), which the cursor's line ends with while the prompt waits
+    enters: int = 1
 
 
 def _forget_answer(pane_id: str) -> list[str]:

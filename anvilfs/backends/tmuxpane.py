@@ -3,8 +3,9 @@
 The backend (tmux.py) follows a turn by looking at its pane: a Pane is one
 look (the cursor's row, the history's size and limit, the word a hook left
 in the pane), a TurnStart the row where the turn's text begins, found again
-as tmux trims the history, and Tmux runs the commands (argv lists, never a
-shell) on the default tmux server or a private one.
+as tmux trims the history, still_typed whether a prompt still waits on the
+cursor's line, and Tmux runs the commands (argv lists, never a shell) on the
+default tmux server or a private one.
 """
 
 from __future__ import annotations
@@ -84,6 +85,19 @@ class TurnStart:
         except (ValueError, TypeError, KeyError, AttributeError):
             pass  # not ours, or damaged: as if there were none
         return None
+
+
+def last_line(prompt: str) -> str:
+    """The prompt's last line that has words, its spacing made single (as still_typed compares it)."""
+    return next((" ".join(line.split()) for line in reversed(prompt.splitlines()) if line.strip()), "")
+
+
+def still_typed(cursor_line: str, prompt_line: str) -> bool:
+    """Whether the cursor's line shows a prompt's last line (last_line) still where it was typed: ending with
+    it (after a marker, Claude Code's `❯ `), or being the end of it (a long line the program wrapped itself).
+    Spacing does not count: a TUI may draw no-break spaces."""
+    shown = " ".join(cursor_line.split())
+    return bool(shown and prompt_line) and (shown.endswith(prompt_line) or prompt_line.endswith(shown))
 
 
 class Tmux:

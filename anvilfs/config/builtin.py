@@ -15,6 +15,10 @@ BUILTIN_BACKENDS: dict[str, dict] = {
         # any other program, and any path outside it, is still refused.
         "argv": ["claude", "-p", "--permission-mode", "acceptEdits", "--session-id", "{conversation}"],
         "resume_argv": ["claude", "-p", "--permission-mode", "acceptEdits", "--resume", "{conversation}"],
+        # Claude Code saves a prompt as soon as it starts on it: a first turn that failed or was cut short is
+        # resumed, unless it was cut short before that (in its first second), when --resume says so.
+        "restart_after_failed_first_turn": False,
+        "missing_conversation_pattern": r"(?m)^No conversation found with session ID",
         "description": "Claude Code, print mode, may edit files in its cwd; each turn resumes its conversation",
     },
     "claude-tmux": {
@@ -36,6 +40,10 @@ BUILTIN_BACKENDS: dict[str, dict] = {
         # codex names its sessions itself; the header it prints on stderr has the id. Each
         # turn's own stderr: two first turns at once cannot take each other's.
         "conversation_pattern": r"(?m)^session id: ([0-9a-fA-F-]{36})$",
+        # codex keeps a failed or interrupted prompt in its session (the id is in the failed turn's header),
+        # unless cut short before it wrote the session's file, when resume says so.
+        "restart_after_failed_first_turn": False,
+        "missing_conversation_pattern": r"no rollout found for thread id",
         # An API it cannot reach makes codex wait for ever ("Reconnecting... waiting for
         # network"), retries or not: an hour bounds that and leaves a long task its time.
         "timeout": 3600,
@@ -51,6 +59,8 @@ BUILTIN_BACKENDS: dict[str, dict] = {
         "env": {"NO_COLOR": "1"},  # its fatal errors come in red otherwise
         # A failed model call ends with "An unexpected critical error occurred:[object Object]", a
         # failed resume with advice: the API's own text, or why the resume failed, is further up.
+        # A failed first prompt is dropped from its session, which it then will neither resume nor start.
+        "restart_after_failed_first_turn": True,
         "reason_pattern": r"(?:Error when talking to Gemini API.*? (?=\w*Error: )|(?=Error resuming session: ))(.+)",
         "description": "Gemini CLI, headless; each turn resumes the session's conversation; edits files (auto_edit)",
     },
@@ -82,6 +92,9 @@ BUILTIN_BACKENDS: dict[str, dict] = {
                  "--chat-history-file", ".aider.chat.history.anvilfs-{conversation}.md", "--restore-chat-history",
                  "--message", "{prompt}"],
         "prompt": "argument",
+        # aider writes a prompt to its chat history as it starts on it: a first turn that failed or was cut
+        # short is restored by the next run from the same file (no resume to fail: a missing file is a new chat)
+        "restart_after_failed_first_turn": False,
         # aider exits 0 when the model call failed (after retrying a 429 or 5xx for about a minute), its
         # output ending with litellm's error and aider's word on it; an error that was retried ("Retrying
         # in") or followed by an answer (the "Tokens:" line) is not the end of the turn

@@ -67,11 +67,17 @@ class CommandBackendConfig(_Strict):
     # For a CLI whose last line on failure says nothing of why (gemini): a regex whose first group (or
     # whole match), at its last match in stderr, names a turn that exited non-zero instead of that line.
     reason_pattern: str = ""
+    # A first turn that failed or was cut short: true, the next turn begins a new conversation (for a CLI that
+    # keeps no such turn, gemini); false, the next resumes it (a CLI that kept the prompt: claude, codex).
+    restart_after_failed_first_turn: bool = True
+    # With false: a regex that, in the stderr of that next (resumed) turn when it fails, says the CLI saved no
+    # conversation (it was cut short as it started): the prompt then runs again at once with argv.
+    missing_conversation_pattern: str = ""
     description: str = ""
 
     _argv = field_validator("argv", "resume_argv", "conversation_argv")(_check_argv)
 
-    @field_validator("conversation_pattern", "error_pattern", "reason_pattern")
+    @field_validator("conversation_pattern", "error_pattern", "reason_pattern", "missing_conversation_pattern")
     @classmethod
     def _pattern(cls, pattern: str) -> str:
         try:
@@ -88,6 +94,10 @@ class CommandBackendConfig(_Strict):
             raise ValueError("conversation_argv needs conversation_pattern, the regex that finds the id in its output")
         if self.conversation_argv and "prompt" in placeholders(self.conversation_argv):
             raise ValueError("conversation_argv runs after the turn: it cannot have {prompt}")
+        if self.conversation_argv and not self.restart_after_failed_first_turn:
+            raise ValueError("restart_after_failed_first_turn = false needs the id in the failed turn's own stderr "
+                             "(conversation_pattern alone): after a failed turn, conversation_argv's latest "
+                             "conversation may be another's")
         return self
 
     @model_validator(mode="after")

@@ -111,6 +111,19 @@ def test_a_hanging_model_is_ended_by_the_turn_timeout(stub, tmp_path):
         assert "you said after the hang" in turn(srv, "a", "after the hang")
 
 
+def test_an_interrupted_first_turn_is_in_the_history_the_next_turn_restores(stub, tmp_path):
+    with agent_server(stub, "aider", env=aider_env(stub), home=aider_home) as srv:
+        new_session(srv, "aider", tmp_path, "a")
+        cli(srv, "write", "agent/a/in", "stub:hang first")
+        stub.wait_for(lambda r: r.prompt.strip() == "stub:hang first", TURN_TIMEOUT, "the prompt that hangs")
+        cli(srv, "write", "agent/a/ctl", "interrupt")
+        assert cli(srv, "read", "agent/a/wait", timeout=TURN_TIMEOUT) == "await\n"
+        assert "you said after the interrupt" in turn(srv, "a", "after the interrupt")
+    after = next(r for r in chats(stub) if r.prompt.strip() == "after the interrupt")
+    assert after.mentions("stub:hang first"), after.messages  # restore_chat_history: the same history file
+    assert len(list(tmp_path.glob(".aider.chat.history.anvilfs-*.md"))) == 1  # none orphaned
+
+
 def test_the_error_pattern_takes_the_error_that_ends_the_output_alone():
     # aider's stdout (--no-pretty) as the tests above see it; the error lines wrapped at 80 columns by aider
     error = ("litellm.InternalServerError: InternalServerError: OpenAIException - stub model \n"

@@ -135,15 +135,13 @@ def test_a_model_error_ends_the_turn_in_error_and_the_session_goes_on(stub, tmp_
         said = cli(srv, "read", "agent/a/status")
         assert said.startswith(f"error exit status 1: {says}"), said
         assert f"a: error exit status 1: {says}" in cli(srv, "read", "agent/errors")  # where every error's text is
-        # a first turn that failed is not resumed (command.py): the next begins a new conversation
-        assert turn(srv, "a", "after the failure") == answer(1, "after the failure")
+        # Claude Code kept the failed prompt: the next turn resumes that conversation (restart_after_failed_first_turn)
+        assert turn(srv, "a", "after the failure") == answer(2, "after the failure")
+        assert users(main_requests(stub)[-1]) == [f"stub:fail {status}", "after the failure"]
 
 
 def test_a_hung_cli_is_killed_by_the_turn_timeout(stub, tmp_path):
-    builtin = BUILTIN_BACKENDS["claude"]
-    config = (f'[backends.claude]\nkind = "command"\nargv = {json.dumps(builtin["argv"])}\n'
-              f'resume_argv = {json.dumps(builtin["resume_argv"])}\ntimeout = {HUNG_TIMEOUT}\n')
-    with claude_server(stub, config) as srv:
+    with claude_server(stub, claude_config(timeout=HUNG_TIMEOUT)) as srv:
         new_session(srv, "claude", tmp_path, "a")
         cli(srv, "write", "agent/a/in", "stub:hang")
         stub.wait_for(lambda request: request.prompt.strip() == "stub:hang", TURN_TIMEOUT, "the hanging prompt")
@@ -154,8 +152,60 @@ def test_a_hung_cli_is_killed_by_the_turn_timeout(stub, tmp_path):
         said = cli(srv, "read", "agent/a/status")
         assert said.strip() == f"error timed out after {HUNG_TIMEOUT} s", said
         assert not running(pid), f"claude (pid {pid}) outlived its turn's timeout"
-        # a first turn cut short is not resumed (command.py): the next begins a new conversation
-        assert turn(srv, "a", "still there") == answer(1, "still there")
+        # Claude Code had saved the prompt it hung on: the next turn resumes that conversation
+        assert turn(srv, "a", "still there") == answer(2, "still there")
+        assert users(main_requests(stub)[-1]) == ["stub:hang", "still there"]
+
+
+def test_an_interrupted_first_turn_is_resumed_by_the_next(stub, tmp_path):
+    with claude_server(stub) as srv:
+        new_session(srv, "claude", tmp_path, "a")
+        interrupted_first_turn(srv, stub)
+        assert turn(srv, "a", "after the interrupt") == answer(2, "after the interrupt")
+        # turn 1 is in the conversation the stub sees (Claude Code answered it "No response requested." itself)
+        assert users(main_requests(stub)[-1]) == ["stub:hang first", "after the interrupt"]
+        assert len(saved_conversations(srv)) == 1  # none orphaned
+
+
+def test_a_first_turn_claude_saved_nothing_of_is_begun_again_under_its_id(stub, tmp_path):
+    """Cut short in its first second, Claude Code saves nothing: --resume then says there is no such
+    conversation, and the prompt runs again at once with --session-id, the same id."""
+    with claude_server(stub) as srv:
+        new_session(srv, "claude", tmp_path, "a")
+        interrupted_first_turn(srv, stub)
+        [saved] = saved_conversations(srv)
+        saved.unlink()  # as if it had been cut short before it saved anything
+        assert turn(srv, "a", "after the interrupt") == answer(1, "after the interrupt")
+        log = cli(srv, "read", "agent/a/log")
+        assert f"No conversation found with session ID: {saved.stem}" in log, log
+        assert "runs again with argv, beginning the conversation" in log, log
+        assert [path.name for path in saved_conversations(srv)] == [saved.name]  # the same id
+        assert turn(srv, "a", "and then") == answer(2, "and then")
+
+
+def interrupted_first_turn(srv: AnvilServer, stub: StubModels) -> None:
+    """A first turn whose model hangs, interrupted once Claude Code has asked the model."""
+    cli(srv, "write", "agent/a/in", "stub:hang first")
+    stub.wait_for(lambda request: request.prompt.strip() == "stub:hang first", TURN_TIMEOUT, "the hanging prompt")
+    cli(srv, "write", "agent/a/ctl", "interrupt")
+    assert cli(srv, "read", "agent/a/wait", timeout=TURN_TIMEOUT) == "await\n"
+    status = cli(srv, "read", "agent/a/status")
+    assert "interrupted" in status, status
+
+
+def saved_conversations(srv: AnvilServer) -> list[Path]:
+    """The conversations Claude Code keeps (~/.claude/projects/<cwd>/<id>.jsonl) in the server's HOME."""
+    return sorted((srv.base / "home" / ".claude" / "projects").glob("*/*.jsonl"))
+
+
+def users(request: Request) -> list[str]:
+    return [text.strip() for role, text in request.messages if role == "user"]
+
+
+def claude_config(**changes) -> str:
+    """A config file whose [backends.claude] is the built-in one with changes (a table replaces it whole)."""
+    table = BUILTIN_BACKENDS["claude"] | changes
+    return "[backends.claude]\n" + "".join(f"{key} = {json.dumps(value)}\n" for key, value in table.items())
 
 
 def running(pid: int) -> bool:

@@ -16,6 +16,7 @@ import contextlib
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -24,6 +25,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from anvilfs.client.client import Client
 from anvilfs.ninep import LocalProtocolError, parse_message
 from anvilfs.ninep.messages import Tattach, Twalk, Twrite
 from drive import TURN_TIMEOUT, agent_server, cli, cli_bin, new_session, turn, wait_until
@@ -107,12 +109,32 @@ def test_a_second_turn_continues_the_conversation(stub, tmp_path):
 
 
 def test_a_prompt_typed_before_claude_codes_input_is_ready_still_runs(stub, tmp_path):
-    """Typed at once (ready_seconds = 0), the Enter is lost (Claude Code keeps the text): pressed again, it runs."""
+    """Typed at once (ready_seconds = 0, the prompt queued with the session's `new`), the Enter is lost (Claude
+    Code keeps the text): pressed again, it runs. The log's note says the Enter was pressed again."""
     config = ('[backends.claude-tmux]\nkind = "tmux"\nargv = ["claude", "--session-id", "{conversation}"]\n'
               'resume_argv = ["claude", "--resume", "{conversation}"]\nready_seconds = 0\n')
-    with claude_in_tmux(stub, tmp_path, config) as (srv, _):
-        assert turn(srv, "a", "at once") == answer(1, "at once")
+    cwd = tmp_path / "work"
+    cwd.mkdir()
+    with private_tmux() as socket, agent_server(stub, "claude", env=claude_env(stub), home=claude_home(cwd),
+                                                config=config, args=["--tmux-socket", socket]) as srv:
+        with connected(srv) as client:  # one connection, two writes: the prompt waits for the program's start alone
+            client.write_file("ctl", f"new claude-tmux {cwd} name=a".encode())
+            client.write_file("a/in", b"at once")
+        assert cli(srv, "read", "agent/a/wait", timeout=TURN_TIMEOUT) == "await\n", cli(srv, "read", "agent/a/log")
+        assert cli(srv, "read", "agent/a/out") == answer(1, "at once")
         assert [r.prompt for r in stub.requests("anthropic")] == ["at once"]
+        log = cli(srv, "read", "agent/a/log")
+        # the premise: Claude Code had lost the first Enter (were it ready that soon, this would prove nothing)
+        assert "Enter pressed again (2 of 3)" in log, log
+
+
+@contextlib.contextmanager
+def connected(srv: AnvilServer) -> Iterator[Client]:
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.settimeout(30)
+    sock.connect(str(srv.socket))
+    with Client(sock, uname="test") as client:
+        yield client
 
 
 class Gate:

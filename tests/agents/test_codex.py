@@ -168,12 +168,34 @@ def test_an_error_from_the_model_ends_the_turn_and_the_session_goes_on(stub, tmp
     assert len(session_ids(stub, "hello", "stub:fail 500", "stub:fail 429", "hello again")) == 1
 
 
-def test_a_first_turn_that_fails_leaves_a_session_that_begins_again(stub, tmp_path):
+def test_a_first_turn_that_fails_is_kept_and_the_next_turn_resumes_it(stub, tmp_path):
     with codex_server(stub) as srv:
         new_session(srv, "codex", tmp_path, "a")
         turn(srv, "a", "stub:fail 500", expect="error")
-        assert turn(srv, "a", "hello") == f"{TAG} turn 1: you said hello\n"  # no id learnt: a new conversation
-        assert turn(srv, "a", "more") == f"{TAG} turn 2: you said more\n"
+        # the id is read from the failed turn's header: codex kept the failed prompt in that session
+        assert turn(srv, "a", "hello") == f"{TAG} turn 2: you said hello\n"
+        assert users(answered(stub, "hello")) == ["stub:fail 500", "hello"]
+        assert len(session_ids(stub, "stub:fail 500", "hello")) == 1
+        assert len(rollouts(srv)) == 1  # none orphaned
+
+
+def test_a_first_turn_codex_saved_nothing_of_is_begun_again(stub, tmp_path):
+    """Cut short as it started, codex has printed its id but written no session: its resume says so
+    ("no rollout found"), and the prompt runs again at once as a first turn."""
+    with codex_server(stub) as srv:
+        new_session(srv, "codex", tmp_path, "a")
+        turn(srv, "a", "stub:fail 500", expect="error")
+        [rollout] = rollouts(srv)
+        rollout.unlink()  # as if it had been cut short before it wrote it
+        assert turn(srv, "a", "hello") == f"{TAG} turn 1: you said hello\n"
+        log = cli(srv, "read", "agent/a/log")
+        assert "no rollout found for thread id" in log and "runs again with argv" in log, log
+        assert turn(srv, "a", "more") == f"{TAG} turn 2: you said more\n"  # the new session, resumed
+
+
+def rollouts(srv) -> list[Path]:
+    """The sessions codex keeps (~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl) in the server's HOME."""
+    return sorted((srv.base / "home" / ".codex" / "sessions").rglob("rollout-*.jsonl"))
 
 
 HANG_TIMEOUT = 15  # s: codex reaches the stub within it on a loaded machine (0.3 s on a quiet one)

@@ -256,27 +256,6 @@ async def test_reason_pattern_names_the_failure_where_the_last_line_does_not(tmp
         await run(agent, "hi")
 
 
-async def test_a_failed_first_turn_is_not_resumed(tmp_path):
-    # Gemini CLI drops a failed first prompt: its id can then be neither resumed nor started again
-    agent = make_agent(tmp_path)
-    with pytest.raises(TurnFailed):
-        await run(agent, "fake:fail")
-    fresh = agent.saved()["conversation"]
-    assert fresh != "c-1" and agent.saved()["turns"] == 0
-    assert f"conversation {fresh} turn 1:" in (await run(agent, "again")).text
-    with pytest.raises(TurnFailed):  # a later turn that fails keeps its conversation
-        await run(agent, "fake:fail")
-    assert f"conversation {fresh} turn 3:" in (await run(agent, "more")).text
-
-
-async def test_a_first_turn_cut_short_is_not_resumed(tmp_path):
-    agent = make_agent(tmp_path)
-    with trio.CancelScope() as scope:
-        await run(agent, "fake:hang", Collector(agent, when="hanging", then=scope.cancel))
-    assert scope.cancelled_caught
-    assert agent.saved()["turns"] == 0 and agent.saved()["conversation"] != "c-1"
-
-
 async def test_death_by_a_signal_is_agent_exited(tmp_path):
     with pytest.raises(AgentExited, match=r"^killed by signal SIGKILL$"):
         await run(make_agent(tmp_path), "fake:crash")

@@ -2,9 +2,9 @@
 
 The hook's words end the turns (turn_end = "hook"); a hook that found no
 server leaves its word in the pane and its answer in a tmux buffer for the
-next server; an Enter the program dropped is pressed again until the hook
-says running; hooks/anvilfs-status runs `anvilfs hook`, and keeps the word in
-the pane only when no server answered.
+next server; hooks/anvilfs-status runs `anvilfs hook`, and keeps the word in
+the pane only when no server answered. An Enter pressed again (until the
+hook says running) is test_backend_tmux_enter.py's.
 """
 
 from __future__ import annotations
@@ -19,12 +19,9 @@ from pathlib import Path
 import pytest
 import trio
 
-from anvilfs.backends import tmux as tmux_backend
-from anvilfs.backends.tmux import TmuxAgent, TmuxBackend
-from anvilfs.config.model import TmuxBackendConfig
+from anvilfs.backends.tmux import TmuxAgent
 from harness.tmux import PaneLooks, private_tmux
-from harness.tmux_agents import (HOOKS, MARKER, TMUX_SESSION, Enters, Recorder, backend, cut_off, hook_words,
-                                 pane_text, session, started, take_words, tmux, until)
+from harness.tmux_agents import HOOKS, MARKER, Recorder, backend, cut_off, hook_words, pane_text, session, started, tmux, until
 
 pytestmark = pytest.mark.needs("tmux")
 
@@ -45,21 +42,6 @@ def kept_answer(socket: str, agent: TmuxAgent) -> str | None:
     result = subprocess.run(["tmux", "-L", socket, "show-buffer", "-b", f"anvilfs-answer-{agent.saved()['pane']}"],
                             capture_output=True, text=True)
     return result.stdout if result.returncode == 0 else None
-
-
-DROPS_FIRST_ENTER = """\
-import os, shlex, subprocess, sys
-hook, kept, first = shlex.split(os.environ["ANVILFS_HOOK"]), "", True
-sys.stdout.write("drop> "); sys.stdout.flush()
-for line in sys.stdin:
-    if first:  # as Claude Code typed into before its input is ready: the text stays, the Enter is lost
-        first, kept = False, line.strip()
-        continue
-    subprocess.run(hook + ["running"])
-    print("answer to " + (line.strip() or kept))
-    subprocess.run(hook + ["await"])
-    sys.stdout.write("drop> "); sys.stdout.flush()
-"""
 
 
 async def test_a_hook_turn_streams_and_ends_only_when_the_hook_says_await(tmux_socket, tmp_path):
@@ -190,42 +172,6 @@ async def test_a_turn_whose_hook_found_no_server_has_the_answer_the_hook_kept(tm
     assert kept_answer(tmux_socket, agent) is None
 
 
-async def test_an_enter_the_program_dropped_is_pressed_again_until_its_hook_says_running(tmux_socket, tmp_path,
-                                                                                        monkeypatch):
-    monkeypatch.setattr(tmux_backend, "ENTER_AGAIN", 0.3)
-    (tmp_path / "drop.py").write_text(DROPS_FIRST_ENTER)
-    async with hook_words() as (env, words):
-        config = TmuxBackendConfig(kind="tmux", argv=[sys.executable, str(tmp_path / "drop.py")], ready_seconds=0,
-                                   env=env)
-        drops = TmuxBackend("drops", config, tmux_session=TMUX_SESSION, tmux_socket=tmux_socket)
-        agent = drops.agent(session(tmp_path))
-        await agent.start()
-        await until(lambda: "drop>" in pane_text(tmux_socket, agent))
-        enters, output = Enters(drops.tmux), Recorder()
-        with trio.fail_after(20):
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(take_words, agent, words, "await")
-                await agent.turn("hello", output)
-    assert "answer to hello" in output.text() and enters.count == 2
-
-
-async def test_no_enter_is_pressed_again_once_the_hook_said_running(tmux_socket, tmp_path, monkeypatch):
-    monkeypatch.setattr(tmux_backend, "ENTER_AGAIN", 0.2)
-    gate = tmp_path / "gate"
-    async with hook_words() as (env, words):
-        fake = backend(tmux_socket, turn_end="hook", env={**env, "FAKE_AGENT_GATE": str(gate)})
-        agent = await started(tmux_socket, fake.agent(session(tmp_path)))
-        enters, looks, output = Enters(fake.tmux), PaneLooks(fake.tmux), Recorder()
-        with trio.fail_after(20):
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(agent.turn, "fake:slow hello", output)
-                await take_words(agent, words, "running")
-                await looks.wait_more(5)  # 0.5 s at least, POLL apart: past ENTER_AGAIN
-                gate.touch()
-                await take_words(agent, words, "await")
-    assert enters.count == 1 and "turn 1" in output.text()
-
-
 @pytest.mark.parametrize(("status", "kept"), [(0, False), (1, True), (3, False)])
 def test_the_hook_script_keeps_the_word_in_the_pane_only_when_no_server_answered(tmp_path, status, kept):
     """anvilfs hook exits 0 (taken), 1 (no server) or 3 (refused); the hook's input reaches it."""
@@ -241,16 +187,3 @@ def test_the_hook_script_keeps_the_word_in_the_pane_only_when_no_server_answered
     assert (tmp_path / "input").read_bytes() == b'{"last_assistant_message": "x"}'
     recorded = (tmp_path / "tmux").read_text().split() if (tmp_path / "tmux").exists() else None
     assert recorded == (["set-option", "-p", "-t", "%3", "@anvilfs-hook", "await"] if kept else None)
-
-
-async def test_enters_the_hook_never_answers_stop_at_enters_in_all(tmux_socket, tmp_path, monkeypatch):
-    monkeypatch.setattr(tmux_backend, "ENTER_AGAIN", 0.1)
-    fake = backend(tmux_socket, turn_end="hook")  # no hook at all: nothing ever says running
-    agent = await started(tmux_socket, fake.agent(session(tmp_path)))
-    enters, looks = Enters(fake.tmux), PaneLooks(fake.tmux)
-    with trio.CancelScope() as scope:
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(agent.turn, "fake:hang", Recorder())
-            await looks.wait_more(4 * tmux_backend.ENTERS)  # POLL apart: well past ENTERS * ENTER_AGAIN
-            scope.cancel()
-    assert enters.count == tmux_backend.ENTERS
