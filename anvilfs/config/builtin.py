@@ -1,6 +1,8 @@
 """Backends anvilfs knows without configuration; each works once its program is installed.
 
-A user's [backends.NAME] table of the same name replaces one of these whole.
+A user's [backends.NAME] table of the same name replaces one of these whole,
+unless it says `extends = "NAME"`: a table with `extends` starts from that
+built-in's keys and gives only those it changes (load.py).
 Where a CLI can resume a conversation by id, {conversation} (made per
 session) keeps each session's turns in one conversation.
 """

@@ -4,6 +4,10 @@
     kind = "command"            # command | tmux | openai | sim | external
     argv = ["mybot", "--quiet"]
 
+    [backends.claude-slow]
+    extends = "claude"          # a built-in's keys, these over them (load.py)
+    timeout = 3600
+
 Placeholders in argv and resume_argv: {prompt} {model} {cwd} {name}
 {conversation} (an id anvilfs makes per session, for CLIs that resume a
 conversation by id). Unknown placeholders are an error at load time.

@@ -15,7 +15,7 @@ import time
 import zlib
 
 from ..beads import Bead, Board, Convoys, Who, render_graph
-from ..beads.model import MAX_TEXT
+from ..beads.model import MAX_TEXT, Convoy
 from ..errors import InvalidRequest
 from ..tree import Args, Caller, CollectFile, Command, CommandTable, CtlFile, Directory, TextFile, decoded_text
 from ..tree.objects import ObjectDirectories
@@ -110,10 +110,11 @@ def _bead_directory(board: Board, convoys: Convoys, bead_id: str, is_session) ->
 
     def context() -> str:
         bead = board.get(bead_id)
-        convoy = convoys.find(bead.convoy) if bead.convoy else None
+        convoy = _convoy_of(bead, convoys)
         parts = [convoy.context] if convoy is not None and convoy.context else []
         return "".join(_text_of(p) for p in parts + [bead.description])
 
+    context_file = TextFile("context", f"{key}/context", context)
     files = [
         field("status", lambda b: b.status.value),
         field("title", lambda b: b.title),
@@ -126,23 +127,39 @@ def _bead_directory(board: Board, convoys: Convoys, bead_id: str, is_session) ->
         field("owns", lambda b: "\n".join(b.owns)),
         field("convoy", lambda b: b.convoy),
         field("requires_approval", lambda b: "true" if b.requires_approval else "false"),
-        TextFile("context", f"{key}/context", context),
+        context_file,
         CtlFile("ctl", f"{key}/ctl", _bead_commands(board, bead_id, is_session)),
     ]
     for file in files:
         if not isinstance(file, CtlFile):  # a ctl's content is each writer's own answer
-            file.stamp = lambda: _bead_stamp(board.get(bead_id))
+            file.stamp = lambda: _stamp(board.get(bead_id))
+    context_file.stamp = lambda: _context_stamp(board.get(bead_id), convoys)
     return Directory(bead_id, key, files)
 
 
-def _bead_stamp(bead: Bead) -> tuple[int, int]:
-    """A bead keeps no counter: its version is a checksum of its fields (`updated` among them), its time `updated`."""
-    version = zlib.crc32(repr(bead.to_toml()).encode())
+def _stamp(thing: Bead | Convoy) -> tuple[int, int]:
+    """A bead or convoy keeps no counter: its version is a checksum of its fields (`updated` among them), its
+    time `updated`."""
+    version = zlib.crc32(repr(thing.to_toml()).encode())
     try:
-        when = calendar.timegm(time.strptime(bead.updated or bead.created, "%Y-%m-%dT%H:%M:%SZ"))
-    except ValueError:  # a bead file written by hand may have neither
+        when = calendar.timegm(time.strptime(thing.updated or thing.created, "%Y-%m-%dT%H:%M:%SZ"))
+    except ValueError:  # a file written by hand may have neither
         when = 0
     return version, when
+
+
+def _context_stamp(bead: Bead, convoys: Convoys) -> tuple[int, int]:
+    """A bead's `context` is its convoy's context and its description: it moves with the bead and the convoy."""
+    version, when = _stamp(bead)
+    convoy = _convoy_of(bead, convoys)
+    if convoy is None:
+        return version, when
+    convoy_version, convoy_when = _stamp(convoy)
+    return zlib.crc32(convoy_version.to_bytes(4, "little"), version), max(when, convoy_when)
+
+
+def _convoy_of(bead: Bead, convoys: Convoys) -> Convoy | None:
+    return convoys.find(bead.convoy) if bead.convoy else None
 
 
 def _check_size(board: Board, bead_id: str, what: str, size: int) -> None:
@@ -194,8 +211,13 @@ def convoys_directory(convoys: Convoys) -> Directory:
 def _convoy_directory(convoys: Convoys, convoy_id: str) -> Directory:
     key = f"convoy/{convoy_id}"
 
+    def own(file):
+        """A file of the convoy's own fields: it moves with the convoy (`beads` and `progress` are its beads')."""
+        file.stamp = lambda: _stamp(convoys.get(convoy_id))
+        return file
+
     def field(name: str, render) -> TextFile:
-        return TextFile(name, f"{key}/{name}", lambda: _text_of(render(convoys.get(convoy_id))))
+        return own(TextFile(name, f"{key}/{name}", lambda: _text_of(render(convoys.get(convoy_id)))))
 
     files = [
         field("title", lambda c: c.title),
@@ -203,11 +225,11 @@ def _convoy_directory(convoys: Convoys, convoy_id: str) -> Directory:
         field("status", lambda c: c.status),
         field("coordinator", lambda c: c.coordinator),
         TextFile("beads", f"{key}/beads", lambda: "".join(f"{b.id}\n" for b in convoys.beads_of(convoy_id))),
-        CollectFile("context", f"{key}/context",
-                    check=lambda size, caller: _check_convoy_size(convoys, convoy_id, size),
-                    submit=lambda data, caller: convoys.set_context(convoy_id, decoded_text(data, f"context of convoy {convoy_id}")),
-                    abandoned=lambda data, caller: None,
-                    render=lambda: _text_of(convoys.get(convoy_id).context)),
+        own(CollectFile("context", f"{key}/context",
+                        check=lambda size, caller: _check_convoy_size(convoys, convoy_id, size),
+                        submit=lambda data, caller: convoys.set_context(convoy_id, decoded_text(data, f"context of convoy {convoy_id}")),
+                        abandoned=lambda data, caller: None,
+                        render=lambda: _text_of(convoys.get(convoy_id).context))),
         TextFile("progress", f"{key}/progress", lambda: convoys.progress(convoy_id) + "\n"),
         CtlFile("ctl", f"{key}/ctl", CommandTable([
             Command("add_bead", lambda args: convoys.add_bead(convoy_id, args.words[0]), "add_bead <id>", min_words=1, max_words=1),

@@ -45,7 +45,7 @@ def session_directory(sessions: Sessions, session: Session, mailbox: list[Node] 
         text("cwd", lambda: d.cwd),
         text("role", lambda: d.role),
         text("model", lambda: d.model),
-        moving(text("pid", lambda: str(session.agent.pid or ""))),
+        _moves_with_pid(session, text("pid", lambda: str(session.agent.pid or ""))),
         moving(TextFile("queue", f"{key}/queue", lambda: _queue(session))),
         *mailbox,
     ]
@@ -56,6 +56,12 @@ def _moves_with(session: Session, node: Node) -> Node:
     """Mark a file whose content moves with the session's state, queue or transcript: its qid version and
     mtime are the session's stamp, so a client's cache sees each change."""
     node.stamp = session.stamp
+    return node
+
+
+def _moves_with_pid(session: Session, node: Node) -> Node:
+    """`pid`: moves with the session, and with the agent's pid, which its backend sets with no change of the session."""
+    node.stamp = session.pid_stamp
     return node
 
 

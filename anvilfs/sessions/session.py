@@ -121,6 +121,7 @@ class Session:
         self._on_change = on_change
         self._on_log = on_log
         self._records = (0, int(time.time()))  # transcript records so far, and when the last came
+        self._pid_seen = (None, 0, self._records[1])  # the agent's pid at pid_stamp's last look, changes seen, when
 
     @property
     def name(self) -> str:
@@ -174,6 +175,21 @@ class Session:
     def stamp(self) -> tuple[int, int]:
         """A version that moves with each state, queue or transcript change, and the epoch second of the last."""
         return self.changes.version + self._records[0], max(self.changes.when, self._records[1])
+
+    def pid_stamp(self) -> tuple[int, int]:
+        """`pid`'s stamp: the session's, moved also by each change of the agent's pid seen since the last look.
+
+        Agents set their pid themselves, with no change of the session (a command agent's process
+        begins after its turn's record, a tmux agent's before `idle`), so each look compares: a stat
+        after a change always finds a new version, and its mtime is when the change was first seen.
+        """
+        pid = self.agent.pid
+        seen, changes, when = self._pid_seen
+        if pid != seen:
+            changes, when = changes + 1, int(time.time())
+            self._pid_seen = (pid, changes, when)
+        version, last = self.stamp()
+        return version + changes, max(last, when)
 
     def begin_turn(self, prompt: Prompt) -> Turn:
         turn = self._begin(prompt, "")

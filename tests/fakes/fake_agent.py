@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """A fake coding agent for tests; it behaves like `claude -p` and says it is fake.
 
-    fake_agent.py [-p] [--session-id ID | --resume ID] [--prompt TEXT] [--model M]
+    fake_agent.py [-p] [--permission-mode M] [--session-id ID | --resume ID] [--prompt TEXT] [--model M]
     fake_agent.py --interactive [--session-id ID]
 
 The prompt comes from --prompt or stdin. Conversations live in
@@ -160,6 +160,7 @@ def interactive(conversation: str) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description="a fake coding agent for anvilfs tests")
     parser.add_argument("-p", "--print", action="store_true", help="ignored (claude compatibility)")
+    parser.add_argument("--permission-mode", help="ignored (claude compatibility: the built-in claude gives it)")
     parser.add_argument("--session-id")
     parser.add_argument("--resume")
     parser.add_argument("--prompt")

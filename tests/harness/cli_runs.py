@@ -3,11 +3,13 @@
     ok(srv, "write", "agent/ctl", "new sim /tmp name=bot1")   # must succeed: its stdout
     fails(srv, "read", "agent/nope")                          # must fail: its stderr
     alone("--version")                                        # no server involved
+    stamp(srv, "bot1/status")                                 # (qid.version, mtime)
 """
 
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 
@@ -28,6 +30,18 @@ def fails(srv: AnvilServer, *args: str, input: str | None = None) -> str:
     assert r.returncode != 0, f"anvilfs {' '.join(args)} succeeded:\n{r.stdout}\n{srv.trace_tail()}"
     assert r.stdout == "", r.stdout
     return r.stderr
+
+
+_STAT = re.compile(r" q \([0-9a-f]{16} (\d+) [0-9a-f]{2}\) .* mt (\d+) ")
+
+
+def stamp(srv: AnvilServer, path: str) -> tuple[int, int]:
+    """(qid.version, mtime) of agent/PATH as `anvilfs stat` prints them."""
+    r = srv.run_cli("stat", f"agent/{path}")
+    assert r.returncode == 0, r.stderr
+    found = _STAT.search(r.stdout)
+    assert found, r.stdout
+    return int(found.group(1)), int(found.group(2))
 
 
 def list_rows(srv: AnvilServer) -> dict[str, list[str]]:

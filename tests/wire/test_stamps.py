@@ -8,7 +8,6 @@ without sleeping.
 
 from __future__ import annotations
 
-import re
 import time
 
 import anvilfs.beads.board as board_module
@@ -18,22 +17,11 @@ from anvilfs.ninep import consts as c
 from anvilfs.ninep import messages as m
 from anvilfs.server import Dispatcher
 from harness.apps import until
+from harness.cli_runs import stamp
 from harness.dispatching import handle
 from harness.server import AnvilServer
 
 CHANGING = ["status", "out", "log", "queue"]
-_STAT = re.compile(r" q \([0-9a-f]{16} (\d+) [0-9a-f]{2}\) .* mt (\d+) ")
-
-
-def stamp(srv: AnvilServer, path: str) -> tuple[int, int]:
-    """(qid.version, mtime) as `anvilfs stat` prints them."""
-    r = srv.run_cli("stat", f"agent/{path}")
-    assert r.returncode == 0, r.stderr
-    found = _STAT.search(r.stdout)
-    assert found, r.stdout
-    return int(found.group(1)), int(found.group(2))
-
-
 def ok(srv: AnvilServer, *args: str) -> str:
     r = srv.run_cli(*args)
     assert r.returncode == 0, f"{args} -> {r.returncode}: {r.stderr}"
