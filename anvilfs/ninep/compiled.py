@@ -79,6 +79,10 @@ def _maker(cls: type, names: list[str], lead: tuple[str, ...] = ("tag",)) -> Cal
 _QID_MAKE = _maker(Qid, [], lead=("type", "version", "path"))
 
 
+class _Short(Exception):
+    """A length in a frame that reaches past its end (raised and caught inside a compiled decoder)."""
+
+
 def constructor(cls: type[Message]) -> Callable[..., Message]:
     """cls built from its fields in order (tag first), positionally: what ``cls(tag=..., ...)`` builds,
     faster. For the replies a server makes for every request (Rwalk, Rread, Rclunk)."""
@@ -89,51 +93,76 @@ def constructor(cls: type[Message]) -> Callable[..., Message]:
 
 _TAIL_DECODE = {
     Kind.STR: "    n = U16(f, p)[0]; p += 2\n"
-              "    if p + n > size: return None\n"
+              "    if p + n > size: raise Short\n"
               "    x{i} = f[p:p + n].decode(); p += n\n",
     Kind.DATA: "    n = U32(f, p)[0]; p += 4\n"
-               "    if p + n > size: return None\n"
+               "    if p + n > size: raise Short\n"
                "    x{i} = f[p:p + n]; p += n\n",
     Kind.NAMES: "    n = U16(f, p)[0]; p += 2; items = []\n"
                 "    for _ in range(n):\n"
                 "        k = U16(f, p)[0]; p += 2\n"
-                "        if p + k > size: return None\n"
+                "        if p + k > size: raise Short\n"
                 "        items.append(f[p:p + k].decode()); p += k\n"
                 "    x{i} = tuple(items)\n",
     Kind.QIDS: "    n = U16(f, p)[0]; p += 2\n"
-               "    if p + 13 * n > size: return None\n"
+               "    if p + 13 * n > size: raise Short\n"
                "    x{i} = tuple(Qid(*QID(f, p + 13 * j)) for j in range(n)); p += 13 * n\n",
 }
 
 
 def compile_decoder(cls: type[Message], steps: Layout) -> Callable[[bytes], Message | None] | None:
     """frame -> message, or None when the frame is not well formed; None if a field kind is not compiled."""
-    fmt, fixed, rest = split_fixed(steps)
-    if any(kind not in _TAIL_DECODE for _, kind in rest):
-        return None  # a stat: left to the generic codec (Rstat and Twstat are not hot)
     make = _maker(cls, [name for name, _ in steps])
     if make is None:
         return None
+    return _compile_reader(steps, "f", "make(v[2]{args})", "None", {"make": make})
+
+
+def compile_deliverer(cls: type[Message], steps: Layout, slow: Callable) -> Callable | None:
+    """(frame, handler) -> handler(tag, *every field of cls in order): the request's fields handed to the
+    code that answers it, with no message built. Fields the dialect does not carry get their defaults.
+    A frame that is not well formed goes to ``slow(frame, handler)`` (the generic decoder, which says
+    what is wrong). None if a field kind is not compiled, or an absent field has no default."""
+    present = {name for name, _ in steps}
+    defaults = {f.name: f.default for f in dataclasses.fields(cls) if f.name != "tag" and f.name not in present}
+    if any(value is dataclasses.MISSING for value in defaults.values()):
+        return None
+    env = {"slow": slow, **{f"D_{name}": value for name, value in defaults.items()}}
+    order = [name if name in present else f"D_{name}" for name in cls.FIELDS[1:]]
+    return _compile_reader(steps, "f, h", "h(v[2]{args})", "slow(f, h)", env, order)
+
+
+def _compile_reader(steps: Layout, params: str, result: str, fail: str, env: dict,
+                    order: list[str] | None = None) -> Callable | None:
+    """The text of a decoder of `steps` that returns `result` with {args} the fields (in layout order, or
+    as `order` names them: a field's name, or a global of the env), or `fail` for a frame that is not well formed."""
+    fmt, fixed, rest = split_fixed(steps)
+    if any(kind not in _TAIL_DECODE for _, kind in rest):
+        return None  # a stat: left to the generic codec (Rstat and Twstat are not hot)
     head = struct.Struct("<IBH" + fmt)
     exprs, _ = _values_of(fixed, 3)
-    lines = ["def decode(f):\n", "    size = len(f)\n"]
+    lines = [f"def read({params}):\n", "    size = len(f)\n"]
     if rest:
-        lines.append("    if size < HEAD_SIZE: return None\n")
+        lines.append("    if size < HEAD_SIZE: return @FAIL@\n")
     else:
-        lines.append("    if size != HEAD_SIZE: return None\n")
-    lines.append("    v = HEAD(f, 0)\n    if v[0] != size: return None\n")
+        lines.append("    if size != HEAD_SIZE: return @FAIL@\n")
+    lines.append("    v = HEAD(f, 0)\n    if v[0] != size: return @FAIL@\n")
     if rest:
         lines.append("    p = HEAD_SIZE\n    try:\n")
         for i, (_, kind) in enumerate(rest):
             lines.append(_indent(_TAIL_DECODE[kind].format(i=i)))
-        lines.append("    except (struct.error, UnicodeDecodeError):\n        return None\n")
-        lines.append("    if p != size: return None\n")
+        # the failure is returned from the except clause, outside the try: what a handler raises is its own
+        lines.append("    except (struct.error, UnicodeDecodeError, Short):\n        return @FAIL@\n")
+        lines.append("    if p != size: return @FAIL@\n")
         exprs += [f"x{i}" for i in range(len(rest))]
-    lines.append(f"    return make(v[2]{''.join(', ' + e for e in exprs)})\n")
-    env = {"HEAD": head.unpack_from, "HEAD_SIZE": head.size, "U16": _U16.unpack_from, "U32": _U32.unpack_from,
-           "QID": _QID.unpack_from, "Qid": _QID_MAKE, "make": make, "struct": struct}
-    exec("".join(lines), env)  # noqa: S102 - text built above from the layout
-    return env["decode"]
+    if order is not None:
+        by_name = dict(zip((name for name, _ in steps), exprs))
+        exprs = [by_name.get(name, name) for name in order]
+    lines.append("    return " + result.format(args="".join(", " + e for e in exprs)) + "\n")
+    env = {**env, "HEAD": head.unpack_from, "HEAD_SIZE": head.size, "U16": _U16.unpack_from,
+           "U32": _U32.unpack_from, "QID": _QID.unpack_from, "Qid": _QID_MAKE, "struct": struct, "Short": _Short}
+    exec("".join(lines).replace("@FAIL@", fail), env)  # noqa: S102 - text built above from the layout
+    return env["read"]
 
 
 def _indent(block: str) -> str:
@@ -163,9 +192,12 @@ _TAIL_ENCODE = {
 _LAST_ENCODE = {
     Kind.STR: ("H", "        r = {value}.encode()\n        if len(r) > 0xFFFF: return @FAIL@\n", "len(r)", "r"),
     Kind.DATA: ("I", "        r = {value}\n", "len(r)", "r"),
-    Kind.QIDS: ("H", "        r = {value}\n", "13 * len(r)",
-                "b''.join([QID(q.type, q.version, q.path) for q in r])"),
+    Kind.QIDS: ("H", "        r = {value}\n"
+                     "        if type(r) is bytes and not len(r) % 13: return HEAD(HEAD_SIZE + len(r), {head}, len(r) // 13) + r\n",
+                "13 * len(r)", "b''.join([QID(q.type, q.version, q.path) for q in r])"),
 }
+# A last qids field may also be given packed, as bytes (13 a qid): a server walking to a file has its
+# qids packed already (server/attrs.py keeps each with its bytes), and an Rwalk then costs one join.
 
 
 def compile_encoder(cls: type[Message], steps: Layout) -> Callable[[Message], bytes | None] | None:
@@ -200,7 +232,7 @@ def _compile_framer(cls: type[Message], steps: Layout, params: str, value: str, 
         lines.append(f"        return HEAD(HEAD_SIZE, TYPE, {tag}{args})\n")
     elif last:
         _, prepare, length, body = last
-        lines.append(prepare.format(value=value.format(name=rest[0][0])))
+        lines.append(prepare.format(value=value.format(name=rest[0][0]), head=f"TYPE, {tag}{args}"))
         lines.append(f"        return HEAD(HEAD_SIZE + {length}, TYPE, {tag}{args}, len(r)) + {body}\n")
     else:
         lines.append("        parts = [b'']\n")

@@ -1,9 +1,13 @@
 """One client connection: the only place where 9P meets trio.
 
 Requests are answered inline as their frames arrive, and the replies of one
-received batch go out in one send. The plain walk, open, read, clunk and
-getattr are answered from their frames (hotpath.py) while nothing is in flight; the rest
-are decoded into messages for the dispatcher. Unsent replies are bounded:
+received batch go out in one send. Every request takes one path: its
+frame's fields are handed by the dialect's compiled decoder
+(``Codec.deliverer``) to the dispatcher's handler for its type, or to the
+connection's own for Tversion and Tflush; the tags in flight, the flush
+order and the version reset are the sans-IO core's (ninep/serving.py).
+While a request is pending (a parked read, a deferred clunk, a flush) each
+frame is decoded first, for the core's rules on tags and fids. Unsent replies are bounded:
 once they pass ``Limits.max_unsent`` the loop stops handling frames (they
 stay in the frame buffer, and the socket is not read) until the replies are
 sent. Reads that wait, clunks whose prompt is on its way to disk, and the
@@ -19,12 +23,13 @@ from collections.abc import Callable
 
 import trio
 
-from ..ninep import BadMessage, Dialect, FrameBuffer, FramingError, LocalProtocolError, TagTable, codec_for, format_message
+from ..ninep import BadMessage, Dialect, FrameBuffer, FramingError, LocalProtocolError, codec_for, format_message
 from ..ninep import messages as m
+from ..ninep.messages.base import MESSAGE_TYPES
+from ..ninep.serving import ServerProtocol
 from ..tree import Directory
 from .dispatch import Blocked, Dispatcher, Limits
-from .hotpath import HotPath
-from .parked import InFlight, ParkedRequests
+from .parked import ParkedRequests
 from .state import Deferred
 from .token import PLAIN_ANAMES, Token
 from .transport import transport_for
@@ -45,7 +50,6 @@ class Connection(ParkedRequests):
         on_error: Callable[[str, str], None] = lambda where, text: None,
         name: str = "conn",
         token: Token | None = None,  # the aname an attach must present (TCP), or None
-        hot_path: bool = True,  # answer plain walks, opens, reads, clunks and getattrs from their frames (hotpath.py)
     ):
         self.stream = stream
         self.io = transport_for(stream)
@@ -53,8 +57,8 @@ class Connection(ParkedRequests):
         self.limits = limits
         self.dispatcher = Dispatcher(root, limits, on_error=on_error, token=token)
         self.frames = FrameBuffer(limits.max_msize)
-        self.tags: TagTable[InFlight] = TagTable()
-        self._flushing: dict[int, InFlight] = {}  # tag of a pending Tflush -> the read it waits on
+        self.core = ServerProtocol()
+        self.tags = self.core.tags  # pending requests by tag: empty unless a read waits or a clunk is deferred
         self.trace = trace
         self._out = bytearray()
         self._out_ready = trio.Event()
@@ -64,8 +68,8 @@ class Connection(ParkedRequests):
         self._in_batch = False  # replies made while handling a batch go out with it
         self._nursery: trio.Nursery | None = None
         self._codec = codec_for(Dialect.P2000)  # the negotiated dialect's, from each Tversion on
-        self._hotpath = HotPath(self.dispatcher) if hot_path and not trace else None
-        self._hot: dict = {}  # request type byte -> its frame-level answer (hotpath.py)
+        self._table: dict[int, tuple] = {}  # wire type -> (its deliverer, its handler)
+        self._set_table()
 
     @property
     def dialect(self) -> Dialect:
@@ -84,7 +88,7 @@ class Connection(ParkedRequests):
                 frame = codec.encode(reply)
             except LocalProtocolError as exc:  # a reply we cannot encode is our bug: say so, keep serving
                 log.exception("%s: cannot encode %s", self.name, type(reply).__name__)
-                sent = self.dispatcher.error(reply, f"internal error: {exc}", errno.EIO)
+                sent = self.dispatcher.error(type(reply), reply._values(), f"internal error: {exc}", errno.EIO)
                 frame = codec.encode(sent)
         if self.trace:  # after the encoding: a reply that could not be encoded is traced as the error sent instead
             self.trace(f"{self.name} <- {format_message(sent, data_limit=64)}")
@@ -190,75 +194,96 @@ class Connection(ParkedRequests):
         """Handle the frames `data` completes; True if it stopped early because the unsent replies passed
         the limit (the rest stay buffered: call again with b"")."""
         self._in_batch = True
-        handle, limit = self._handle_frame, self.limits.max_unsent
+        limit, tags, flushing, traced = self.limits.max_unsent, self.core.tags, self.core.flushing, self.trace is not None
         try:
             for frame in self.frames.split(data):
-                # The plain walk, open, read, clunk and getattr are answered from their frame (hotpath.py),
-                # when nothing is in flight that a tag or a clunk could touch; None hands a frame on. The
-                # table is looked up per frame: a Tversion in the batch changes it.
-                if ((answer := self._hot.get(frame[4])) is None or self.tags or self._flushing
-                        or (reply := answer(frame)) is None):
-                    handle(frame)
-                elif type(reply) is bytes:
-                    self._out += reply
+                if tags or flushing or traced:  # the core's rules apply, or the trace shows the message
+                    self._handle_decoded(frame)
                 else:
-                    self._queue(reply)
+                    try:  # the table is looked up per frame: a Tversion in the batch changes it
+                        deliver, handler = self._table[frame[4]]
+                        reply = deliver(frame, handler)  # the frame's fields, handed to its handler
+                    except Exception as exc:
+                        reply = self._refused(frame, exc)
+                    if type(reply) is bytes:
+                        self._out += reply
+                    elif reply is not None:
+                        self._queue(reply)
                 if len(self._out) > limit:  # _has_room, without a call per frame
                     return True
             return False
         finally:
             self._in_batch = False
 
-    def _handle_frame(self, frame: bytes) -> None:
+    def _refused(self, frame: bytes, exc: Exception):
+        """The reply to a frame whose handling raised `exc`: decoded again (rare), it names what was wrong
+        with the frame (BadMessage), or the refusal of its request. FramingError if it has no tag."""
+        try:
+            msg = self._codec.decode(frame)
+        except BadMessage as bad:
+            return self._bad_message(bad)
+        return self.dispatcher.refusal(type(msg), msg._values(), exc)
+
+    def _bad_message(self, exc: BadMessage) -> m.Message:
+        if exc.tag is None:
+            raise FramingError(exc.reason) from None
+        return self.dispatcher.error_for(exc.tag, "a message that does not decode", exc.reason, errno.EINVAL)
+
+    def _handle_decoded(self, frame: bytes) -> None:
+        """A frame while some request is pending, or under a trace: decoded, then the core's rules on its tag
+        and fid, then the same handler."""
         try:
             msg = self._codec.decode(frame)
         except BadMessage as exc:
-            if exc.tag is None:
-                raise FramingError(exc.reason) from None
-            self.send(self.dispatcher.error_for(exc.tag, "a message that does not decode", exc.reason, errno.EINVAL))
+            self.send(self._bad_message(exc))
             return
         if self.trace:
             self.trace(f"{self.name} -> {format_message(_for_trace(msg), data_limit=64)}")
-        # Message classes are final, so `type(msg) is` tests what isinstance would, for less; and the
-        # common request (not a flush, no read in flight, not a Tversion) passes each test once.
-        kind = type(msg)
-        if kind.TYPE & 1:
-            self.send(self.dispatcher.error(msg, f"{kind.__name__} is a reply, not a request", errno.EINVAL))
-        elif kind is m.Tflush:
-            self._flush(msg)  # answered by Rflush only, whatever its tag (flush(5))
-        elif (self.tags or self._flushing) and (msg.tag in self.tags or msg.tag in self._flushing):
-            self.send(self.dispatcher.error(msg, f"tag {msg.tag} is already in flight: use another tag", errno.EINVAL))
-        elif kind is m.Tversion:
-            self._version(msg)
-        else:
-            if self.tags and kind in _ENDS_READS:
-                self._cancel_reads_of(msg.fid)
-            reply = self.dispatcher.handle(msg)
-            if type(reply) is not Blocked:
-                self._queue(reply)
-            elif len(self.tags) >= self.limits.max_blocked_reads:
-                self.send(self.dispatcher.error(msg, _too_many_blocked(self.limits.max_blocked_reads), errno.EMFILE))
-            else:
-                self._start_blocked(reply)
+        kind, fields = type(msg), msg._values()
+        if kind is not m.Tflush and msg.is_request and self.core.in_flight(msg.tag):
+            self.send(self.dispatcher.error(kind, fields, f"tag {msg.tag} is already in flight: use another tag", errno.EINVAL))
+            return
+        if kind in _ENDS_READS and self.core.tags:
+            self.core.ends_with_fid(msg.fid)
+        try:
+            reply = self._table[msg.TYPE][1](*fields)
+        except Exception as exc:
+            reply = self.dispatcher.refusal(kind, fields, exc)
+        if reply is not None:
+            self._queue(reply)
 
-    def _queue(self, reply: m.Message | bytes | Deferred) -> None:
-        """Queue the reply a request got at once, or start the task of one deferred."""
+    def _queue(self, reply: m.Message | bytes | Blocked | Deferred) -> None:
+        """Queue the reply a request got at once, or start the task of one answered later."""
         kind = type(reply)
         if kind is bytes and self._in_batch and not self.trace:
-            self._out += reply  # what send() does with a frame in a batch, without the call (most replies)
+            self._out += reply  # what send() does with a frame in a batch, without the call
         elif kind is Deferred:
             self._start_deferred(reply)
-        else:
+        elif kind is not Blocked:
             self.send(reply)
+        elif len(self.core.tags) >= self.limits.max_blocked_reads:
+            self.send(self.dispatcher.blocked_read_failed(reply, _too_many_blocked(self.limits.max_blocked_reads), errno.EMFILE))
+        else:
+            self._start_blocked(reply)
 
-    def _version(self, msg: m.Tversion) -> None:
+    def _set_table(self) -> None:
+        """What answers each request in the dialect now agreed: the dispatcher's handlers, and this
+        connection's own for the two that act on the requests in flight (Tversion, Tflush)."""
+        handlers = self.dispatcher.handlers()
+        handlers[m.Tversion.TYPE], handlers[m.Tflush.TYPE] = self._version, self._flush
+        codec = self._codec
+        self._table = {t: (codec.deliverer(MESSAGE_TYPES[t]), handler) for t, handler in handlers.items()}
+
+    def _version(self, tag: int, msize: int, version: str) -> None:
         """A Tversion resets the session: nothing in flight is answered, and the new msize and dialect
         hold from the next frame (its reply is the same in every dialect)."""
-        self._cancel_all("reset")
-        self.send(self.dispatcher.handle(msg))
+        self._cancel_all()
+        try:
+            self.send(self.dispatcher.version(tag, msize, version))
+        except Exception as exc:
+            self.send(self.dispatcher.refusal(m.Tversion, (tag, msize, version), exc))
         self._codec = codec_for(self.dialect)
-        if self._hotpath is not None:  # a trace shows every message: nothing bypasses the message path then
-            self._hot = self._hotpath.table(self.dispatcher.dialect)
+        self._set_table()
         self.frames.max_size = self.dispatcher.msize
 
 

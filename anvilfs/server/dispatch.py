@@ -3,12 +3,20 @@
 Every generic check happens here, before a file's handle is touched: the
 fid exists or is free, the file is open (or not) in the right mode, the walk
 has at most 16 names, counts are clamped to msize. A request ends in exactly
-one reply, returned by ``handle``: a message, or, for the replies every read
-of a file makes (Rwalk, Ropen, Rlopen, Rread, Rclunk), its frame, encoded
-already (the same bytes in every dialect). The one exception is a read that would
-block, which comes back as ``Blocked`` for the connection to finish in a
-task it can cancel, and a clunk that submitted a prompt, whose reply comes
-back ``Deferred`` until the prompt is on disk.
+one reply: a message, or, for the replies every read of a file makes
+(Rwalk, Ropen, Rlopen, Rread, Rclunk, Rgetattr), its frame, encoded already
+by the compiled frame makers (the same bytes in every dialect). The one
+exception is a read that would block, which comes back as ``Blocked`` for
+the connection to finish in a task it can cancel, and a clunk that
+submitted a prompt, whose reply comes back ``Deferred`` until the prompt is
+on disk.
+
+A handler takes the request's fields, in the order of its message class,
+the tag first: the connection's compiled decoders hand them over straight
+from the frame (``Codec.deliverer``), so the requests of every file read
+build no message. ``handle`` takes a message instead, for tests and tools;
+it calls the same handlers. ``handlers`` is the table the connection
+dispatches on, by wire type.
 """
 
 from __future__ import annotations
@@ -21,14 +29,15 @@ from typing import TYPE_CHECKING
 
 from ..errors import AnvilError, InvalidRequest, NotPermitted, NotSupported, PermissionDenied, kind_of
 from ..ninep import Dialect, RequestError, frame_maker, negotiate
+from ..ninep.codec import message_classes
 from ..ninep import consts as c
 from ..ninep import messages as m
 from ..ninep.dialect import MIN_MSIZE, UNKNOWN
 from ..ninep.errstr import fit, word_for_9p2000
 from ..ninep.fids import FidTable
 from ..tree import Caller, Directory, Handle, Node, SnapshotBudget, SnapshotReads
-from .attrs import pack_dirents, pack_stats, qid_of
-from .attr_requests import AttributeRequests
+from .attrs import pack_dirents, pack_stats, packed_qid, qid_of
+from .attr_requests import AttributeRequests, refuse_change
 from .opening import linux_access, open_existing, open_fid, plan9_access
 from .state import Blocked, CollectBudget, Deferred, Fid, Limits
 from .token import PLAIN_ANAMES, Token
@@ -50,11 +59,13 @@ class Dispatcher(AttributeRequests):
     msize: int = 0
     iounit: int = 0  # msize less a read's or write's header: what one Rread carries at most (set with msize)
     fids: FidTable = None  # type: ignore[assignment]
+    _fids: dict = None  # type: ignore[assignment]  # fids.by_number: the hot handlers look a fid up in it inline
     snapshots: SnapshotBudget = None  # type: ignore[assignment]  # what this connection's open files hold
     collected: CollectBudget = None  # type: ignore[assignment]  # bytes written to its open files, until clunk
 
     def __post_init__(self) -> None:
         self.fids = FidTable(self.limits.max_fids)
+        self._fids = self.fids.by_number
         self.snapshots = SnapshotBudget(self.limits.max_snapshot_bytes)
         self.collected = CollectBudget(self.limits.max_collected_bytes, self.limits.max_collected_bytes_server)
         self._set_msize(self.limits.max_msize)
@@ -62,33 +73,48 @@ class Dispatcher(AttributeRequests):
     # ------------------------------------------------------------ entry point
 
     def handle(self, msg: m.Message) -> m.Message | bytes | Blocked | Deferred:
-        handler = _HANDLERS.get(type(msg))
+        """The reply to a request given as a message (tests, tools): what the connection's path answers."""
+        fields = msg._values()
         try:
-            if handler is None:
-                raise NotSupported(f"{type(msg).__name__} is not a request this server answers")
-            if self.dialect is None and not isinstance(msg, m.Tversion):
-                raise InvalidRequest("no version negotiated: send Tversion first")
-            return handler(self, msg)
+            return self.handlers()[msg.TYPE](*fields)
         except Exception as exc:
-            return self.refusal(msg, exc)
+            return self.refusal(type(msg), fields, exc)
 
-    def refusal(self, msg: m.Message, exc: Exception) -> m.Message:
-        """The reply to `msg` whose handling raised `exc` (the frame-level path's too: hotpath.py)."""
+    def handlers(self) -> dict[int, Callable]:
+        """Wire type -> the handler of that request, taking its fields, in the negotiated dialect (before
+        a version: every request but Tversion refused); a type not there is not a request of the dialect."""
+        table = {}
+        for cls in message_classes(self.dialect or Dialect.P2000):
+            handler = _HANDLERS.get(cls)
+            if cls.TYPE & 1:
+                handler = _refuser(InvalidRequest(f"{cls.__name__} is a reply, not a request"))
+            elif handler is None:
+                handler = _refuser(NotSupported(f"{cls.__name__} is not a request this server answers"))
+            elif self.dialect is None and cls is not m.Tversion:
+                handler = _refuser(InvalidRequest("no version negotiated: send Tversion first"))
+            table[cls.TYPE] = handler.__get__(self)
+        return table
+
+    def refusal(self, kind: type[m.Message], fields: tuple, exc: Exception) -> m.Message:
+        """The reply to the request of `kind` with `fields` whose handling raised `exc`."""
         if isinstance(exc, AnvilError):
-            return self.error(msg, exc.message, exc.errno, detail=exc.detail)
+            return self.error(kind, fields, exc.message, exc.errno, detail=exc.detail)
         if isinstance(exc, RequestError):
-            return self.error(msg, exc.message, exc.errno)
+            return self.error(kind, fields, exc.message, exc.errno)
         # a bug behind one file must not take the connection down
-        log.error("%s failed", type(msg).__name__, exc_info=exc)
-        return self.error(msg, f"internal error: {type(exc).__name__}: {exc}", errno.EIO)
+        log.error("%s failed", kind.__name__, exc_info=exc)
+        return self.error(kind, fields, f"internal error: {type(exc).__name__}: {exc}", errno.EIO)
 
-    def error(self, msg: m.Message, text: str, code: int, *, detail: str = "", record: bool = True) -> m.Message:
-        """The reply that refuses `msg`, in the dialect's way (SPEC §2); recorded in `errors` unless `record` is off.
+    def error(self, kind: type[m.Message], fields: tuple, text: str, code: int, *, detail: str = "",
+              record: bool = True) -> m.Message:
+        """The reply that refuses the request of `kind` with `fields` (the tag first), in the dialect's way
+        (SPEC §2); recorded in `errors` unless `record` is off.
 
         `text` says what to do and what was wrong; `detail` (a usage) goes only to `errors`.
         """
-        record = record and not isinstance(msg, _ROUTINE_REFUSALS)
-        return self.error_for(msg.tag, self._where(msg) if record else "", text, code, detail=detail, record=record)
+        record = record and kind not in _ROUTINE_REFUSALS
+        where = self._where(kind, fields) if record else ""
+        return self.error_for(fields[0], where, text, code, detail=detail, record=record)
 
     def error_for(self, tag: int, where: str, text: str, code: int, *, detail: str = "",
                   record: bool = True) -> m.Message:
@@ -110,14 +136,12 @@ class Dispatcher(AttributeRequests):
         """The refusal of a read that waited and then failed, recorded under its file's path."""
         return self.error_for(blocked.tag, _path_of(blocked.fid), text, code, detail=detail)
 
-    def _where(self, msg: m.Message) -> str:
-        fid = getattr(msg, "fid", None)
-        try:
+    def _where(self, kind: type[m.Message], fields: tuple) -> str:
+        if "fid" in kind.FIELDS:
+            fid = self.fids.by_number.get(fields[kind.FIELDS.index("fid")])
             if fid is not None:
-                return _path_of(self.fids.get(fid))
-        except RequestError:
-            pass
-        return type(msg).__name__
+                return _path_of(fid)
+        return kind.__name__
 
     def reset(self) -> None:
         """Forget every fid (Tversion or hang-up); what was written on open files is abandoned."""
@@ -135,114 +159,123 @@ class Dispatcher(AttributeRequests):
 
     # ------------------------------------------------------------ session setup
 
-    def version(self, msg: m.Tversion) -> m.Message:
+    def version(self, tag: int, msize: int, version: str) -> m.Message:
         self.reset()
-        if msg.msize < MIN_MSIZE:
+        if msize < MIN_MSIZE:
             self.dialect = None  # the fids are gone with the old session: none goes on without a new Tversion
-            raise InvalidRequest(f"msize {msg.msize} is too small: at least {MIN_MSIZE}")
-        self._set_msize(min(msg.msize, self.limits.max_msize))
-        dialect = negotiate(msg.version)
+            raise InvalidRequest(f"msize {msize} is too small: at least {MIN_MSIZE}")
+        self._set_msize(min(msize, self.limits.max_msize))
+        dialect = negotiate(version)
         self.dialect = dialect
         if dialect is None:
             self.dialect = None
-            return m.Rversion(tag=msg.tag, msize=self.msize, version=UNKNOWN)
-        return m.Rversion(tag=msg.tag, msize=self.msize, version=dialect.value)
+            return m.Rversion(tag=tag, msize=self.msize, version=UNKNOWN)
+        return m.Rversion(tag=tag, msize=self.msize, version=dialect.value)
 
-    def auth(self, msg: m.Tauth) -> m.Message:
+    def auth(self, tag: int, afid: int, *names) -> m.Message:
         # ENOENT is what diod's clients and the kernel read as "no authentication needed"
         raise RequestError("auth not required", errno.ENOENT)
 
-    def attach(self, msg: m.Tattach) -> m.Message:
-        if msg.afid != c.NOFID:
+    def attach(self, tag: int, fid: int, afid: int, uname: str, aname: str, n_uname: int) -> m.Message:
+        if afid != c.NOFID:
             raise RequestError("authentication not required: use afid NOFID", errno.EINVAL)
         if self.token is not None:
-            if not self.token.admits(msg.aname):  # its text must not quote the aname: a near-miss token
+            if not self.token.admits(aname):  # its text must not quote the aname: a near-miss token
                 raise PermissionDenied(f"attach over TCP needs the server's token as aname: it is in {self.token.path}")
-        elif msg.aname not in PLAIN_ANAMES:
-            raise RequestError(f"no tree {msg.aname!r} to attach: use aname '' or 'agent'", errno.ENOENT)
-        uname = msg.uname or (str(msg.n_uname) if msg.n_uname != c.NONUNAME else "none")
-        self.fids.add(msg.fid, Fid(trail=(self.root,), caller=Caller(uname)))
-        return m.Rattach(tag=msg.tag, qid=qid_of(self.root))
+        elif aname not in PLAIN_ANAMES:
+            raise RequestError(f"no tree {aname!r} to attach: use aname '' or 'agent'", errno.ENOENT)
+        uname = uname or (str(n_uname) if n_uname != c.NONUNAME else "none")
+        self.fids.add(fid, Fid(trail=(self.root,), caller=Caller(uname)))
+        return m.Rattach(tag=tag, qid=qid_of(self.root))
 
     # ------------------------------------------------------------ walking
 
-    def walk(self, msg: m.Twalk) -> m.Message | bytes:
-        fid = self.fids.get(msg.fid)
-        if fid.handle is not None:
+    def walk(self, tag: int, fid: int, newfid: int, wnames: tuple[str, ...]) -> m.Message | bytes:
+        if (old := self._fids.get(fid)) is None:
+            old = self.fids.get(fid)  # which raises what says it is unknown (so in every handler)
+        if old.handle is not None:
             raise RequestError("cannot walk a fid that is open: clone it first", errno.EBADF)
-        if msg.newfid != msg.fid:
-            self.fids.check_free(msg.newfid)  # before the walk: a walk that fails changes nothing
-        if len(msg.wnames) > c.MAXWELEM:
-            raise RequestError(f"walk of {len(msg.wnames)} names: at most {c.MAXWELEM} per Twalk", errno.E2BIG)
-        trail, qids = fid.trail, []
-        for name in msg.wnames:
-            step = _step(trail, name)
-            if isinstance(step, RequestError):
-                if not qids:  # a lookup's answer ("no such name"), not an error worth recording
-                    return self.error(msg, step.message, step.errno, record=False)
-                break
-            trail = step
-            qids.append(qid_of(trail[-1]))
-        reply = _RWALK(msg.tag, tuple(qids))
-        if len(qids) == len(msg.wnames) and type(reply) is bytes:  # a reply that cannot be sent binds nothing
-            new = Fid(trail, fid.caller)
-            if msg.newfid == msg.fid:
-                self.fids.replace(msg.fid, new)
+        if newfid != fid:
+            self.fids.check_free(newfid)  # before the walk: a walk that fails changes nothing
+        if len(wnames) > c.MAXWELEM:
+            raise RequestError(f"walk of {len(wnames)} names: at most {c.MAXWELEM} per Twalk", errno.E2BIG)
+        trail, qids, walked = old.trail, b"", 0
+        for name in wnames:
+            node = trail[-1]  # a name in a directory is looked up here; the rest is _step's
+            if name in _NOT_NAMES or not isinstance(node, Directory) or (child := node.lookup(name)) is None:
+                step = _step(trail, name)
+                if type(step) is not tuple:
+                    if not walked:  # a lookup's answer ("no such name"), not an error worth recording
+                        return self.error(m.Twalk, (tag, fid), step.message, step.errno, record=False)
+                    break
+                trail = step
             else:
-                self.fids.bind(msg.newfid, new)  # checked free above
+                trail += (child,)
+            qids += packed_qid(trail[-1])
+            walked += 1
+        reply = _RWALK(tag, qids)  # the qids given packed (compiled.py)
+        if walked == len(wnames) and type(reply) is bytes:  # a reply that cannot be sent binds nothing
+            self._fids[newfid] = Fid(trail, old.caller)  # checked free above, or the walked fid itself
         return reply
+
+    def _fid(self, number: int) -> Fid:
+        """The fid `number` names (a dict lookup: the hot handlers make it inline)."""
+        fid = self._fids.get(number)
+        return fid if fid is not None else self.fids.get(number)  # which raises what says it is unknown
 
     # ------------------------------------------------------------ opening
 
-    def open(self, msg: m.Topen) -> m.Message | bytes:
-        fid = self.fids.get(msg.fid)
-        if msg.mode & c.ORCLOSE:
+    def open(self, tag: int, fid: int, mode: int) -> m.Message | bytes:
+        fid = self._fid(fid)
+        if mode & c.ORCLOSE:
             raise NotPermitted(f"{fid.node.name}: remove-on-close is not possible on a synthetic file")
-        open_fid(fid, *plan9_access(msg.mode), trunc=bool(msg.mode & c.OTRUNC))
-        return _ROPEN(msg.tag, qid_of(fid.node), self.iounit)
+        open_fid(fid, *plan9_access(mode), trunc=bool(mode & c.OTRUNC))
+        return _ROPEN(tag, qid_of(fid.node), self.iounit)
 
-    def lopen(self, msg: m.Tlopen) -> m.Message | bytes:
-        fid = self.fids.get(msg.fid)
-        read, write = linux_access(msg.flags)
-        open_fid(fid, read, write, trunc=bool(msg.flags & c.L_O_TRUNC) and write)
-        return _RLOPEN(msg.tag, qid_of(fid.node), self.iounit)
+    def lopen(self, tag: int, number: int, flags: int) -> m.Message | bytes:
+        if (fid := self._fids.get(number)) is None:
+            fid = self.fids.get(number)
+        read, write = linux_access(flags)
+        open_fid(fid, read, write, trunc=bool(flags & c.L_O_TRUNC) and write)
+        return _RLOPEN(tag, qid_of(fid.node), self.iounit)
 
-    def create(self, msg: m.Tcreate) -> m.Message:
-        fid = self.fids.get(msg.fid)
-        if msg.mode & c.ORCLOSE:
-            raise NotPermitted(f"{msg.name}: remove-on-close is not possible on a synthetic file")
+    def create(self, tag: int, fid: int, name: str, perm: int, mode: int, extension: str = "") -> m.Message:
+        opened = self._fid(fid)
+        if mode & c.ORCLOSE:
+            raise NotPermitted(f"{name}: remove-on-close is not possible on a synthetic file")
         # a directory's create is a mkdir, which never opens what is there
-        opened = open_existing(fid, msg.name, *plan9_access(msg.mode), exclusive=bool(msg.perm & c.DMDIR))
-        self.fids.replace(msg.fid, opened)
-        return m.Rcreate(tag=msg.tag, qid=qid_of(opened.node), iounit=self.iounit)
+        opened = open_existing(opened, name, *plan9_access(mode), exclusive=bool(perm & c.DMDIR))
+        self.fids.replace(fid, opened)
+        return m.Rcreate(tag=tag, qid=qid_of(opened.node), iounit=self.iounit)
 
-    def lcreate(self, msg: m.Tlcreate) -> m.Message:
-        fid = self.fids.get(msg.fid)
-        opened = open_existing(fid, msg.name, *linux_access(msg.flags), exclusive=bool(msg.flags & c.L_O_EXCL))
-        self.fids.replace(msg.fid, opened)
-        return m.Rlcreate(tag=msg.tag, qid=qid_of(opened.node), iounit=self.iounit)
+    def lcreate(self, tag: int, fid: int, name: str, flags: int, mode: int, gid: int) -> m.Message:
+        opened = open_existing(self._fid(fid), name, *linux_access(flags), exclusive=bool(flags & c.L_O_EXCL))
+        self.fids.replace(fid, opened)
+        return m.Rlcreate(tag=tag, qid=qid_of(opened.node), iounit=self.iounit)
 
     # ------------------------------------------------------------ reading and writing
 
-    def read(self, msg: m.Tread) -> m.Message | bytes | Blocked:
-        fid = self.fids.get(msg.fid)
+    def read(self, tag: int, number: int, offset: int, count: int) -> m.Message | bytes | Blocked:
+        if (fid := self._fids.get(number)) is None:
+            fid = self.fids.get(number)
         if not fid.can_read:
             raise RequestError("fid is not open for reading", errno.EBADF)
-        count = min(msg.count, self.iounit)
+        if count > self.iounit:
+            count = self.iounit
         if fid.listing is not None:
-            return m.Rread(tag=msg.tag, data=self._read_dir(fid, msg.offset, count))
+            return m.Rread(tag=tag, data=self._read_dir(fid, offset, count))
         handle = fid.handle
-        if handle.blocking and not handle.ready(msg.offset):
-            return Blocked(fid, msg.fid, msg.tag, msg.offset, count)
+        if handle.blocking and not handle.ready(offset):
+            return Blocked(fid, number, tag, offset, count)
+        if not fid.can_write:
+            return _RREAD(tag, self.take(handle, offset, count))
         try:
-            return _RREAD(msg.tag, self.take(handle, msg.offset, count))
-        finally:
-            if fid.can_write:  # a read can submit what was written (mail's read-back); nothing else is held
-                self.collected.recount(fid)
+            return _RREAD(tag, self.take(handle, offset, count))
+        finally:  # a read can submit what was written (mail's read-back); nothing else is held
+            self.collected.recount(fid)
 
     def take(self, handle: Handle, offset: int, count: int) -> bytes:
-        """What a read of an open file that need not wait gives; a snapshot it takes is this connection's
-        to hold (the frame-level path's reads too: hotpath.py)."""
+        """What a read of an open file that need not wait gives; a snapshot it takes is this connection's to hold."""
         if isinstance(handle, SnapshotReads):
             return handle.read(offset, count, self.snapshots)
         return handle.read(offset, count)
@@ -267,68 +300,70 @@ class Dispatcher(AttributeRequests):
         fid.listing, fid.list_index, fid.list_offset = listing, next_index, offset + len(data)
         return data
 
-    def readdir(self, msg: m.Treaddir) -> m.Message:
-        fid = self.fids.get(msg.fid)
+    def readdir(self, tag: int, fid: int, offset: int, count: int) -> m.Message:
+        fid = self._fid(fid)
         if fid.listing is None:
             raise RequestError("Treaddir needs a directory fid opened with Tlopen", errno.ENOTDIR if fid.handle else errno.EBADF)
-        listing = fid.node.children() if msg.offset == 0 else fid.listing
-        data = pack_dirents(listing, msg.offset, min(msg.count, self.iounit))  # may refuse: nothing kept yet
+        listing = fid.node.children() if offset == 0 else fid.listing
+        data = pack_dirents(listing, offset, min(count, self.iounit))  # may refuse: nothing kept yet
         fid.listing = listing
-        return m.Rreaddir(tag=msg.tag, data=data)
+        return m.Rreaddir(tag=tag, data=data)
 
-    def write(self, msg: m.Twrite) -> m.Message:
-        fid = self.fids.get(msg.fid)
+    def write(self, tag: int, fid: int, offset: int, data: bytes) -> m.Message:
+        fid = self._fid(fid)
         if not fid.can_write:
             raise RequestError("fid is not open for writing", errno.EBADF)
-        self.collected.check(fid.handle.adds(msg.offset, msg.data))  # ctl writes add nothing: never refused here
+        self.collected.check(fid.handle.adds(offset, data))  # ctl writes add nothing: never refused here
         try:
-            count = fid.handle.write(msg.offset, msg.data)
+            count = fid.handle.write(offset, data)
         finally:
             self.collected.recount(fid)
-        return m.Rwrite(tag=msg.tag, count=count)
+        return m.Rwrite(tag=tag, count=count)
 
-
-    def clunk(self, msg: m.Tclunk) -> m.Message | bytes | Deferred:
-        fid = self.fids.pop(msg.fid)
-        if (later := self.close(fid)) is not None:  # a prompt: answered once it is on disk
-            return Deferred(later, msg, _RCLUNK(msg.tag))
-        return _RCLUNK(msg.tag)
+    def clunk(self, tag: int, fid: int) -> m.Message | bytes | Deferred:
+        closed = self._fids.pop(fid, None)
+        if closed is None:
+            closed = self.fids.pop(fid)  # which raises what says it is unknown
+        if closed.handle is not None and (later := self.close(closed)) is not None:
+            return Deferred(later, m.Tclunk(tag=tag, fid=fid), _RCLUNK(tag))  # a prompt: answered once it is on disk
+        return _RCLUNK(tag)
 
     def close(self, fid: Fid) -> Later | None:
         """Close what a fid taken out of the table has open: its written bytes are no longer held, and
-        its handle submits them; the submission's Later, if it has one (the frame-level path's too)."""
+        its handle submits them; the submission's Later, if it has one."""
         if fid.handle is None:
             return None
         self.collected.release(fid)  # before the submit, which may fail: the bytes go either way
         return fid.handle.clunk()
 
-    def remove(self, msg: m.Tremove) -> m.Message:
-        fid = self.fids.pop(msg.fid)  # remove(5): the fid is clunked even if the remove fails
+    def remove(self, tag: int, fid: int) -> m.Message:
+        fid = self.fids.pop(fid)  # remove(5): the fid is clunked even if the remove fails
         self.close(fid)
         if len(fid.trail) < 2:
             raise NotPermitted("the root cannot be removed")
         fid.trail[-2].remove_entry(fid.node, fid.caller)
-        return m.Rremove(tag=msg.tag)
+        return m.Rremove(tag=tag)
 
-    def unlinkat(self, msg: m.Tunlinkat) -> m.Message:
+    def unlinkat(self, tag: int, dirfid: int, name: str, flags: int) -> m.Message:
         """Linux's rm and rmdir: the entry `name` of the directory `dirfid` (AT_REMOVEDIR needs a directory)."""
-        fid = self.fids.get(msg.dirfid)
-        step = _step(fid.trail, msg.name)
+        fid = self._fid(dirfid)
+        step = _step(fid.trail, name)
         if isinstance(step, Exception):
             raise step
         node = step[-1]
-        if msg.name in (".", "..") or node is fid.node:
-            raise InvalidRequest(f"unlinkat of {msg.name!r}: name an entry of the directory")
-        if bool(msg.flags & _AT_REMOVEDIR) != node.is_dir:
+        if name in (".", "..") or node is fid.node:
+            raise InvalidRequest(f"unlinkat of {name!r}: name an entry of the directory")
+        if bool(flags & _AT_REMOVEDIR) != node.is_dir:
             raise RequestError(f"{node.name} is {'a' if node.is_dir else 'not a'} directory",
                                errno.EISDIR if node.is_dir else errno.ENOTDIR)
         fid.node.remove_entry(node, fid.caller)
-        return m.Runlinkat(tag=msg.tag)
+        return m.Runlinkat(tag=tag)
 
 
 # The replies of the requests every read of a file makes, encoded straight from their values (no
 # message is built, nor an encoder looked up per reply); the connection sends the bytes as they are.
 _RWALK, _ROPEN, _RLOPEN, _RREAD, _RCLUNK = map(frame_maker, (m.Rwalk, m.Ropen, m.Rlopen, m.Rread, m.Rclunk))
+_NOT_NAMES = frozenset(("..", ".", ""))  # walked by _step: up, stay, and the empty name it refuses
 _AT_REMOVEDIR = 0x200  # Linux's flag in Tunlinkat: rmdir, not unlink
 _ERROR_TEXT_MAX = 1000  # bytes of an error's text kept (for 9P2000.u and agent/errors)
 
@@ -377,15 +412,17 @@ _HANDLERS: dict[type, Callable] = {
     m.Treadlink: Dispatcher.readlink,
     m.Tcreate: Dispatcher.create,
     m.Tlcreate: Dispatcher.lcreate,
-    m.Tmkdir: Dispatcher.refuse_change,
-    m.Tsymlink: Dispatcher.refuse_change,
-    m.Tmknod: Dispatcher.refuse_change,
-    m.Tlink: Dispatcher.refuse_change,
-    m.Trename: Dispatcher.refuse_change,
-    m.Trenameat: Dispatcher.refuse_change,
     m.Tunlinkat: Dispatcher.unlinkat,
-    m.Txattrcreate: Dispatcher.refuse_change,
+    **{cls: refuse_change(cls.__name__[1:])
+       for cls in (m.Tmkdir, m.Tsymlink, m.Tmknod, m.Tlink, m.Trename, m.Trenameat, m.Txattrcreate)},
 }
+
+
+def _refuser(exc: Exception) -> Callable:
+    """A handler that refuses every request of its type with `exc`."""
+    def refuse(self, tag: int, *fields) -> m.Message:
+        raise exc
+    return refuse
 
 
 def _path_of(fid: Fid) -> str:

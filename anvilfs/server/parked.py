@@ -9,36 +9,23 @@ waits in a task until the prompt is on disk; a flush does not cancel it and
 is answered after it. Rflush goes out after any reply to the old request
 (and after the Rflush of an older flush it names), never as an error; a
 flushed request gets no reply at all. A Tversion cancels everything in
-flight, unanswered.
+flight, unanswered. Those rules, and the tags, are the sans-IO core's
+(ninep/serving.py); here are the tasks and their cancel scopes.
 """
 
 from __future__ import annotations
 
 import errno
 import logging
-from dataclasses import dataclass, field
-
 import trio
 
 from ..errors import AnvilError
-from ..ninep import TagTable
 from ..ninep import messages as m
-from ..ninep.consts import NOTAG
+from ..ninep.serving import Pending, ServerProtocol
 from .dispatch import Blocked, Dispatcher
 from .state import Deferred
 
 log = logging.getLogger("anvilfs.server")
-
-
-@dataclass(slots=True)
-class InFlight:
-    """A request whose reply is pending in a task."""
-
-    scope: trio.CancelScope
-    fid_number: int
-    flushes: list[int] = field(default_factory=list)  # Tflush tags waiting on it, answered in this order
-    outcome: str = ""  # why it was cancelled: "flush", "clunk" or "reset"
-    flushable: bool = True  # a deferred reply is not: a flush of it waits for it
 
 
 class ParkedRequests:
@@ -47,16 +34,15 @@ class ParkedRequests:
 
     dispatcher: Dispatcher
     name: str
-    tags: TagTable[InFlight]
-    _flushing: dict[int, InFlight]
+    core: ServerProtocol
     _nursery: trio.Nursery | None
 
     def _start_blocked(self, blocked: Blocked) -> None:
-        flight = InFlight(scope=trio.CancelScope(), fid_number=blocked.fid_number)
-        self.tags.begin(blocked.tag, flight)
+        flight = Pending(scope=trio.CancelScope(), fid_number=blocked.fid_number)
+        self.core.begin(blocked.tag, flight)
         self._nursery.start_soon(self._finish_blocked, blocked, flight)
 
-    async def _finish_blocked(self, blocked: Blocked, flight: InFlight) -> None:
+    async def _finish_blocked(self, blocked: Blocked, flight: Pending) -> None:
         try:
             with flight.scope:
                 await self._wait_answerable(blocked)
@@ -64,7 +50,7 @@ class ParkedRequests:
             # checkpoint from here to send(), so a flush cannot slip in between
             # taking the data and queueing its reply. The outcome decides, even if the data came
             # first: after a Tversion nothing of the old session may be answered.
-            self._end(blocked.tag, flight)
+            self.core.end(blocked.tag, flight)
             if flight.outcome == "reset":
                 return
             if flight.outcome == "clunk":
@@ -73,7 +59,7 @@ class ParkedRequests:
                 self.send(self.dispatcher.finish_read(blocked))
         except Exception as exc:  # a bug in a file must not take the connection down
             log.exception("%s: blocked read failed", self.name)
-            self._end(blocked.tag, flight)
+            self.core.end(blocked.tag, flight)
             self.send(self.dispatcher.blocked_read_failed(blocked, f"internal error: {exc}", errno.EIO))
         finally:
             if flight.outcome != "reset":
@@ -83,32 +69,32 @@ class ParkedRequests:
     def _start_deferred(self, deferred: Deferred) -> None:
         # A flush does not cancel it (the prompt is on its way whatever the client does): its Rflush
         # follows its reply, as for a read that was answered first (flush(5)).
-        flight = InFlight(scope=trio.CancelScope(), fid_number=-1, flushable=False)
-        self.tags.begin(deferred.request.tag, flight)
+        flight = Pending(scope=trio.CancelScope(), fid_number=-1, flushable=False)
+        self.core.begin(deferred.request.tag, flight)
         self._nursery.start_soon(self._finish_deferred, deferred, flight)
 
-    async def _finish_deferred(self, deferred: Deferred, flight: InFlight) -> None:
-        tag = deferred.request.tag
+    async def _finish_deferred(self, deferred: Deferred, flight: Pending) -> None:
+        request = deferred.request
+        tag, kind, fields = request.tag, type(request), request._values()
         with flight.scope:  # cancelled only by a Tversion or the end of the connection
             try:
                 await deferred.later.wait()
                 reply = deferred.reply
             except AnvilError as exc:
-                reply = self.dispatcher.error(deferred.request, exc.message, exc.errno, detail=exc.detail)
+                reply = self.dispatcher.error(kind, fields, exc.message, exc.errno, detail=exc.detail)
             except Exception as exc:  # a bug behind one file must not take the connection down
                 log.exception("%s: a deferred reply failed", self.name)
-                reply = self.dispatcher.error(deferred.request, f"internal error: {exc}", errno.EIO)
-        self._end(tag, flight)
+                reply = self.dispatcher.error(kind, fields, f"internal error: {exc}", errno.EIO)
+        self.core.end(tag, flight)
         if flight.outcome == "reset" or flight.scope.cancelled_caught:
             return  # after a Tversion nothing of the old session may be answered
         self.send(reply)
         self._answer_flushes(flight)
         await self._flush_out()
 
-    def _answer_flushes(self, flight: InFlight) -> None:
+    def _answer_flushes(self, flight: Pending) -> None:
         """The Rflushes of the Tflushes that waited on `flight`, in their order, after its reply (flush(5))."""
-        for tag in flight.flushes:
-            self._flushing.pop(tag, None)
+        for tag in self.core.flushes_after(flight):
             self.send(m.Rflush(tag=tag))
 
     async def _wait_answerable(self, blocked: Blocked) -> None:
@@ -119,34 +105,11 @@ class ParkedRequests:
                 return
             await self._wait_room()
 
-    def _flush(self, msg: m.Tflush) -> None:
-        flight = self.tags.get(msg.oldtag) if msg.oldtag != NOTAG else None
-        if flight is not None:
-            if flight.flushable:
-                flight.outcome = flight.outcome or "flush"
-                flight.scope.cancel()
-        else:
-            flight = self._flushing.get(msg.oldtag)  # a flush of a pending flush: answered after it
-            if flight is None:
-                self.send(m.Rflush(tag=msg.tag))  # unknown or finished: nothing to cancel
-                return
-        flight.flushes.append(msg.tag)
-        self._flushing[msg.tag] = flight
+    def _flush(self, tag: int, oldtag: int) -> None:
+        """Tflush: answered by Rflush only, whatever its tag (flush(5)), now or after what it waits on."""
+        if self.core.flush(tag, oldtag):
+            self.send(m.Rflush(tag=tag))
 
-    def _end(self, tag: int, flight: InFlight) -> None:
-        if self.tags.get(tag) is flight:  # after a Tversion reset the tag may be reused
-            self.tags.end(tag)
-
-    def _cancel_all(self, why: str) -> None:
+    def _cancel_all(self) -> None:
         """Tversion: abort everything in flight; those requests get no reply."""
-        for flight in self.tags.values():
-            flight.outcome = why
-            flight.scope.cancel()
-        self.tags = TagTable()
-        self._flushing = {}
-
-    def _cancel_reads_of(self, fid_number: int) -> None:
-        for flight in self.tags.values():
-            if flight.fid_number == fid_number:
-                flight.outcome = flight.outcome or "clunk"
-                flight.scope.cancel()
+        self.core.reset()

@@ -30,7 +30,7 @@ class Served:
 
     def quiet(self) -> bool:
         """Nothing of the client left on the server: no parked read, no pending flush, only the root fid."""
-        return len(self.conn.tags) == 0 and not self.conn._flushing and len(self.conn.dispatcher.fids) == 1
+        return len(self.conn.tags) == 0 and not self.conn.core.flushing and len(self.conn.dispatcher.fids) == 1
 
     def lines(self, pattern: str) -> list[re.Match]:
         return [m for line in self.trace if (m := re.search(pattern, line))]
