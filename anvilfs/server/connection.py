@@ -195,6 +195,7 @@ class Connection(ParkedRequests):
         the limit (the rest stay buffered: call again with b"")."""
         self._in_batch = True
         limit, tags, flushing, traced = self.limits.max_unsent, self.core.tags, self.core.flushing, self.trace is not None
+        out = self._out  # the same bytearray all through the loop: only an await (_flush_out) replaces it
         try:
             for frame in self.frames.split(data):
                 if tags or flushing or traced:  # the core's rules apply, or the trace shows the message
@@ -206,10 +207,10 @@ class Connection(ParkedRequests):
                     except Exception as exc:
                         reply = self._refused(frame, exc)
                     if type(reply) is bytes:
-                        self._out += reply
+                        out += reply
                     elif reply is not None:
                         self._queue(reply)
-                if len(self._out) > limit:  # _has_room, without a call per frame
+                if len(out) > limit:  # _has_room, without a call per frame
                     return True
             return False
         finally:
