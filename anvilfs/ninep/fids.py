@@ -26,7 +26,7 @@ class FidTable(Generic[T]):
     @property
     def by_number(self) -> dict[int, T]:
         """The table itself, for a caller that looks fids up and binds them without a call for each (the
-        server's frame-level path: a fid it does not find it leaves to `get` to refuse)."""
+        server's hot handlers: a fid it does not find it leaves to `get` to refuse)."""
         return self._fids
 
     def get(self, fid: int) -> T:

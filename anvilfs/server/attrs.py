@@ -37,7 +37,7 @@ def _stamp(node: Node) -> tuple[int, int]:
 # Qids are frozen and a node's repeats until its version moves, so walks and
 # opens share them: building one (a frozen dataclass) costs more than looking it
 # up, and a walk to a status file and its open need three. Each is kept with its 13
-# bytes on the wire, which the frame-level path (hotpath.py) sends. Keyed by
+# bytes on the wire, which a walk sends packed (dispatch.py). Keyed by
 # what makes the qid, the least recently used dropped past _QIDS_KEPT (a C
 # LRU: a hit costs what a dict's did, and a busy tree's qids are not all
 # thrown away at once when the cache fills, as a cleared dict's were).
