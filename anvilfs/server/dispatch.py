@@ -195,8 +195,8 @@ class Dispatcher(AttributeRequests):
             old = self.fids.get(fid)  # which raises what says it is unknown (so in every handler)
         if old.handle is not None:
             raise RequestError("cannot walk a fid that is open: clone it first", errno.EBADF)
-        if newfid != fid:
-            self.fids.check_free(newfid)  # before the walk: a walk that fails changes nothing
+        if newfid != fid and (newfid in self._fids or newfid == c.NOFID or len(self._fids) >= self.fids.limit):
+            self.fids.check_free(newfid)  # which refuses it: before the walk, so a walk that fails changes nothing
         if len(wnames) > c.MAXWELEM:
             raise RequestError(f"walk of {len(wnames)} names: at most {c.MAXWELEM} per Twalk", errno.E2BIG)
         trail, qids, walked = old.trail, b"", 0
@@ -235,7 +235,7 @@ class Dispatcher(AttributeRequests):
     def lopen(self, tag: int, number: int, flags: int) -> m.Message | bytes:
         if (fid := self._fids.get(number)) is None:
             fid = self.fids.get(number)
-        read, write = linux_access(flags)
+        read, write = _LINUX_ACCESS[flags & c.L_O_ACCMODE]  # linux_access, looked up
         open_fid(fid, read, write, trunc=bool(flags & c.L_O_TRUNC) and write)
         return _RLOPEN(tag, qid_of(fid.node), self.iounit)
 
@@ -363,6 +363,7 @@ class Dispatcher(AttributeRequests):
 # The replies of the requests every read of a file makes, encoded straight from their values (no
 # message is built, nor an encoder looked up per reply); the connection sends the bytes as they are.
 _RWALK, _ROPEN, _RLOPEN, _RREAD, _RCLUNK = map(frame_maker, (m.Rwalk, m.Ropen, m.Rlopen, m.Rread, m.Rclunk))
+_LINUX_ACCESS = tuple(linux_access(mode) for mode in range(c.L_O_ACCMODE + 1))
 _NOT_NAMES = frozenset(("..", ".", ""))  # walked by _step: up, stay, and the empty name it refuses
 _AT_REMOVEDIR = 0x200  # Linux's flag in Tunlinkat: rmdir, not unlink
 _ERROR_TEXT_MAX = 1000  # bytes of an error's text kept (for 9P2000.u and agent/errors)
