@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
 from .consts import HEADER_SIZE
 from .errors import FramingError
@@ -45,28 +45,36 @@ class FrameBuffer:
             if size == len(data) and size <= self.max_size:
                 return (data,)
         self.feed(data)
-        return iter(self.next_frame, None)
+        return self._whole_frames()
+
+    def _whole_frames(self) -> Iterator[bytes]:
+        """The whole frames in the buffer, each taken as it is reached. A generator: a batch of pipelined
+        requests costs a resume a frame rather than a call (issue 11). The position is stored before a
+        frame is handed out, so a consumer that stops early leaves the rest in the buffer."""
+        buf, pos = self._buf, self._pos
+        while len(buf) - pos >= 4:
+            size = _SIZE.unpack_from(buf, pos)[0]
+            if size < HEADER_SIZE:
+                raise FramingError(f"frame size {size} is smaller than a {HEADER_SIZE}-byte header")
+            if size > self.max_size:  # read per frame: a Tversion among the frames changes it
+                raise FramingError(f"frame size {size} is larger than msize {self.max_size}")
+            end = pos + size
+            if len(buf) < end:
+                return
+            self._pos = end
+            if type(buf) is bytes:
+                yield buf[pos:end]  # the whole of it is `buf` itself, not a copy
+            else:
+                frame = bytes(buf[pos:end])
+                if end > 65536 and end * 2 > len(buf):
+                    del buf[:end]
+                    self._pos = end = 0
+                yield frame
+            pos = end
 
     def next_frame(self) -> bytes | None:
         """The next whole frame, or None until more bytes arrive."""
-        buf, pos = self._buf, self._pos
-        if len(buf) - pos < 4:
-            return None
-        size = _SIZE.unpack_from(buf, pos)[0]
-        if size < HEADER_SIZE:
-            raise FramingError(f"frame size {size} is smaller than a {HEADER_SIZE}-byte header")
-        if size > self.max_size:
-            raise FramingError(f"frame size {size} is larger than msize {self.max_size}")
-        if len(buf) - pos < size:
-            return None
-        self._pos = pos + size
-        if type(buf) is bytes:
-            return buf[pos:pos + size]  # the whole of it is `buf` itself, not a copy
-        frame = bytes(buf[pos:pos + size])
-        if self._pos > 65536 and self._pos * 2 > len(buf):
-            del buf[:self._pos]
-            self._pos = 0
-        return frame
+        return next(self._whole_frames(), None)
 
     def frames(self) -> list[bytes]:
         """All whole frames received so far."""
