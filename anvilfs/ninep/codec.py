@@ -18,7 +18,7 @@ from .consts import HEADER_SIZE, Dialect
 from .errors import BadMessage, LocalProtocolError
 from .fields import Kind, Only, Qid, Stat
 from . import messages
-from .compiled import compile_decoder, compile_deliverer, compile_encoder, compile_packer, constructor
+from .compiled import compile_decoder, compile_encoder, compile_fields, compile_packer, constructor
 from .messages.base import DOTL_LIMIT, MESSAGE_TYPES, Message
 
 _HEADER = struct.Struct("<IBH")
@@ -237,13 +237,13 @@ class Codec:
     Hold one per connection (``codec_for(dialect)``): it is what the hot path calls.
     """
 
-    __slots__ = ("dialect", "_decoders", "_encoders", "_deliverers")
+    __slots__ = ("dialect", "_decoders", "_encoders", "_readers")
 
     def __init__(self, dialect: Dialect):
         self.dialect = dialect
         self._decoders: dict[int, Callable] = {}  # wire type -> compiled decoder (or the generic one)
         self._encoders: dict[type, Callable] = {}
-        self._deliverers: dict[type, Callable] = {}
+        self._readers: dict[type, Callable] = {}  # request class -> its field reader
 
     def decode(self, frame) -> Message:
         """Decode one whole frame (size prefix included) into a message."""
@@ -259,18 +259,18 @@ class Codec:
         frame = encoder(msg)
         return frame if frame is not None else _encode_fields(msg, self.dialect)
 
-    def deliverer(self, cls: type[Message]) -> Callable:
-        """(frame, handler) -> handler(tag, *cls's fields in order): a request's frame handed to what answers
-        it without a message being built (a server's every request). A frame that is not well formed raises
-        BadMessage, naming what is wrong, before the handler is called."""
-        deliver = self._deliverers.get(cls)
-        if deliver is None:
-            deliver = compile_deliverer(cls, layout(cls, self.dialect), self._deliver_slowly) or self._deliver_slowly
-            self._deliverers[cls] = deliver
-        return deliver
+    def fields(self, cls: type[Message]) -> Callable[[bytes], tuple]:
+        """frame -> (tag, *cls's fields in order): a request's fields for what answers it, with no message
+        built (a server's every request). A frame that is not well formed raises (NotWellFormed, struct.error
+        or BadMessage); ``decode`` then names what is wrong with it."""
+        read = self._readers.get(cls)
+        if read is None:
+            read = compile_fields(cls, layout(cls, self.dialect)) or self._fields_slowly
+            self._readers[cls] = read
+        return read
 
-    def _deliver_slowly(self, frame, handler: Callable):
-        return handler(*_decode_fields(frame, self.dialect)._values())
+    def _fields_slowly(self, frame) -> tuple:
+        return _decode_fields(frame, self.dialect)._values()
 
     def _decoder(self, frame) -> Callable:
         cls = _class_of(frame[4], self.dialect) if len(frame) >= HEADER_SIZE else None

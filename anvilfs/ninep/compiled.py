@@ -83,6 +83,10 @@ class _Short(Exception):
     """A length in a frame that reaches past its end (raised and caught inside a compiled decoder)."""
 
 
+class NotWellFormed(Exception):
+    """A frame a compiled field reader cannot read: the generic decoder names what is wrong with it."""
+
+
 def constructor(cls: type[Message]) -> Callable[..., Message]:
     """cls built from its fields in order (tag first), positionally: what ``cls(tag=..., ...)`` builds,
     faster. For the replies a server makes for every request (Rwalk, Rread, Rclunk)."""
@@ -118,24 +122,33 @@ def compile_decoder(cls: type[Message], steps: Layout) -> Callable[[bytes], Mess
     return _compile_reader(steps, "f", "make(v[2]{args})", "None", {"make": make})
 
 
-def compile_deliverer(cls: type[Message], steps: Layout, slow: Callable) -> Callable | None:
-    """(frame, handler) -> handler(tag, *every field of cls in order): the request's fields handed to the
-    code that answers it, with no message built. Fields the dialect does not carry get their defaults.
-    A frame that is not well formed goes to ``slow(frame, handler)`` (the generic decoder, which says
-    what is wrong). None if a field kind is not compiled, or an absent field has no default."""
+def compile_fields(cls: type[Message], steps: Layout) -> Callable[[bytes], tuple] | None:
+    """frame -> (tag, *every field of cls in order): a request's fields for the code that answers it,
+    with no message built; fields the dialect does not carry get their defaults. A frame that is not
+    well formed raises NotWellFormed (or struct.error), before anything is answered: the generic
+    decoder then says what is wrong. A frame of fixed-size fields only is read by one ``struct`` call
+    in C (its size is checked there); the rest by a function compiled from the layout. None if a field
+    kind is not compiled, or an absent field has no default.
+
+    Frames come whole from the frame buffer, whose size field is their length: not checked again."""
     present = {name for name, _ in steps}
     defaults = {f.name: f.default for f in dataclasses.fields(cls) if f.name != "tag" and f.name not in present}
     if any(value is dataclasses.MISSING for value in defaults.values()):
         return None
-    env = {"slow": slow, **{f"D_{name}": value for name, value in defaults.items()}}
+    fmt, fixed, rest = split_fixed(steps)
+    in_order = [name for name, _ in steps] == list(cls.FIELDS[1:])
+    if not rest and in_order and all(kind is not Kind.QID for _, kind in fixed):
+        return struct.Struct("<5xH" + fmt).unpack  # skips size and type: (tag, *fields)
+    env = {"Bad": NotWellFormed, **{f"D_{name}": value for name, value in defaults.items()}}
     order = [name if name in present else f"D_{name}" for name in cls.FIELDS[1:]]
-    return _compile_reader(steps, "f, h", "h(v[2]{args})", "slow(f, h)", env, order)
+    return _compile_reader(steps, "f", "(v[2]{args})", "Bad()", env, order, raising=True)
 
 
 def _compile_reader(steps: Layout, params: str, result: str, fail: str, env: dict,
-                    order: list[str] | None = None) -> Callable | None:
+                    order: list[str] | None = None, raising: bool = False) -> Callable | None:
     """The text of a decoder of `steps` that returns `result` with {args} the fields (in layout order, or
-    as `order` names them: a field's name, or a global of the env), or `fail` for a frame that is not well formed."""
+    as `order` names them: a field's name, or a global of the env), or `fail` for a frame that is not well
+    formed (raises it, if `raising`)."""
     fmt, fixed, rest = split_fixed(steps)
     if any(kind not in _TAIL_DECODE for _, kind in rest):
         return None  # a stat: left to the generic codec (Rstat and Twstat are not hot)
@@ -159,9 +172,12 @@ def _compile_reader(steps: Layout, params: str, result: str, fail: str, env: dic
         by_name = dict(zip((name for name, _ in steps), exprs))
         exprs = [by_name.get(name, name) for name in order]
     lines.append("    return " + result.format(args="".join(", " + e for e in exprs)) + "\n")
+    text = "".join(lines)
+    if raising:
+        text = text.replace("return @FAIL@", "raise @FAIL@")
     env = {**env, "HEAD": head.unpack_from, "HEAD_SIZE": head.size, "U16": _U16.unpack_from,
            "U32": _U32.unpack_from, "QID": _QID.unpack_from, "Qid": _QID_MAKE, "struct": struct, "Short": _Short}
-    exec("".join(lines).replace("@FAIL@", fail), env)  # noqa: S102 - text built above from the layout
+    exec(text.replace("@FAIL@", fail), env)  # noqa: S102 - text built above from the layout
     return env["read"]
 
 

@@ -2,8 +2,8 @@
 
 Requests are answered inline as their frames arrive, and the replies of one
 received batch go out in one send. Every request takes one path: its
-frame's fields are handed by the dialect's compiled decoder
-(``Codec.deliverer``) to the dispatcher's handler for its type, or to the
+frame's fields, read by the dialect's field reader
+(``Codec.fields``), go to the dispatcher's handler for its type, or to the
 connection's own for Tversion and Tflush; the tags in flight, the flush
 order and the version reset are the sans-IO core's (ninep/serving.py).
 While a request is pending (a parked read, a deferred clunk, a flush) each
@@ -26,6 +26,7 @@ import trio
 from ..ninep import BadMessage, Dialect, FrameBuffer, FramingError, LocalProtocolError, codec_for, format_message
 from ..ninep import messages as m
 from ..ninep.messages.base import MESSAGE_TYPES
+from ..ninep.compiled import NotWellFormed
 from ..ninep.serving import ServerProtocol
 from ..tree import Directory
 from .dispatch import Blocked, Dispatcher, Limits
@@ -68,7 +69,7 @@ class Connection(ParkedRequests):
         self._in_batch = False  # replies made while handling a batch go out with it
         self._nursery: trio.Nursery | None = None
         self._codec = codec_for(Dialect.P2000)  # the negotiated dialect's, from each Tversion on
-        self._table: dict[int, tuple] = {}  # wire type -> (its deliverer, its handler)
+        self._table: list[tuple] = [_UNKNOWN] * 256  # wire type -> (its field reader, its handler)
         self._set_table()
 
     @property
@@ -195,15 +196,16 @@ class Connection(ParkedRequests):
         the limit (the rest stay buffered: call again with b"")."""
         self._in_batch = True
         limit, tags, flushing, traced = self.limits.max_unsent, self.core.tags, self.core.flushing, self.trace is not None
+        table = self._table
         out = self._out  # the same bytearray all through the loop: only an await (_flush_out) replaces it
         try:
             for frame in self.frames.split(data):
                 if tags or flushing or traced:  # the core's rules apply, or the trace shows the message
                     self._handle_decoded(frame)
                 else:
-                    try:  # the table is looked up per frame: a Tversion in the batch changes it
-                        deliver, handler = self._table[frame[4]]
-                        reply = deliver(frame, handler)  # the frame's fields, handed to its handler
+                    try:  # the table changes in place with a Tversion: it holds from the next frame
+                        read, handler = table[frame[4]]
+                        reply = handler(*read(frame))  # the frame's fields, handed to its handler
                     except Exception as exc:
                         reply = self._refused(frame, exc)
                     if type(reply) is bytes:
@@ -273,7 +275,9 @@ class Connection(ParkedRequests):
         handlers = self.dispatcher.handlers()
         handlers[m.Tversion.TYPE], handlers[m.Tflush.TYPE] = self._version, self._flush
         codec = self._codec
-        self._table = {t: (codec.deliverer(MESSAGE_TYPES[t]), handler) for t, handler in handlers.items()}
+        self._table[:] = [_UNKNOWN] * 256  # in place: the frame loop holds it
+        for t, handler in handlers.items():
+            self._table[t] = (codec.fields(MESSAGE_TYPES[t]), handler)
 
     def _version(self, tag: int, msize: int, version: str) -> None:
         """A Tversion resets the session: nothing in flight is answered, and the new msize and dialect
@@ -288,7 +292,14 @@ class Connection(ParkedRequests):
         self.frames.max_size = self.dispatcher.msize
 
 
-_ENDS_READS = frozenset((m.Tclunk, m.Tremove))  # the fid's blocked reads end with it
+_ENDS_READS = frozenset((m.Tclunk, m.Tremove))
+
+
+def _unknown_type(frame: bytes) -> tuple:
+    raise NotWellFormed("no message of this type")  # decoded again, the frame's refusal names its type
+
+
+_UNKNOWN = (_unknown_type, None)  # a type byte of no message of the dialect  # the fid's blocked reads end with it
 
 
 def _too_many_blocked(limit: int) -> str:

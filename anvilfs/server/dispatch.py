@@ -13,7 +13,7 @@ on disk.
 
 A handler takes the request's fields, in the order of its message class,
 the tag first: the connection's compiled decoders hand them over straight
-from the frame (``Codec.deliverer``), so the requests of every file read
+from the frame (``Codec.fields``), so the requests of every file read
 build no message. ``handle`` takes a message instead, for tests and tools;
 it calls the same handlers. ``handlers`` is the table the connection
 dispatches on, by wire type.

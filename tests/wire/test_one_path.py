@@ -1,7 +1,7 @@
 """Every request takes one path, whichever way its frame is read.
 
 A frame is read one of two ways (server/connection.py): while nothing is
-pending, the dialect's compiled deliverer hands its fields straight to the
+pending, the dialect's field reader hands its fields straight to the
 handler; while a request is pending, or under a trace, it is decoded into a
 message first, for the sans-IO core's rules on tags and fids, and then its
 fields go to the same handler. Hypothesis draws batches of requests (walks
