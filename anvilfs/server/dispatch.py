@@ -16,7 +16,8 @@ the tag first: the connection's compiled decoders hand them over straight
 from the frame (``Codec.fields``), so the requests of every file read
 build no message. ``handle`` takes a message instead, for tests and tools;
 it calls the same handlers. ``handlers`` is the table the connection
-dispatches on, by wire type.
+dispatches on, by wire type (handlers.py); a handler that is a plain method
+is compiled with its deliverer into one function (ninep/inlined.py).
 """
 
 from __future__ import annotations
@@ -27,9 +28,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from ..errors import AnvilError, InvalidRequest, NotPermitted, NotSupported, PermissionDenied, kind_of
+from ..errors import AnvilError, InvalidRequest, NotPermitted, PermissionDenied, kind_of
 from ..ninep import Dialect, RequestError, frame_maker, negotiate
-from ..ninep.codec import message_classes
 from ..ninep import consts as c
 from ..ninep import messages as m
 from ..ninep.dialect import MIN_MSIZE, UNKNOWN
@@ -37,7 +37,8 @@ from ..ninep.errstr import fit, word_for_9p2000
 from ..ninep.fids import FidTable
 from ..tree import Caller, Directory, Handle, Node, SnapshotBudget, SnapshotReads
 from .attrs import pack_dirents, pack_stats, packed_qid, qid_of
-from .attr_requests import AttributeRequests, refuse_change
+from .attr_requests import AttributeRequests
+from .handlers import handler_table
 from .opening import linux_access, open_existing, open_fid, plan9_access
 from .state import Blocked, CollectBudget, Deferred, Fid, Limits
 from .token import PLAIN_ANAMES, Token
@@ -83,17 +84,7 @@ class Dispatcher(AttributeRequests):
     def handlers(self) -> dict[int, Callable]:
         """Wire type -> the handler of that request, taking its fields, in the negotiated dialect (before
         a version: every request but Tversion refused); a type not there is not a request of the dialect."""
-        table = {}
-        for cls in message_classes(self.dialect or Dialect.P2000):
-            handler = _HANDLERS.get(cls)
-            if cls.TYPE & 1:
-                handler = _refuser(InvalidRequest(f"{cls.__name__} is a reply, not a request"))
-            elif handler is None:
-                handler = _refuser(NotSupported(f"{cls.__name__} is not a request this server answers"))
-            elif self.dialect is None and cls is not m.Tversion:
-                handler = _refuser(InvalidRequest("no version negotiated: send Tversion first"))
-            table[cls.TYPE] = handler.__get__(self)
-        return table
+        return handler_table(self, self.dialect)
 
     def refusal(self, kind: type[m.Message], fields: tuple, exc: Exception) -> m.Message:
         """The reply to the request of `kind` with `fields` whose handling raised `exc`."""
@@ -388,43 +379,6 @@ def _step(trail: tuple[Node, ...], name: str) -> tuple[Node, ...] | RequestError
 # security.capability xattrs on each write; p9fs tries Tauth): answered, but
 # not recorded, so they do not push real errors out of `agent/errors`.
 _ROUTINE_REFUSALS = (m.Tauth, m.Txattrwalk)
-
-_HANDLERS: dict[type, Callable] = {
-    m.Tversion: Dispatcher.version,
-    m.Tauth: Dispatcher.auth,
-    m.Tattach: Dispatcher.attach,
-    m.Twalk: Dispatcher.walk,
-    m.Topen: Dispatcher.open,
-    m.Tlopen: Dispatcher.lopen,
-    m.Tread: Dispatcher.read,
-    m.Treaddir: Dispatcher.readdir,
-    m.Twrite: Dispatcher.write,
-    m.Tclunk: Dispatcher.clunk,
-    m.Tremove: Dispatcher.remove,
-    m.Tstat: Dispatcher.stat,
-    m.Twstat: Dispatcher.wstat,
-    m.Tgetattr: Dispatcher.getattr,
-    m.Tsetattr: Dispatcher.setattr,
-    m.Tstatfs: Dispatcher.statfs,
-    m.Tfsync: Dispatcher.fsync,
-    m.Tlock: Dispatcher.lock,
-    m.Tgetlock: Dispatcher.getlock,
-    m.Txattrwalk: Dispatcher.xattrwalk,
-    m.Treadlink: Dispatcher.readlink,
-    m.Tcreate: Dispatcher.create,
-    m.Tlcreate: Dispatcher.lcreate,
-    m.Tunlinkat: Dispatcher.unlinkat,
-    **{cls: refuse_change(cls.__name__[1:])
-       for cls in (m.Tmkdir, m.Tsymlink, m.Tmknod, m.Tlink, m.Trename, m.Trenameat, m.Txattrcreate)},
-}
-
-
-def _refuser(exc: Exception) -> Callable:
-    """A handler that refuses every request of its type with `exc`."""
-    def refuse(self, tag: int, *fields) -> m.Message:
-        raise exc
-    return refuse
-
 
 def _path_of(fid: Fid) -> str:
     """The path a fid names, as `errors` records it."""
