@@ -292,14 +292,14 @@ class Connection(ParkedRequests):
         self.frames.max_size = self.dispatcher.msize
 
 
-_ENDS_READS = frozenset((m.Tclunk, m.Tremove))
+_ENDS_READS = frozenset((m.Tclunk, m.Tremove))  # the fid's blocked reads end with it
 
 
 def _unknown_type(frame: bytes) -> tuple:
     raise NotWellFormed("no message of this type")  # decoded again, the frame's refusal names its type
 
 
-_UNKNOWN = (_unknown_type, None)  # a type byte of no message of the dialect  # the fid's blocked reads end with it
+_UNKNOWN = (_unknown_type, None)  # a type byte of no message of the dialect
 
 
 def _too_many_blocked(limit: int) -> str:

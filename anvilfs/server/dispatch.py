@@ -16,20 +16,20 @@ the tag first: the connection's compiled decoders hand them over straight
 from the frame (``Codec.fields``), so the requests of every file read
 build no message. ``handle`` takes a message instead, for tests and tools;
 it calls the same handlers. ``handlers`` is the table the connection
-dispatches on, by wire type (handlers.py); a handler that is a plain method
-is compiled with its deliverer into one function (ninep/inlined.py).
+dispatches on, by wire type (handlers.py).
 """
 
 from __future__ import annotations
 
 import errno
 import logging
+import struct
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from ..errors import AnvilError, InvalidRequest, NotPermitted, PermissionDenied, kind_of
-from ..ninep import Dialect, RequestError, frame_maker, negotiate
+from ..errors import AnvilError, InvalidRequest, NotPermitted, NotSupported, PermissionDenied, kind_of
+from ..ninep import Dialect, LocalProtocolError, RequestError, frame_maker, negotiate
 from ..ninep import consts as c
 from ..ninep import messages as m
 from ..ninep.dialect import MIN_MSIZE, UNKNOWN
@@ -77,7 +77,11 @@ class Dispatcher(AttributeRequests):
         """The reply to a request given as a message (tests, tools): what the connection's path answers."""
         fields = msg._values()
         try:
-            return self.handlers()[msg.TYPE](*fields)
+            handler = self.handlers().get(msg.TYPE)
+            if handler is None:  # a class of another dialect: what the connection's decoder would refuse
+                raise (InvalidRequest("no version negotiated: send Tversion first") if self.dialect is None else
+                       NotSupported(f"{type(msg).__name__} is not a request of {self.dialect.value}"))
+            return handler(*fields)
         except Exception as exc:
             return self.refusal(type(msg), fields, exc)
 
@@ -202,7 +206,10 @@ class Dispatcher(AttributeRequests):
                 trail = step
             else:
                 trail += (child,)
-            qids += packed_qid(trail[-1])
+            try:
+                qids += packed_qid(trail[-1])
+            except struct.error as exc:  # a bug of the tree's (a qid out of range): say which reply it spoils
+                raise LocalProtocolError(f"Rwalk.wqids cannot be encoded: {exc}") from None
             walked += 1
         reply = _RWALK(tag, qids)  # the qids given packed (compiled.py)
         if walked == len(wnames) and type(reply) is bytes:  # a reply that cannot be sent binds nothing

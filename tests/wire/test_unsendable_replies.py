@@ -52,7 +52,7 @@ async def test_an_unsendable_walk_binds_nothing_and_the_trace_survives_an_unsend
         peer = Peer(client_end, Limits())
         await peer.play(HELLO + """
 > Twalk tag 2 fid 0 newfid 1 wnames [badqid]
-< Rerror tag 2 ename "*internal error: error: *"
+< Rerror tag 2 ename "*internal error: *Rwalk.wqids cannot be encoded*"
 > Twalk tag 3 fid 0 newfid 1 wnames [hello]
 < Rwalk tag 3 wqids [*]
 > Twalk tag 4 fid 0 newfid 2 wnames [textdata]
