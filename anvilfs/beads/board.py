@@ -57,7 +57,8 @@ class Board:
         self.convoy_check: Callable[[str], None] = _no_convoys  # Convoys sets it: raises if a bead cannot join
         self._store = Collection("bead", files, bead_from_toml, history=history, listing="beads/list")
         self._beads = self._store.items  # the same dict: reads here, changes through the store
-        self.changes = Changes()  # bumps on every change (the lease task waits on it)
+        self.changes = Changes()  # bumps on every change (the lease task waits on it, the files' stamps follow it)
+        self.changed_at = int(time.time())  # the epoch second of the last change: the mtime of files drawn from all beads
         bus.subscribe(SessionEnded, self._session_ended)
 
     # ------------------------------------------------------------ loading
@@ -266,6 +267,7 @@ class Board:
     def _save(self, bead: Bead, message: str, verb: str, detail: str = "", *, new: bool = False) -> Bead:
         self._store.save(bead, message, new=new)
         self.changes.bump()
+        self.changed_at = int(time.time())
         self.bus.publish(BeadChanged(bead.id, verb, bead.status.value, detail, bead.convoy))
         return bead
 

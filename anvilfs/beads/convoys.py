@@ -13,6 +13,8 @@ bead (before that bead's write is answered), never while it has none.
 
 from __future__ import annotations
 
+import time
+
 from ..domain_events import BeadChanged, ConvoyChanged, EventBus
 from ..errors import AnvilError, Busy, InvalidRequest, NotFound
 from ..journal import timestamp
@@ -31,6 +33,8 @@ class Convoys:
         self.board = board
         self._store = Collection("convoy", files, convoy_from_toml, history=history, listing="convoys/list")
         self._convoys = self._store.items  # the same dict: reads here, changes through the store
+        self.version = 0  # counts changes of convoys (not of their beads: the board counts those), for files' stamps
+        self.changed_at = int(time.time())  # and the epoch second of the last
         board.convoy_check = self._check_open
         bus.subscribe(BeadChanged, self._bead_changed)
 
@@ -171,5 +175,7 @@ class Convoys:
 
     def _save(self, convoy: Convoy, message: str, verb: str, detail: str = "", *, new: bool = False) -> Convoy:
         self._store.save(convoy, message, new=new)
+        self.version += 1
+        self.changed_at = int(time.time())
         self.bus.publish(ConvoyChanged(convoy.id, verb, convoy.status, detail))
         return convoy

@@ -10,15 +10,12 @@
 
 from __future__ import annotations
 
-import calendar
-import time
-import zlib
-
 from ..beads import Bead, Board, Convoys, Who, render_graph
 from ..beads.model import MAX_TEXT, Convoy
 from ..errors import InvalidRequest
 from ..tree import Args, Caller, CollectFile, Command, CommandTable, CtlFile, Directory, TextFile, decoded_text
 from ..tree.objects import ObjectDirectories
+from .stamps import Stamps, epoch, follows
 
 BEAD_NEW = "new <title> <role> <description> [dep-id ...] [requires_approval=true] [owns=GLOB ...] [convoy=ID]"
 CONVOY_NEW = "new <title> <goal>"
@@ -35,6 +32,12 @@ def bead_line(board: Board, bead: Bead) -> str:
 
 
 def beads_directory(board: Board, convoys: Convoys, is_session) -> Directory:
+    """The files drawn from every bead move at each change of the board that changes them (stamps.py)."""
+    stamps = Stamps()  # a bead's directory is built again at each change of the bead: its files' stamps stay
+
+    def drawn(file: TextFile) -> TextFile:
+        return follows(file, lambda: board.changes.version, lambda: board.changed_at)
+
     def listing() -> str:
         lines = [bead_line(board, b) for b in board.all()]
         lines += [f"{i} broken - - {why}\n" for i, why in board.broken.items()]
@@ -43,8 +46,19 @@ def beads_directory(board: Board, convoys: Convoys, is_session) -> Directory:
     def ready(role: str | None) -> str:
         return "".join(bead_line(board, b) for b in board.ready(role))
 
+    ready_files: dict[str, TextFile] = {}
+
     def ready_file(role: str) -> TextFile:
-        return TextFile(f"ready.{role}", f"beads/ready.{role}", lambda: ready(role))
+        """Kept for a role some bead has. Any other name finds a file too, empty, made for each walk of it
+        (kept, they would fill memory): until a bead has its role, it has the stamp of an unchanged file."""
+        file = ready_files.get(role)
+        if file is None:
+            file = TextFile(f"ready.{role}", f"beads/ready.{role}", lambda: ready(role))
+            if role in board.roles():
+                file = ready_files[role] = drawn(file)
+            else:
+                file.stamp = lambda: ready_file(role).stamp() if role in board.roles() else (0, directory.mtime)
+        return file
 
     def find(name: str):
         if name.startswith("ready.") and len(name) > 6:
@@ -54,17 +68,19 @@ def beads_directory(board: Board, convoys: Convoys, is_session) -> Directory:
     def more():
         return [ready_file(role) for role in board.roles()] + beads.children()
 
-    beads = ObjectDirectories(board.find, board.all, lambda b: b.id, lambda b: _bead_directory(board, convoys, b.id, is_session))
+    beads = ObjectDirectories(board.find, board.all, lambda b: b.id,
+                              lambda b: _bead_directory(board, convoys, b.id, is_session, stamps))
     files = [
         CtlFile("ctl", "beads/ctl", CommandTable([
             Command("new", lambda args: _new_bead(board, args), BEAD_NEW, min_words=3, max_words=None,
                     options=frozenset({"requires_approval", "convoy"}), repeatable=frozenset({"owns"})),
         ]), readable=True),
-        TextFile("list", "beads/list", listing),
-        TextFile("ready", "beads/ready", lambda: ready(None)),
-        TextFile("graph", "beads/graph", lambda: render_graph({b.id: b for b in board.all()})),
+        drawn(TextFile("list", "beads/list", listing)),
+        drawn(TextFile("ready", "beads/ready", lambda: ready(None))),
+        drawn(TextFile("graph", "beads/graph", lambda: render_graph({b.id: b for b in board.all()}))),
     ]
-    return Directory("beads", "beads", files, more=more, find=find)
+    directory = Directory("beads", "beads", files, more=more, find=find)
+    return directory
 
 
 def _new_bead(board: Board, args: Args) -> str:
@@ -92,21 +108,26 @@ def _text_of(value: str) -> str:
     return value + "\n" if value and not value.endswith("\n") else value
 
 
-def _bead_directory(board: Board, convoys: Convoys, bead_id: str, is_session) -> Directory:
+def _bead_directory(board: Board, convoys: Convoys, bead_id: str, is_session, stamps: Stamps) -> Directory:
     key = f"bead/{bead_id}"
 
+    def own(file):
+        """A file of one of the bead's fields: it moves when that field does (at a change of the board), its
+        mtime the bead's `updated` then."""
+        return stamps.follow(file, lambda: board.changes.version, lambda: _updated(board.get(bead_id)))
+
     def field(name: str, render) -> TextFile:
-        return TextFile(name, f"{key}/{name}", lambda: _text_of(render(board.get(bead_id))))
+        return own(TextFile(name, f"{key}/{name}", lambda: _text_of(render(board.get(bead_id)))))
 
     def writable(name: str) -> CollectFile:
         """`description` and `result`: what one open writes replaces the field, at close."""
         def read_back():
             return _text_of(getattr(board.get(bead_id), name))
-        return CollectFile(
+        return own(CollectFile(
             name, f"{key}/{name}",
             check=lambda size, caller: _check_size(board, bead_id, name, size),
             submit=lambda data, caller: board.set_text(bead_id, name, decoded_text(data, f"{name} of bead {bead_id}")),
-            abandoned=lambda data, caller: None, render=read_back)
+            abandoned=lambda data, caller: None, render=read_back))
 
     def context() -> str:
         bead = board.get(bead_id)
@@ -114,7 +135,9 @@ def _bead_directory(board: Board, convoys: Convoys, bead_id: str, is_session) ->
         parts = [convoy.context] if convoy is not None and convoy.context else []
         return "".join(_text_of(p) for p in parts + [bead.description])
 
-    context_file = TextFile("context", f"{key}/context", context)
+    # the bead's description and its convoy's context: it moves with either
+    context_file = stamps.follow(TextFile("context", f"{key}/context", context),
+                                 lambda: (board.changes.version, convoys.version), lambda: _context_updated(board, convoys, bead_id))
     files = [
         field("status", lambda b: b.status.value),
         field("title", lambda b: b.title),
@@ -130,32 +153,19 @@ def _bead_directory(board: Board, convoys: Convoys, bead_id: str, is_session) ->
         context_file,
         CtlFile("ctl", f"{key}/ctl", _bead_commands(board, bead_id, is_session)),
     ]
-    for file in files:
-        if not isinstance(file, CtlFile):  # a ctl's content is each writer's own answer
-            file.stamp = lambda: _stamp(board.get(bead_id))
-    context_file.stamp = lambda: _context_stamp(board.get(bead_id), convoys)
     return Directory(bead_id, key, files)
 
 
-def _stamp(thing: Bead | Convoy) -> tuple[int, int]:
-    """A bead or convoy keeps no counter: its version is a checksum of its fields (`updated` among them), its
-    time `updated`."""
-    version = zlib.crc32(repr(thing.to_toml()).encode())
-    try:
-        when = calendar.timegm(time.strptime(thing.updated or thing.created, "%Y-%m-%dT%H:%M:%SZ"))
-    except ValueError:  # a file written by hand may have neither
-        when = 0
-    return version, when
+def _updated(thing: Bead | Convoy) -> int:
+    """A bead's or convoy's last change (its `updated`): the mtime of its files that the change changed."""
+    return epoch(thing.updated or thing.created)
 
 
-def _context_stamp(bead: Bead, convoys: Convoys) -> tuple[int, int]:
-    """A bead's `context` is its convoy's context and its description: it moves with the bead and the convoy."""
-    version, when = _stamp(bead)
+def _context_updated(board: Board, convoys: Convoys, bead_id: str) -> int:
+    """A bead's `context` is its convoy's context and its description: the later of their changes."""
+    bead = board.get(bead_id)
     convoy = _convoy_of(bead, convoys)
-    if convoy is None:
-        return version, when
-    convoy_version, convoy_when = _stamp(convoy)
-    return zlib.crc32(convoy_version.to_bytes(4, "little"), version), max(when, convoy_when)
+    return max(_updated(bead), _updated(convoy) if convoy is not None else 0)
 
 
 def _convoy_of(bead: Bead, convoys: Convoys) -> Convoy | None:
@@ -193,28 +203,38 @@ def _bead_commands(board: Board, bead_id: str, is_session) -> CommandTable:
 
 
 def convoys_directory(convoys: Convoys) -> Directory:
+    """A convoy's files move when what they show does: its fields at a change of the convoy, the files drawn
+    from its beads (`beads`, `progress`, its line of `list`) at a change of the board."""
+    board, stamps = convoys.board, Stamps()  # a convoy's directory is built again at each change of the convoy
+
     def listing() -> str:
         lines = [f"{c.id} {c.status} {convoys.progress(c.id).split()[0]} {c.coordinator or '-'} {c.title}\n"
                  for c in convoys.all()]
         return "".join(lines + [f"{i} broken - - {why}\n" for i, why in convoys.broken.items()])
 
-    dirs = ObjectDirectories(convoys.find, convoys.all, lambda c: c.id, lambda c: _convoy_directory(convoys, c.id))
+    dirs = ObjectDirectories(convoys.find, convoys.all, lambda c: c.id, lambda c: _convoy_directory(convoys, c.id, stamps))
     files = [
         CtlFile("ctl", "convoys/ctl", CommandTable([
             Command("new", lambda args: convoys.new(*args.words).id, CONVOY_NEW, min_words=2, max_words=2),
         ]), readable=True),
-        TextFile("list", "convoys/list", listing),
+        follows(TextFile("list", "convoys/list", listing), lambda: (board.changes.version, convoys.version),
+                lambda: max(board.changed_at, convoys.changed_at)),
     ]
     return Directory("convoys", "convoys", files, more=dirs.children, find=dirs.lookup)
 
 
-def _convoy_directory(convoys: Convoys, convoy_id: str) -> Directory:
+def _convoy_directory(convoys: Convoys, convoy_id: str, stamps: Stamps) -> Directory:
     key = f"convoy/{convoy_id}"
+    board = convoys.board
 
     def own(file):
-        """A file of the convoy's own fields: it moves with the convoy (`beads` and `progress` are its beads')."""
-        file.stamp = lambda: _stamp(convoys.get(convoy_id))
-        return file
+        """A file of one of the convoy's own fields: it moves when that field does, its mtime the convoy's
+        `updated` then."""
+        return stamps.follow(file, lambda: convoys.version, lambda: _updated(convoys.get(convoy_id)))
+
+    def drawn(file: TextFile) -> TextFile:
+        """`beads` and `progress` come from its beads' fields: they move at the board's changes that change them."""
+        return stamps.follow(file, lambda: board.changes.version, lambda: board.changed_at)
 
     def field(name: str, render) -> TextFile:
         return own(TextFile(name, f"{key}/{name}", lambda: _text_of(render(convoys.get(convoy_id)))))
@@ -224,13 +244,13 @@ def _convoy_directory(convoys: Convoys, convoy_id: str) -> Directory:
         field("goal", lambda c: c.goal),
         field("status", lambda c: c.status),
         field("coordinator", lambda c: c.coordinator),
-        TextFile("beads", f"{key}/beads", lambda: "".join(f"{b.id}\n" for b in convoys.beads_of(convoy_id))),
+        drawn(TextFile("beads", f"{key}/beads", lambda: "".join(f"{b.id}\n" for b in convoys.beads_of(convoy_id)))),
         own(CollectFile("context", f"{key}/context",
                         check=lambda size, caller: _check_convoy_size(convoys, convoy_id, size),
                         submit=lambda data, caller: convoys.set_context(convoy_id, decoded_text(data, f"context of convoy {convoy_id}")),
                         abandoned=lambda data, caller: None,
                         render=lambda: _text_of(convoys.get(convoy_id).context))),
-        TextFile("progress", f"{key}/progress", lambda: convoys.progress(convoy_id) + "\n"),
+        drawn(TextFile("progress", f"{key}/progress", lambda: convoys.progress(convoy_id) + "\n")),
         CtlFile("ctl", f"{key}/ctl", CommandTable([
             Command("add_bead", lambda args: convoys.add_bead(convoy_id, args.words[0]), "add_bead <id>", min_words=1, max_words=1),
             Command("remove_bead", lambda args: convoys.remove_bead(convoy_id, args.words[0]), "remove_bead <id>",

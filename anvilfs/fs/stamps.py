@@ -1,0 +1,89 @@
+"""Stamps (qid.version, mtime) of the files drawn from the domain's state: they move when a file's text does,
+and only then, so clients that cache by either (v9fs cache=loose, fscache, 9pfuse) re-read it then and only then.
+
+A file's version is a checksum of its text: a function of what it shows, the same after a server restart.
+What it costs is kept off the stat: a cheap `count` (a version counter of the domain the text comes
+from) says whether the text may have changed, and it is rendered and summed again only when that has
+moved. A session's files have their own stamps (Session.stamp): their text is costly to render.
+"""
+
+from __future__ import annotations
+
+import calendar
+import time
+import zlib
+from collections.abc import Callable
+
+from ..tree import Node, TextFile
+
+Stamp = tuple[int, int]
+_NEVER = object()  # the count before a first look: unequal to any
+
+
+def now() -> int:
+    return int(time.time())
+
+
+def epoch(when: str) -> int:
+    """A domain timestamp ("2026-12-04T13:18:53Z", journal.timestamp) as epoch seconds; 0 if it is not one
+    (a file written by hand may have none)."""
+    try:
+        return calendar.timegm(time.strptime(when[:20], "%Y-%m-%dT%H:%M:%SZ"))
+    except ValueError:
+        return 0
+
+
+class Follows:
+    """The stamp of a file whose text is `render()`: version its checksum, mtime `when()` at the look that
+    found the checksum changed (the domain's time of its last change, else the look's own second).
+
+    `count()` must move with every change that could change the text; the text is summed again only
+    when it has, so a stat of an unchanged file costs a call and a compare.
+    """
+
+    __slots__ = ("count", "render", "when", "_seen", "_sum", "_stamp")
+
+    def __init__(self, count: Callable[[], object], render: Callable[[], str], when: Callable[[], int] = now):
+        self.count, self.render, self.when = count, render, when
+        self._seen: object = _NEVER
+        self._sum: int | None = None
+        self._stamp: Stamp = (0, 0)
+
+    def __call__(self) -> Stamp:
+        seen = self.count()
+        if seen != self._seen:
+            self._seen = seen
+            total = zlib.crc32(self.render().encode("utf-8", "surrogatepass"))
+            if total != self._sum:
+                self._sum, self._stamp = total, (total, self.when())
+        return self._stamp
+
+
+class Stamps:
+    """The stamps of a builder's files, kept by node key: a directory built again (a bead's, at each change
+    of the bead) finds its files' stamps as they were, so an unchanged file keeps its mtime."""
+
+    __slots__ = ("_by_key",)
+
+    def __init__(self) -> None:
+        self._by_key: dict[str, Follows] = {}
+
+    def follow(self, node: Node, count: Callable[[], object], when: Callable[[], int] = now) -> Node:
+        """Give `node` (a file with a `render`) a stamp that follows its text; `count` as Follows's."""
+        stamp = self._by_key.get(node.key)
+        if stamp is None:
+            stamp = self._by_key[node.key] = Follows(count, node.render, when)
+        return _stamped(node, stamp)
+
+
+def follows(node: Node, count: Callable[[], object], when: Callable[[], int] = now) -> Node:
+    """`node`'s stamp follows its text (a node built once: its stamp lives with it)."""
+    return _stamped(node, Follows(count, node.render, when))
+
+
+def _stamped(node: Node, stamp: Follows) -> Node:
+    """A TextFile is also sized by the stamp's count (TextFile.sized_by): a stat of it renders nothing either."""
+    node.stamp = stamp
+    if isinstance(node, TextFile) and node.sized_by is None:
+        node.sized_by = stamp.count
+    return node

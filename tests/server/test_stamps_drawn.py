@@ -1,0 +1,78 @@
+"""The files drawn from the domain move (qid.version, mtime) when what they show changes, and only then.
+
+The beads' lists (`list`, `ready`, `ready.<role>`, `graph`), a bead's fields and a convoy's files.
+Each step below changes one thing and names the files it must move: every other file watched must
+keep its stamp, version and mtime. Many steps change the domain without changing what a watched file
+shows (a bead's lease renewed, another bead's description): a stamp that moved with the domain's
+counter, not with the text, fails there. Through `anvilfs stat` against a real server, as
+test_stamps_moving.py.
+"""
+
+from __future__ import annotations
+
+import time
+
+from harness.cli_runs import fails, ok, stamp
+from harness.server import AnvilServer
+from test_stamps_moving import created
+
+
+class Watch:
+    """The stamps of some files (paths under agent/), taken again after each change to say which moved."""
+
+    def __init__(self, srv: AnvilServer, *paths: str):
+        self.srv, self.paths = srv, paths
+        self.last = self._take()
+
+    def _take(self) -> dict[str, tuple[int, int]]:
+        return {path: stamp(self.srv, path) for path in self.paths}
+
+    def moved(self, *command: str, check: bool = True, then=lambda: None) -> set[str]:
+        """Run `anvilfs COMMAND` (that must succeed, unless check is off) and `then` (what waits for the
+        change to be over), and say which files' stamps moved."""
+        t0 = int(time.time())
+        if check:
+            ok(self.srv, *command)
+        else:
+            fails(self.srv, *command)
+        then()
+        now = self._take()
+        moved = {path for path in self.paths if now[path] != self.last[path]}
+        for path in moved:  # a move is of the version, and the mtime is the change's second, not older
+            (version, _), (new_version, new_mtime) = self.last[path], now[path]
+            assert new_version != version and new_mtime >= t0, (path, self.last[path], now[path], t0)
+        self.last = now
+        return moved
+
+
+def test_the_beads_and_convoys_files_move_with_what_they_show(anvil_server: AnvilServer):
+    srv = anvil_server
+    convoy = created(srv, "convoys/ctl", "new Auth 'Add OAuth'")
+    a = created(srv, "beads/ctl", f"new 'Implement OAuth' dev 'Use the library' convoy={convoy}")
+    b = created(srv, "beads/ctl", "new 'Write docs' doc 'The README'")
+    e = created(srv, "beads/ctl", "new 'Add tests' dev 'For the callback'")
+    lists = ["beads/list", "beads/ready", "beads/ready.dev", "beads/ready.doc", "beads/ready.ops", "beads/graph"]
+    mine = [f"beads/{a}/{name}" for name in ("status", "title", "description", "context")]
+    convoys = ["convoys/list"] + [f"convoys/{convoy}/{name}" for name in ("beads", "progress", "status", "title", "context")]
+    watch = Watch(srv, *lists, *mine, *convoys)
+    assert watch._take() == watch.last  # nothing changed: nothing moved
+
+    assert watch.moved("write", f"agent/beads/{b}/description", "The README, and the man page") == set()
+    assert watch.moved("write", f"agent/beads/{a}/description", "Use authlib") == {
+        f"beads/{a}/description", f"beads/{a}/context"}
+    assert watch.moved("write", f"agent/convoys/{convoy}/ctl", f"add_bead {e}") == {
+        f"convoys/{convoy}/beads", f"convoys/{convoy}/progress", "convoys/list"}
+    assert ok(srv, "read", f"agent/convoys/{convoy}/progress") == "0/2 completed\n"
+
+    assert watch.moved("write", f"agent/beads/{a}/ctl", "claim worker lease=600") == {
+        "beads/list", "beads/ready", "beads/ready.dev", "beads/graph", f"beads/{a}/status",
+        "convoys/list", f"convoys/{convoy}/status"}  # the convoy started
+    assert watch.moved("write", f"agent/beads/{a}/ctl", "claim worker lease=900") == set()  # a lease shows nowhere
+    assert watch.moved("write", f"agent/convoys/{convoy}/context", "The app is a Flask service.") == {
+        f"beads/{a}/context", f"convoys/{convoy}/context"}
+    assert watch.moved("write", f"agent/beads/{a}/ctl", "complete") == {
+        "beads/list", "beads/graph", f"beads/{a}/status", f"convoys/{convoy}/progress", "convoys/list"}
+    assert ok(srv, "read", "agent/beads/ready.ops") == ""
+    assert watch.moved("write", "agent/beads/ctl", "new 'Deploy' ops 'To staging'") == {
+        "beads/list", "beads/ready", "beads/ready.ops", "beads/graph"}  # ready.ops had no bead before
+    assert ok(srv, "read", "agent/beads/ready.ops").endswith(" pending ops - Deploy\n")
