@@ -16,6 +16,7 @@ from ..errors import AnvilError, InvalidRequest, NotPermitted
 from ..mail import HUMAN, Message, PostOffice, parse_draft
 from ..tree import Caller, CollectFile, Directory, Node, TextFile
 from ..tree.files import _CollectHandle
+from .stamps import follows, now
 
 Report = Callable[[str, str], None]  # (where, text): the full text of an error, for `errors`
 
@@ -29,7 +30,12 @@ def human_directory(post: PostOffice, report: Report) -> Directory:
     def approvals() -> str:
         return "".join(f"{m.id} {m.sender} {m.bead or '-'} {m.subject}\n" for m in post.approvals.waiting(HUMAN))
 
-    return Directory(HUMAN, HUMAN, mailbox_entries(post, HUMAN, report) + [TextFile("approvals", "human/approvals", approvals)])
+    # moves at each change of the requests waiting; Approvals keeps no time: its mtime is the second of the look
+    # that found it changed, or the server's start while none came or went since the start's load
+    changes = post.approvals.changes
+    waiting = TextFile("approvals", "human/approvals", approvals)
+    follows(waiting, lambda: changes.version, lambda: now() if changes.version else waiting.mtime)
+    return Directory(HUMAN, HUMAN, mailbox_entries(post, HUMAN, report) + [waiting])
 
 
 class MailFile(CollectFile):

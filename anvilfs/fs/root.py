@@ -13,6 +13,7 @@ from .beads_dir import beads_directory, convoys_directory
 from .cursors import JournalCursor
 from .mail_dir import Report, human_directory, mailbox_entries
 from .session_dir import session_directory
+from .stamps import Follows, JournalStamp, follows
 
 NEW_USAGE = "new <backend> <cwd> [name=N] [role=R] [model=M] [ephemeral] [notify]"
 
@@ -31,11 +32,12 @@ class AgentTree:
                 Command("new", self._new, NEW_USAGE, min_words=2, max_words=2,
                         options=frozenset({"name", "role", "model"}), flags=frozenset({"ephemeral", "notify"})),
             ]), readable=True),
-            TextFile("list", "list", self._list),
-            StreamFile("events", "events", lambda: JournalCursor(events)),
-            TextFile("backends", "backends", self._backends),
-            TextFile("roles", "roles", lambda: "".join(f"{name}\n" for name in sorted(sessions.roles()))),
-            TextFile("errors", "errors", errors.text),
+            follows(TextFile("list", "list", self._list), lambda: sessions.version, lambda: sessions.changed_at),
+            _journal(StreamFile("events", "events", lambda: JournalCursor(events)), events),
+            # what these show is outside the server (PATH, the configuration's roles/): each look compares it
+            _compared(TextFile("backends", "backends", self._backends)),
+            _compared(TextFile("roles", "roles", lambda: "".join(f"{name}\n" for name in sorted(sessions.roles())))),
+            _journal(TextFile("errors", "errors", errors.text), errors),
             beads_directory(board, convoys, is_session=lambda name: sessions.find(name) is not None),
             convoys_directory(convoys),
             human_directory(post, report),
@@ -69,3 +71,19 @@ class AgentTree:
             f"{b.name} {b.kind} {b.availability()}{' simulated' if b.simulated else ''}\n"
             for b in self.sessions.backends.values()
         )
+
+
+def _journal(node: Node, journal: Journal) -> Node:
+    node.stamp = JournalStamp(journal)
+    if isinstance(node, TextFile):
+        node.sized_by = lambda: journal.next_seq  # its text changes at each line, and only then
+    return node
+
+
+def _compared(node: TextFile) -> TextFile:
+    """A small file of what the server hears of no change of: its stamp compares its text at each look,
+    its mtime the second a look first found it changed. Taken once now: until it changes, its mtime is
+    the server's start, as a file's that never changes."""
+    node.stamp = Follows(node.render, node.render)
+    node.stamp()
+    return node

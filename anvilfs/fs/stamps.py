@@ -14,6 +14,7 @@ import time
 import zlib
 from collections.abc import Callable
 
+from ..journal import Journal
 from ..tree import Node, TextFile
 
 Stamp = tuple[int, int]
@@ -87,3 +88,23 @@ def _stamped(node: Node, stamp: Follows) -> Node:
     if isinstance(node, TextFile) and node.sized_by is None:
         node.sized_by = stamp.count
     return node
+
+
+class JournalStamp:
+    """`events`' and `errors`' stamp: each line appended moves them; version the count of lines, mtime the last one's.
+
+    Their text is every line kept, which only grows at its end (the oldest dropped past the ring's
+    size): its count of lines so far is its version, and what a line says first is when it came.
+    """
+
+    __slots__ = ("journal", "_count", "_stamp")
+
+    def __init__(self, journal: Journal):
+        self.journal, self._count, self._stamp = journal, 0, (0, now())
+
+    def __call__(self) -> Stamp:
+        count = self.journal.next_seq
+        if count != self._count:
+            lines, _ = self.journal.since(count - 1)
+            self._count, self._stamp = count, (count, epoch(lines[0]) if lines else now())
+        return self._stamp

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 import uuid
 from collections.abc import Callable
 
@@ -63,6 +64,8 @@ class Sessions:
         self._sessions: dict[str, Session] = {}
         self._scopes: dict[str, trio.CancelScope] = {}
         self._counter = 0
+        # counts the changes of the table and of its sessions' states, and the epoch second of the last: `list`'s stamp
+        self.version, self.changed_at = 0, int(time.time())
         self._nursery: trio.Nursery | None = None
         self.saver = SessionSaver(store, events)
         self.owners = Owners(self)  # what the owners of external sessions do through their files
@@ -115,6 +118,7 @@ class Sessions:
             self.saver.save_now(session)
         except AnvilError:
             del self._sessions[name]
+            self._table_changed()
             self.saver.forget(session)  # its .toml, kept to be tried again, must not make it exist later
             raise
         marks = " ephemeral" * ephemeral + " notify" * notify + " simulated" * chosen.simulated
@@ -128,6 +132,7 @@ class Sessions:
                           on_change=self._changed, on_log=self._logged)
         session.driven = lambda: definition.name in self._scopes  # a runner, or a restart on its way
         self._sessions[definition.name] = session
+        self._table_changed()
         return session
 
     def _check_name(self, name: str) -> str:
@@ -153,12 +158,17 @@ class Sessions:
 
     def _changed(self, session: Session, *, saved: bool = False) -> None:
         """Report a change in `events`, and mark it for the next write unless it is `saved` already."""
+        self._table_changed()
         if not saved:
             self.saver.changed(session)
         line = f"{session.name} {session.status_line()}"
         if line != session.last_event:
             session.last_event = line
             self.publish(SessionMoved(session.name, session.state.value, session.status_line()))  # its events line too
+
+    def _table_changed(self) -> None:
+        self.version += 1
+        self.changed_at = int(time.time())
 
     def _logged(self, session: Session, text: str) -> None:
         self.saver.logged(session, text)
@@ -274,6 +284,7 @@ class Sessions:
         where = self.saver.remove(session)
         self._cancel_runner(name)  # a restart on its way, for an exited session
         del self._sessions[name]
+        self._table_changed()
         session.changes.bump()  # readers blocked on it (wait, stream) see it gone
         kept = f"; its files are in {where}" if where else ""
         self.events.append(f"{name} removed{kept}")

@@ -1,19 +1,21 @@
 """The files drawn from the domain move (qid.version, mtime) when what they show changes, and only then.
 
-The beads' lists (`list`, `ready`, `ready.<role>`, `graph`), a bead's fields and a convoy's files.
-Each step below changes one thing and names the files it must move: every other file watched must
-keep its stamp, version and mtime. Many steps change the domain without changing what a watched file
-shows (a bead's lease renewed, another bead's description): a stamp that moved with the domain's
-counter, not with the text, fails there. Through `anvilfs stat` against a real server, as
-test_stamps_moving.py.
+`list`, `events`, `errors`, `backends`, `roles`, `human/approvals`, the beads' lists (`list`, `ready`,
+`ready.<role>`, `graph`), a bead's fields and a convoy's files. Each step below changes one thing and
+names the files it must move: every other file watched must keep its stamp, version and mtime. Many
+steps change the domain without changing what a watched file shows (a bead's lease renewed, another
+bead's description): a stamp that moved with the domain's counter, not with the text, fails there.
+Through `anvilfs stat` against a real server, as test_stamps_moving.py.
 """
 
 from __future__ import annotations
 
+import os
 import time
+from pathlib import Path
 
 from harness.cli_runs import fails, ok, stamp
-from harness.server import AnvilServer
+from harness.server import AnvilServer, anvil_server
 from test_stamps_moving import created
 
 
@@ -76,3 +78,39 @@ def test_the_beads_and_convoys_files_move_with_what_they_show(anvil_server: Anvi
     assert watch.moved("write", "agent/beads/ctl", "new 'Deploy' ops 'To staging'") == {
         "beads/list", "beads/ready", "beads/ready.ops", "beads/graph"}  # ready.ops had no bead before
     assert ok(srv, "read", "agent/beads/ready.ops").endswith(" pending ops - Deploy\n")
+
+
+CONFIG = """\
+[backends.later]
+kind = "command"
+argv = ["{program}"]
+"""
+
+
+def test_the_roots_files_move_with_the_sessions_the_configuration_and_the_journals(tmp_path: Path):
+    program, roles = tmp_path / "agent-cli", tmp_path / "roles"
+    config = tmp_path / "config.toml"
+    config.write_text(CONFIG.format(program=program))
+    with anvil_server(extra_args=["--config", str(config)]) as srv:
+        watch = Watch(srv, "list", "events", "errors", "backends", "roles", "human/approvals")
+        def started() -> None:  # a session starts after `new` is answered: its list line moves then
+            assert ok(srv, "read", "agent/bot1/wait") == "idle\n"
+
+        assert watch.moved("write", "agent/ctl", "new sim /tmp name=bot1", then=started) == {"list", "events"}
+        assert watch.moved("write", "agent/bot1/ctl", "clear") == set()  # idle again: the same line in list
+
+        assert "later command missing:" in ok(srv, "read", "agent/backends")
+        program.write_text("#!/bin/sh\n")
+        os.chmod(program, 0o755)
+        assert watch.moved("read", "agent/backends") == {"backends"}
+        assert "later command ready" in ok(srv, "read", "agent/backends")
+        roles.mkdir()
+        (roles / "reviewer.md").write_text("You review code.\n")
+        assert watch.moved("read", "agent/roles") == {"roles"}
+
+        assert watch.moved("write", "agent/ctl", "frobnicate now", check=False) == {"errors", "events"}
+        bead = created(srv, "beads/ctl", "new 'Ship it' dev 'Tag the release' requires_approval=true")
+        assert watch.moved("write", f"agent/beads/{bead}/ctl", "claim worker lease=600") == {"events"}
+        assert watch.moved("write", f"agent/beads/{bead}/ctl", "complete") == {"events", "human/approvals"}
+        assert f" {bead} approve bead {bead}: Ship it" in ok(srv, "read", "agent/human/approvals")
+        assert watch.moved("write", f"agent/beads/{bead}/ctl", "approve") == {"events", "human/approvals"}

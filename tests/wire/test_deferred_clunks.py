@@ -30,7 +30,7 @@ async def test_the_clunk_is_answered_with_the_prompt_on_disk_and_a_flush_of_it_a
 > Tclunk tag 5 fid 1
 > Tflush tag 6 oldtag 5
 > Twalk tag 7 fid 0 newfid 2 wnames [list]
-< Rwalk tag 7 wqids [(0x0 0 *)]
+< Rwalk tag 7 wqids [(0x0 * *)]
 < Rclunk tag 5
 < Rflush tag 6
 """)  # the walk sent after the clunk is answered first: the loop went on while the prompt was saved

@@ -20,7 +20,7 @@ async def test_read_list_and_new_session():
 > Tclunk tag 6 fid 1
 < Rclunk tag 6
 > Twalk tag 7 fid 0 newfid 2 wnames [list]
-< Rwalk tag 7 wqids [(0x0 0 *)]
+< Rwalk tag 7 wqids [(0x0 * *)]
 > Topen tag 8 fid 2 mode 0
 < Ropen tag 8 qid * iounit 8168
 > Tread tag 9 fid 2 offset 0 count 8168
