@@ -5,6 +5,7 @@ from __future__ import annotations
 from ..sessions import Session, Sessions
 from ..tree import CollectFile, Command, CommandTable, CtlFile, Directory, Node, StreamFile, TextFile, decoded_text
 from .cursors import NextCursor, StreamCursor, WaitCursor
+from .stamps import epoch
 
 
 def session_directory(sessions: Sessions, session: Session, mailbox: list[Node] = ()) -> Directory:
@@ -46,7 +47,7 @@ def session_directory(sessions: Sessions, session: Session, mailbox: list[Node] 
         text("role", lambda: d.role),
         text("model", lambda: d.model),
         _moves_with_pid(session, text("pid", lambda: str(session.agent.pid or ""))),
-        moving(TextFile("queue", f"{key}/queue", lambda: _queue(session))),
+        _moves_with_queue(session, TextFile("queue", f"{key}/queue", lambda: _queue(session))),
         *mailbox,
     ]
     return Directory(name, key, files)
@@ -62,6 +63,21 @@ def _moves_with(session: Session, node: Node) -> Node:
 def _moves_with_pid(session: Session, node: Node) -> Node:
     """`pid`: moves with the session, and with the agent's pid, which its backend sets with no change of the session."""
     node.stamp = session.pid_stamp
+    return node
+
+
+def _moves_with_queue(session: Session, node: Node) -> Node:
+    """`queue`: moves with the session, and with each prompt that comes in.
+
+    It lists the prompts on their way to disk too (`incoming`), which join the session's queue, and
+    change it, only once they landed; each took the next `prompt_seq` as it came, at its `at`.
+    """
+    def stamp() -> tuple[int, int]:
+        version, last = session.stamp()
+        if session.incoming:
+            last = max(last, epoch(session.incoming[-1].at))
+        return version + session.prompt_seq, last
+    node.stamp = stamp
     return node
 
 

@@ -6,6 +6,9 @@ names the files it must move: every other file watched must keep its stamp, vers
 steps change the domain without changing what a watched file shows (a bead's lease renewed, another
 bead's description): a stamp that moved with the domain's counter, not with the text, fails there.
 Through `anvilfs stat` against a real server, as test_stamps_moving.py.
+
+A session's `queue` also lists the prompts on their way to disk, which no 9P client can hold there:
+that one is in-process, through the dispatcher, with the prompt's save not yet run.
 """
 
 from __future__ import annotations
@@ -14,7 +17,12 @@ import os
 import time
 from pathlib import Path
 
+from anvilfs.ninep import consts as c
+from anvilfs.ninep import messages as m
+from anvilfs.server import Dispatcher
+from harness.apps import until
 from harness.cli_runs import fails, ok, stamp
+from harness.dispatching import handle
 from harness.server import AnvilServer, anvil_server
 from test_stamps_moving import created
 
@@ -114,3 +122,30 @@ def test_the_roots_files_move_with_the_sessions_the_configuration_and_the_journa
         assert watch.moved("write", f"agent/beads/{bead}/ctl", "complete") == {"events", "human/approvals"}
         assert f" {bead} approve bead {bead}: Ship it" in ok(srv, "read", "agent/human/approvals")
         assert watch.moved("write", f"agent/beads/{bead}/ctl", "approve") == {"events", "human/approvals"}
+
+
+async def test_queue_moves_when_a_prompt_comes_before_it_is_on_disk(running, tmp_path: Path):
+    app = await running(state_dir=tmp_path)
+    session = app.sessions.new("sim", "/tmp", name="bot1")
+    await until(lambda: not session.busy)
+    dispatcher = Dispatcher(app.root, on_error=app.record_error)
+    assert isinstance(handle(dispatcher, m.Tversion(tag=c.NOTAG, msize=8192, version="9P2000")), m.Rversion)
+    assert isinstance(handle(dispatcher, m.Tattach(tag=1, fid=0, afid=c.NOFID, uname="glenda", aname="",
+                                                  n_uname=c.NONUNAME)), m.Rattach)
+
+    def queue() -> tuple[int, int, int]:
+        """(qid.version, mtime, length) of bot1/queue, by Tstat."""
+        assert isinstance(handle(dispatcher, m.Twalk(tag=2, fid=0, newfid=1, wnames=("bot1", "queue"))), m.Rwalk)
+        stat = handle(dispatcher, m.Tstat(tag=3, fid=1)).stat
+        assert isinstance(handle(dispatcher, m.Tclunk(tag=4, fid=1)), m.Rclunk)
+        return stat.qid.version, stat.mtime, stat.length
+
+    before = queue()
+    t0 = int(time.time())
+    later = app.sessions.submit("bot1", "hello", "glenda")  # its save runs only once this test awaits
+    assert later is not None and session.incoming and not session.queue, "the prompt is on its way to disk"
+    version, mtime, length = queue()
+    assert length == len("1 glenda 5 hello\n") and version != before[0] and mtime >= t0, (before, version, mtime)
+    assert queue() == (version, mtime, length)  # nothing changed since: nothing moved
+    await later.wait()
+    assert not session.incoming
