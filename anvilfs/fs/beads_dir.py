@@ -15,7 +15,7 @@ from ..beads.model import MAX_TEXT, Convoy
 from ..errors import InvalidRequest
 from ..tree import Args, Caller, CollectFile, Command, CommandTable, CtlFile, Directory, TextFile, decoded_text
 from ..tree.objects import ObjectDirectories
-from .stamps import Stamps, epoch, follows
+from .stamps import Stamps, epoch, follows, now
 
 BEAD_NEW = "new <title> <role> <description> [dep-id ...] [requires_approval=true] [owns=GLOB ...] [convoy=ID]"
 CONVOY_NEW = "new <title> <goal>"
@@ -35,38 +35,20 @@ def beads_directory(board: Board, convoys: Convoys, is_session) -> Directory:
     """The files drawn from every bead move at each change of the board that changes them (stamps.py)."""
     stamps = Stamps()  # a bead's directory is built again at each change of the bead: its files' stamps stay
 
-    def drawn(file: TextFile) -> TextFile:
-        return follows(file, lambda: board.changes.version, lambda: board.changed_at)
-
     def listing() -> str:
         lines = [bead_line(board, b) for b in board.all()]
         lines += [f"{i} broken - - {why}\n" for i, why in board.broken.items()]
         return "".join(lines)
 
-    def ready(role: str | None) -> str:
-        return "".join(bead_line(board, b) for b in board.ready(role))
-
-    ready_files: dict[str, TextFile] = {}
-
-    def ready_file(role: str) -> TextFile:
-        """Kept for a role some bead has. Any other name finds a file too, empty, made for each walk of it
-        (kept, they would fill memory): until a bead has its role, it has the stamp of an unchanged file."""
-        file = ready_files.get(role)
-        if file is None:
-            file = TextFile(f"ready.{role}", f"beads/ready.{role}", lambda: ready(role))
-            if role in board.roles():
-                file = ready_files[role] = drawn(file)
-            else:
-                file.stamp = lambda: ready_file(role).stamp() if role in board.roles() else (0, directory.mtime)
-        return file
+    ready = _ReadyFiles(board)
 
     def find(name: str):
         if name.startswith("ready.") and len(name) > 6:
-            return ready_file(name[6:])
+            return ready.file(name[6:])
         return beads.lookup(name)
 
     def more():
-        return [ready_file(role) for role in board.roles()] + beads.children()
+        return [ready.file(role) for role in board.roles()] + beads.children()
 
     beads = ObjectDirectories(board.find, board.all, lambda b: b.id,
                               lambda b: _bead_directory(board, convoys, b.id, is_session, stamps))
@@ -75,12 +57,38 @@ def beads_directory(board: Board, convoys: Convoys, is_session) -> Directory:
             Command("new", lambda args: _new_bead(board, args), BEAD_NEW, min_words=3, max_words=None,
                     options=frozenset({"requires_approval", "convoy"}), repeatable=frozenset({"owns"})),
         ]), readable=True),
-        drawn(TextFile("list", "beads/list", listing)),
-        drawn(TextFile("ready", "beads/ready", lambda: ready(None))),
-        drawn(TextFile("graph", "beads/graph", lambda: render_graph({b.id: b for b in board.all()}))),
+        _drawn(board, TextFile("list", "beads/list", listing)),
+        _drawn(board, TextFile("ready", "beads/ready", lambda: ready.text(None))),
+        _drawn(board, TextFile("graph", "beads/graph", lambda: render_graph({b.id: b for b in board.all()}))),
     ]
-    directory = Directory("beads", "beads", files, more=more, find=find)
-    return directory
+    return Directory("beads", "beads", files, more=more, find=find)
+
+
+def _drawn(board: Board, file: TextFile) -> TextFile:
+    """A file drawn from all beads: it moves at the board's changes that change it, its mtime the board's then."""
+    return follows(file, lambda: board.changes.version, lambda: board.changed_at)
+
+
+class _ReadyFiles:
+    """`ready.<role>`, kept for each role some bead has. Any other name finds a file too, empty, made for
+    each walk of it (kept, they would fill memory): until a bead has its role, it has the stamp of a file
+    that never changed."""
+
+    def __init__(self, board: Board):
+        self.board, self.made, self._kept = board, now(), {}
+
+    def text(self, role: str | None) -> str:
+        return "".join(bead_line(self.board, b) for b in self.board.ready(role))
+
+    def file(self, role: str) -> TextFile:
+        file = self._kept.get(role)
+        if file is None:
+            file = TextFile(f"ready.{role}", f"beads/ready.{role}", lambda: self.text(role))
+            if role in self.board.roles():
+                file = self._kept[role] = _drawn(self.board, file)
+            else:
+                file.stamp = lambda: self.file(role).stamp() if role in self.board.roles() else (0, self.made)
+        return file
 
 
 def _new_bead(board: Board, args: Args) -> str:
