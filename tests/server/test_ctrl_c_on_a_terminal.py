@@ -31,6 +31,8 @@ from anvilfs.ninep import Dialect
 from harness.mailbox import mail
 from harness.server import anvil_server
 
+pytestmark = pytest.mark.needs("bash", "setsid")  # the terminal's shell, and the case that detaches notify
+
 WAIT = 20  # seconds: no step here comes near it
 NOTIFY = f"{shlex.quote(sys.executable)} -m anvilfs notify"
 CASES = {  # the script's line that starts notify -> whether it outlives the Ctrl-C
