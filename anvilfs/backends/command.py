@@ -39,11 +39,16 @@ A first turn that failed or was cut short (interrupted, timed out):
                                 failed turn's stderr, for a CLI that names its
                                 own), for a CLI that saves the prompt as it goes:
                                 Claude Code, codex and aider keep it, and a new
-                                id would orphan that conversation. Cut short as it
-                                started, such a CLI may have saved nothing; that
-                                resume then fails saying so in its stderr
-                                (missing_conversation_pattern), and the prompt
-                                runs again at once with argv, beginning it.
+                                id would orphan that conversation, which has
+                                the role already: it is not sent again. Cut
+                                short as it started, such a CLI may have saved
+                                nothing; that resume then fails saying so in its
+                                stderr (missing_conversation_pattern): the turn
+                                raises NothingToResume, and the runner runs the
+                                prompt again at once, with argv and the role,
+                                beginning it.
+begins_conversation (the session's role goes before the prompt) is true
+while the next run is argv's.
 """
 
 from __future__ import annotations
@@ -60,7 +65,7 @@ from collections.abc import Callable
 import trio
 
 from ..config.model import CommandBackendConfig, placeholders
-from ..sessions.backend import Agent, AgentExited, AgentFailed, Backend, Output, SessionInfo, TurnFailed
+from ..sessions.backend import Agent, AgentExited, AgentFailed, Backend, NothingToResume, Output, SessionInfo, TurnFailed
 from .conversation import TurnGate, found_in, look_up
 
 KILL_GRACE = 2.0  # seconds between SIGTERM and SIGKILL
@@ -153,12 +158,17 @@ class CommandAgent(Agent):
         alone = self.config.one_at_a_time or (learning and self.config.conversation_argv)
         gate = self.gate.alone() if alone else self.gate.together()
         async with gate:
-            try:
-                await self._attempt(prompt, output)
-            except _NothingToResume as exc:
-                output.note(f"{exc}: the prompt runs again with argv, beginning the conversation")
-                self.turns = 0
-                await self._attempt(prompt, output)
+            await self._attempt(prompt, output)
+
+    @property
+    def begins_conversation(self) -> bool:
+        """The next turn runs argv (not resume_argv): the session's role goes with it.
+
+        After a first turn that failed, only if the CLI keeps no such turn (restart_after_failed_first_turn);
+        one that does had the role in it, unless it saved nothing: then the resume raises NothingToResume and
+        the prompt runs again, beginning the conversation.
+        """
+        return not self.turns
 
     async def _attempt(self, prompt: str, output: Output) -> None:
         """One run of the program for the prompt; after a first turn, the id learnt, or what its failure leaves."""
@@ -201,7 +211,8 @@ class CommandAgent(Agent):
         """One run of the program for the prompt; its stderr (kept for the transcript).
 
         The first resume after a failed first turn that runs to its end tells whether the CLI had saved that
-        conversation: _NothingToResume if it says it had not (missing_conversation_pattern).
+        conversation: NothingToResume if it says it had not (missing_conversation_pattern), and the next run
+        begins it.
         """
         argv = self._argv(prompt)
         process = await self._spawn(argv)
@@ -229,8 +240,10 @@ class CommandAgent(Agent):
         if self.unsure and not self._signalled:  # a resume that ran to its end (stop() cut it short)
             self.unsure = False
             if process.returncode and self._says_nothing_saved(stderr):
-                raise _NothingToResume(f"{argv[0]} has no conversation {self.conversation} to resume "
-                                       "(its first turn was cut short before it saved one)")
+                self.turns = 0
+                output.note(f"{argv[0]} has no conversation {self.conversation} to resume (its first turn was cut "
+                            "short before it saved one): the prompt runs again with argv, beginning the conversation")
+                raise NothingToResume(f"{argv[0]} has no conversation {self.conversation} to resume")
         self._judge(process.returncode, stderr, stdout)
         return stderr
 
@@ -304,10 +317,6 @@ class CommandAgent(Agent):
 
 
 # ---------------------------------------------------------------- helpers
-
-
-class _NothingToResume(TurnFailed):
-    """The resume after a failed first turn found no conversation: the CLI had saved none."""
 
 
 async def _feed(stdin: trio.abc.SendStream, data: bytes) -> None:

@@ -40,6 +40,8 @@ per anvilfs session, on the default tmux server, so a person can
                was never typed
     interrupt  Ctrl-C into the pane
     stop       Ctrl-C, then kill-window; kill: kill-window
+    pid        the pane's program while it runs; None once stopped, killed, or
+               seen gone or dead (pane.pid, kept apart, tells its pane)
 
 tmux is only ever run with argv lists, never through a shell: the prompt is
 data. A cancelled turn leaves the program alone (the server may be shutting
@@ -109,8 +111,8 @@ class TmuxAgent(Agent):
         self.session = session
         self.config = backend.config
         self.tmux = backend.tmux
-        self.pane = pane
-        self.pid = pane.pid if pane else None
+        self.pane = pane  # its pid (pane.pid) is how this agent's pane is told from another that took its id
+        self.pid = pane.pid if pane else None  # shown in `pid`: None once the program is known to be gone
         self._turn_done: trio.Event | None = None  # while a hook-ended turn runs: set by hook("await")
         self._turn_number = 0  # the turn being followed
         self._await_for = hook_await  # the turn whose hook said await (kept in saved(): a new server follows it no more)
@@ -180,8 +182,9 @@ class TmuxAgent(Agent):
 
     async def kill(self) -> None:
         pane = await self.tmux.pane(self.pane.id) if self.pane else None
-        if pane is not None and pane.pid == self.pid:
+        if pane is not None and pane.pid == self.pane.pid:  # ours, even dead (its shown pid is cleared by then)
             await self.tmux.run("kill-window", "-t", pane.window, ";", *_forget_answer(pane.id))  # the window it is in now
+        self.pid = None  # killed with its window, or gone before
 
     def saved(self) -> dict:
         saved: dict = {"begun": True} if self.begun else {}  # kept without a pane too: a restart resumes
@@ -197,9 +200,12 @@ class TmuxAgent(Agent):
         return self._reason(await self.tmux.pane(self.pane.id) if self.pane else None)
 
     def _reason(self, pane: Pane | None) -> str:
-        if pane is None or pane.pid != self.pid:  # a new tmux server may give the id to another pane
+        """Why the agent is gone, by this look at its pane, or "" while it runs; once gone, it shows no pid."""
+        if pane is None or pane.pid != self.pane.pid:  # a new tmux server may give the id to another pane
+            self.pid = None
             return f"its tmux pane {self.pane.id if self.pane else '(none)'} is gone"
         if pane.dead:
+            self.pid = None
             return f"{self.config.argv[0]} exited with status {pane.status or '?'} (its tmux pane {pane.id} remains)"
         return ""
 

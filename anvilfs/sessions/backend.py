@@ -19,6 +19,10 @@ first) or because the server is shutting down. An agent cleans up in
 agent that can outlive the server (tmux) must leave its program alone on a
 plain cancellation and act (type Ctrl-C) only in ``interrupt()``.
 
+The session's role goes before the prompt of a turn that
+``begins_conversation``; NothingToResume (a resumed conversation that was
+never saved) has the runner run the prompt again at once, beginning one.
+
 Agents that can outlive the server (tmux) return in ``saved()`` what a new
 server needs to find them again, and their Backend's ``adopt`` does so.
 Backends whose answers do not come from a real model set ``simulated``, and
@@ -47,6 +51,12 @@ class TurnFailed(Exception):
 class PromptNotSent(TurnFailed):
     """The turn's prompt never reached the agent (a server stopped between taking it and typing it):
     the session queues it again, first."""
+
+
+class NothingToResume(TurnFailed):
+    """The turn resumed a conversation its program had not saved (cut short as it began): the agent's next
+    turn begins one (begins_conversation), and the runner runs the prompt again at once as that turn, with
+    the session's role if it is still to go. The agent notes it in the transcript before it raises this."""
 
 
 class AgentFailed(Exception):
@@ -95,6 +105,16 @@ class Agent(abc.ABC):
 
     @abc.abstractmethod
     async def turn(self, prompt: str, output: Output) -> None: ...
+
+    @property
+    def begins_conversation(self) -> bool:
+        """Whether the next turn begins a new conversation: only then does the session's role go before its prompt.
+
+        The default says yes, so the role goes with the first turn, and again after a first turn that carried it
+        and was not answered (an agent that keeps no trace of such a turn). An agent that knows it resumes a
+        conversation that has the role (one whose program kept that turn) says no.
+        """
+        return True
 
     async def wait_exit(self) -> str:
         """Return (with the reason) when the agent's process ends by itself.

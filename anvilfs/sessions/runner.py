@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable
 
 import trio
 
-from .backend import AgentExited, AgentFailed, PromptNotSent, TurnFailed
+from .backend import AgentExited, AgentFailed, NothingToResume, PromptNotSent, TurnFailed
 from .session import Prompt, Session
 from .states import Event, State
 
@@ -99,17 +99,28 @@ async def _turns_until_exit(session: Session, role_text: Callable[[str], str]) -
 
 
 async def _one_turn(session: Session, prompt: Prompt, role_text: Callable[[str], str]) -> None:
-    text, with_role = prompt.text, session.role_pending
-    if with_role:
-        text = role_text(session.definition.role) + "\n\n" + text
-        session.role_pending = False
+    """One queued prompt's turn; the role goes before it if it is still to go and the agent begins a conversation.
+
+    The role is still to go until a turn is answered: then the conversation going on has it, from this turn or
+    from a first one that carried it and that the agent's program kept (so the agent did not begin anew).
+    """
+    role = role_text(session.definition.role) if session.role_pending else ""
+    agent = session.agent
     turn = session.begin_turn(prompt)
-    answered = False
-    try:
-        answered = await _drive(session, turn, lambda: session.agent.turn(text, turn))
-    finally:
-        if with_role and not answered:
-            session.role_pending = True  # the agent may keep no trace of that turn (a command agent begins anew)
+
+    async def agent_part() -> None:
+        try:
+            await agent.turn(_opening(role, agent.begins_conversation) + prompt.text, turn)
+        except NothingToResume:  # the resumed conversation was never saved (the log says so): this prompt begins one
+            await agent.turn(_opening(role, agent.begins_conversation) + prompt.text, turn)
+
+    if await _drive(session, turn, agent_part):
+        session.role_pending = False
+
+
+def _opening(role: str, begins: bool) -> str:
+    """What goes before a prompt: the role, if one is to go and the turn begins a conversation."""
+    return role + "\n\n" if role and begins else ""
 
 
 async def _follow_adopted_turn(session: Session) -> None:

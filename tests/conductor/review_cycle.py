@@ -20,7 +20,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from anvilfs.client import Client, ConnectionLost
+from anvilfs.client import ConnectionLost
 from anvilfs.ninep import consts as c
 from conductor.markers import prompts_in_log
 from harness.server import REPO_ROOT, AnvilServer, anvil_server
@@ -113,17 +113,9 @@ def run_conductor(srv: AnvilServer, workflow: Path, state: Path, *extra: str, en
                           cwd=REPO_ROOT, env=os.environ | (env or {}), timeout=timeout)
 
 
-def connect(srv: AnvilServer) -> Client:
-    import socket
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    sock.settimeout(20)
-    sock.connect(str(srv.socket))
-    return Client(sock, uname="test")
-
-
 def transcripts(srv: AnvilServer, names: list[str]) -> dict[str, str]:
     """Each session's log with the times taken out: what two runs of the same cycle must share."""
-    with connect(srv) as client:
+    with srv.connect("test", timeout=TIMEOUT) as client:
         return {n: re.sub(r" at \S+Z", " at TIME", client.read_file(f"{n}/log").decode()) for n in names}
 
 
@@ -154,7 +146,7 @@ class Events:
     """An `events` reader opened before the conductor starts; `until` looks at what came since the last mark."""
 
     def __init__(self, srv):
-        self.client = connect(srv)
+        self.client = srv.connect("test", timeout=TIMEOUT)
         self.fid = self.client.open("events", c.OREAD)
         self.seen, self.start = "", 0
 

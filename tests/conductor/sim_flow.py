@@ -18,7 +18,7 @@ import threading
 from pathlib import Path
 
 from harness.server import REPO_ROOT
-from review_cycle import TIMEOUT, connect
+from review_cycle import TIMEOUT
 
 
 def prompted(base: Path, sessions: dict[str, str], *, name: str = "one", cwd: str = ".", steps: str = "") -> Path:
@@ -42,7 +42,7 @@ sessions = {json.dumps(list(sessions))}
 
 
 def session_file(srv, name: str, file: str) -> str:
-    with connect(srv) as client:
+    with srv.connect("test", timeout=TIMEOUT) as client:
         return client.read_file(f"{name}/{file}").decode()
 
 

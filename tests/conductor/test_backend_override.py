@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from harness.server import REPO_ROOT
-from review_cycle import TIMEOUT, connect, prompts, review_server, run_conductor
+from review_cycle import TIMEOUT, prompts, review_server, run_conductor
 from sim_flow import prompted, session_file
 
 HEAD = "[conductor one run t1 step ask]"
@@ -86,7 +86,7 @@ def test_a_session_there_in_another_cwd_is_used_with_a_warning_and_on_another_ba
     base = Path(tempfile.mkdtemp(prefix="cond."))
     (base / "elsewhere").mkdir()
     path = prompted(base, {"a": "claude"})
-    with review_server(base) as srv, connect(srv) as client:
+    with review_server(base) as srv, srv.connect("test", timeout=TIMEOUT) as client:
         client.write_file("ctl", f"new sim {base / 'elsewhere'} name=a\n".encode())
         client.write_file("ctl", f"new reviewer {base} name=b\n".encode())
         done = run_conductor(srv, path, base / "s1", "--backend", "sim")

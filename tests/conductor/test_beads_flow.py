@@ -18,7 +18,7 @@ import tempfile
 from pathlib import Path
 
 from harness.server import REPO_ROOT
-from review_cycle import RUN, connect, prompts, review_server, run_conductor
+from review_cycle import RUN, TIMEOUT, prompts, review_server, run_conductor
 
 EXAMPLE = REPO_ROOT / "conductor" / "examples" / "beads.toml"
 ROLES = {"researcher": "developer", "dev": "developer", "reviewer": "reviewer"}
@@ -36,7 +36,7 @@ def fake_example(base: Path) -> Path:
 
 
 def outcome(srv) -> dict:
-    with connect(srv) as client:
+    with srv.connect("test", timeout=TIMEOUT) as client:
         beads = [line.split(maxsplit=4) for line in client.read_file("beads/list").decode().splitlines()]
         mail = [json.loads(client.read_file(f"human/inbox/{e.name}")) for e in client.list_dir("human/inbox")]
     return {"beads": [(b[0], b[1], b[4]) for b in beads], "mail": [(m["from"], m["type"], m["subject"]) for m in mail]}
@@ -59,7 +59,7 @@ def test_research_implement_review_over_beads() -> None:
         assert done.returncode == 0 and done.stdout.startswith("done:"), why
         assert outcome(srv) == WANT, why
         assert prompts(srv, list(ROLES)) == PROMPTS, why
-        with connect(srv) as client:
+        with srv.connect("test", timeout=TIMEOUT) as client:
             result = client.read_file("beads/research-auth-001/result").decode()
             description = client.read_file("beads/impl-oauth-002/description").decode()
         assert "[fake developer researcher]" in result and result.strip() in description, (result, description)

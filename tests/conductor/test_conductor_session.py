@@ -20,7 +20,7 @@ from anvilfs.ninep import consts as c
 from anvilfs.ninep import messages as m
 from conductor.journal import read_record
 from harness.server import REPO_ROOT
-from review_cycle import RUN, TIMEOUT, Events, conductor_argv, connect, prompts, release, review_server
+from review_cycle import RUN, TIMEOUT, Events, conductor_argv, prompts, release, review_server
 
 HEAD = f"[conductor held run {RUN} round"
 
@@ -129,7 +129,7 @@ def record(state: Path) -> dict:
 
 def test_others_see_the_progress_and_wait_on_the_conductor_until_its_summary() -> None:
     base = Path(tempfile.mkdtemp(prefix="cond."))
-    with review_server(base) as srv, connect(srv) as other, connect(srv) as outer:
+    with review_server(base) as srv, srv.connect("test", timeout=TIMEOUT) as other, srv.connect("test", timeout=TIMEOUT) as outer:
         events = Events(srv)
         proc = start(srv, workflow(base), base / "state")
         try:
@@ -157,7 +157,7 @@ def test_others_see_the_progress_and_wait_on_the_conductor_until_its_summary() -
 
 def test_a_stop_on_its_ctl_stops_the_run_until_a_restart_and_a_run_again() -> None:
     base = Path(tempfile.mkdtemp(prefix="cond."))
-    with review_server(base) as srv, connect(srv) as other:
+    with review_server(base) as srv, srv.connect("test", timeout=TIMEOUT) as other:
         events, path, state = Events(srv), workflow(base), base / "state"
         status, out, err = halted_at_round_1(srv, other, events, base, path, state, b"stop\n")
         assert status == 3 and out.startswith("stopped: stop through conductor-held/ctl"), f"{out}{err}"
@@ -177,7 +177,7 @@ def test_a_stop_on_its_ctl_stops_the_run_until_a_restart_and_a_run_again() -> No
 
 def test_an_interrupt_abandons_the_step_it_waits_on_and_a_run_again_does_it_again() -> None:
     base = Path(tempfile.mkdtemp(prefix="cond."))
-    with review_server(base) as srv, connect(srv) as other:
+    with review_server(base) as srv, srv.connect("test", timeout=TIMEOUT) as other:
         events, path, state = Events(srv), workflow(base), base / "state"
         status, out, err = halted_at_round_1(srv, other, events, base, path, state, b"interrupt\n")
         assert status == 4 and out.startswith("interrupted: interrupt through conductor-held/ctl"), f"{out}{err}"
@@ -194,7 +194,7 @@ def test_a_failed_run_ends_its_turn_in_error_and_no_session_makes_none() -> None
     base = Path(tempfile.mkdtemp(prefix="cond."))
     path = base / "failing.toml"
     path.write_text('name = "failing"\n[[steps]]\nid = "gate"\nkind = "gate"\nrun = ["false"]\n')
-    with review_server(base) as srv, connect(srv) as other:
+    with review_server(base) as srv, srv.connect("test", timeout=TIMEOUT) as other:
         quiet = subprocess.run(conductor_argv(srv, path, base / "s1", "--no-session"), capture_output=True,
                                text=True, cwd=REPO_ROOT, timeout=TIMEOUT)
         assert quiet.returncode == 1 and b"conductor-failing" not in other.read_file("list"), quiet
@@ -209,7 +209,7 @@ def test_a_conductor_with_another_record_is_refused_while_the_session_runs_anoth
     second finds the session running another run and sends nothing; a conductor that died leaves it so
     until someone stops and restarts the session, and the other record's run then begins anew."""
     base = Path(tempfile.mkdtemp(prefix="cond."))
-    with review_server(base) as srv, connect(srv) as other:
+    with review_server(base) as srv, srv.connect("test", timeout=TIMEOUT) as other:
         events, path, path2 = Events(srv), workflow(base), workflow(base, "gate2", "held2.toml")
         elsewhere = conductor_argv(srv, path2, base / "elsewhere", "--run", "t2")
         proc = start(srv, path, base / "state")
@@ -272,7 +272,7 @@ def test_a_finished_record_run_again_leaves_alone_the_run_that_took_its_session_
     """Killed between its end's record and its report, a run is reported by its next `run` alone; if
     another conductor took the session over meanwhile, that report must not end the other's turn."""
     base = Path(tempfile.mkdtemp(prefix="cond."))
-    with review_server(base) as srv, connect(srv) as other:
+    with review_server(base) as srv, srv.connect("test", timeout=TIMEOUT) as other:
         events, path, state = Events(srv), workflow(base), base / "state"
         counting = start(srv, path, base / "count", env={"ANVILFS_CONDUCTOR_CRASH_AT": "1000000"})  # never dies
         status, _, err = released(counting, events, base)

@@ -17,7 +17,7 @@ import pytest
 
 from conductor.loading import load
 from harness.server import REPO_ROOT, anvil_server
-from review_cycle import connect, run_conductor
+from review_cycle import TIMEOUT, run_conductor
 
 EXAMPLES = REPO_ROOT / "conductor" / "examples"
 
@@ -46,6 +46,6 @@ def test_the_example_runs_to_its_end_on_the_sim_backend(example: str) -> None:
         done = run_conductor(srv, path, base / "state", "--backend", "sim", timeout=120)
         why = f"{done.stdout}\n{done.stderr}\n{srv.trace_tail(40)}"
         assert (done.returncode, done.stdout) == (0, f"done: all steps of {workflow.name} done\n"), why
-        with connect(srv) as client:
+        with srv.connect("test", timeout=TIMEOUT) as client:
             backends = {name: client.read_file(f"{name}/backend").decode() for name in workflow.sessions}
     assert backends == dict.fromkeys(workflow.sessions, "sim simulated\n"), why

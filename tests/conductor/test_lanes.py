@@ -19,7 +19,7 @@ from pathlib import Path
 from crashing import NEVER, kill_repeatedly, points
 from harness.server import REPO_ROOT
 from lanes_flow import DEVS, NAMES, expected_prompts, sorted_rev, write_workflow
-from review_cycle import TIMEOUT, Events, conductor_argv, connect, prompts, release, review_server, run_conductor, transcripts
+from review_cycle import TIMEOUT, Events, conductor_argv, prompts, release, review_server, run_conductor, transcripts
 
 KILLS = 8
 OUTSIDE = (3, 6)
@@ -44,7 +44,7 @@ def test_a_lane_held_at_its_gate_holds_no_other_lane_and_the_status_counts_them(
     base = Path(tempfile.mkdtemp(prefix="cond."))
     fifo = base / "hold"
     os.mkfifo(fifo)
-    with review_server(base) as srv, connect(srv) as other:
+    with review_server(base) as srv, srv.connect("test", timeout=TIMEOUT) as other:
         events = Events(srv)
         proc = subprocess.Popen(conductor_argv(srv, write_workflow(base, hold=fifo), base / "conductor"),
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=REPO_ROOT, text=True)
@@ -69,7 +69,7 @@ def test_a_stop_halts_every_lane_and_a_run_again_resumes_each_where_it_was() -> 
     base = Path(tempfile.mkdtemp(prefix="cond."))
     fifo = base / "hold"
     os.mkfifo(fifo)
-    with review_server(base) as srv, connect(srv) as other:
+    with review_server(base) as srv, srv.connect("test", timeout=TIMEOUT) as other:
         events, workflow, state = Events(srv), write_workflow(base, hold=fifo), base / "conductor"
         for how in ("stop", "go on"):
             proc = subprocess.Popen(conductor_argv(srv, workflow, state), stdout=subprocess.PIPE,

@@ -3,7 +3,9 @@
 restart_after_failed_first_turn = true (the default, gemini's): the next turn
 begins a new conversation. false (claude's, codex's): the next resumes it,
 and if the CLI had saved nothing (cut short as it started) and says so
-(missing_conversation_pattern), the prompt runs again at once with argv.
+(missing_conversation_pattern), the turn raises NothingToResume and the one
+after begins the conversation (the runner runs the prompt again at once, as
+run_as_the_runner does; the role that goes with it: test_backend_command_role.py).
 
 tests/fakes/fake_agent.py keeps conversations as claude does (a run is
 counted as it starts, --resume refuses an id never started), so its answer's
@@ -20,7 +22,7 @@ from pydantic import ValidationError
 
 from anvilfs.backends.command import CommandBackend
 from anvilfs.config.model import CommandBackendConfig
-from anvilfs.sessions.backend import TurnFailed
+from anvilfs.sessions.backend import NothingToResume, TurnFailed
 from test_backend_command import Collector, info, make_agent, run
 
 KEEPS = {"restart_after_failed_first_turn": False}  # a CLI that keeps a failed first turn
@@ -46,6 +48,15 @@ async def cut_short(agent, how: str) -> None:
 HOW = ["failed", "interrupted", "timed out"]
 
 
+async def run_as_the_runner(agent, prompt: str) -> Collector:
+    """A turn as the session's runner drives it: once more, beginning the conversation, if nothing was saved."""
+    try:
+        return await run(agent, prompt)
+    except NothingToResume:
+        assert agent.begins_conversation
+        return await run(agent, prompt)
+
+
 @pytest.mark.parametrize("how", HOW)
 async def test_by_default_the_turn_after_begins_a_new_conversation(tmp_path, how):
     # Gemini CLI drops a failed first prompt: its id can then be neither resumed nor started again
@@ -53,6 +64,7 @@ async def test_by_default_the_turn_after_begins_a_new_conversation(tmp_path, how
     await cut_short(agent, how)
     fresh = agent.saved()["conversation"]
     assert fresh != "c-1" and agent.saved() == {"turns": 0, "conversation": fresh}
+    assert agent.begins_conversation  # the session's role goes with it
     assert f"conversation {fresh} turn 1:" in (await run(agent, "again")).text
     await fail(agent, "fake:fail")  # a later turn that fails keeps its conversation
     assert f"conversation {fresh} turn 3:" in (await run(agent, "more")).text
@@ -63,6 +75,7 @@ async def test_a_cli_that_keeps_the_turn_has_it_resumed(tmp_path, how):
     agent = make_agent(tmp_path, **KEEPS)
     await cut_short(agent, how)
     assert agent.saved() == {"turns": 1, "conversation": "c-1", "unsure": True}
+    assert not agent.begins_conversation  # the conversation kept the role the cut turn carried
     assert "conversation c-1 turn 2:" in (await run(agent, "again")).text  # the fake counted the cut turn
     assert agent.saved() == {"turns": 2, "conversation": "c-1"}
 
@@ -72,17 +85,21 @@ async def test_a_first_turn_that_timed_out_is_resumed_or_begun_again_in_its_conv
     agent = make_agent(tmp_path, timeout=3, missing_conversation_pattern=SAYS_NOTHING_SAVED, **KEEPS)
     await cut_short(agent, "timed out")
     assert agent.saved() == {"turns": 1, "conversation": "c-1", "unsure": True}
-    assert "conversation c-1 turn " in (await run(agent, "again")).text
+    assert "conversation c-1 turn " in (await run_as_the_runner(agent, "again")).text
 
 
-async def test_a_resume_that_finds_nothing_saved_runs_the_prompt_again_as_a_first_turn(tmp_path):
+async def test_a_resume_that_finds_nothing_saved_has_the_next_run_begin_the_conversation(tmp_path):
     agent = make_agent(tmp_path, missing_conversation_pattern=SAYS_NOTHING_SAVED, **KEEPS)
     await cut_short(agent, "interrupted")
     (tmp_path / "state" / "c-1.turns").unlink()  # as claude cut short in its first second: nothing saved
     again = make_agent(tmp_path, agent.saved(), missing_conversation_pattern=SAYS_NOTHING_SAVED, **KEEPS)  # a restart
-    out = await run(again, "hello")
+    noted = Collector(again)
+    with pytest.raises(NothingToResume, match="has no conversation c-1 to resume"):
+        await run(again, "hello", noted)
+    assert any("has no conversation c-1 to resume" in note and "runs again with argv" in note for note in noted.notes)
+    assert again.begins_conversation and again.saved() == {"turns": 0, "conversation": "c-1"}
+    out = await run(again, "hello")  # as the runner runs it again
     assert "conversation c-1 turn 1: " in out.text and "the first line was: hello" in out.text
-    assert any("has no conversation c-1 to resume" in note and "runs again with argv" in note for note in out.notes)
     assert again.saved() == {"turns": 1, "conversation": "c-1"}
     assert "conversation c-1 turn 2:" in (await run(again, "more")).text
 

@@ -2,6 +2,8 @@
 
     with anvil_server() as srv:                       # fresh namespace + state dirs
         srv.run_cli("write", "agent/ctl", "new sim /tmp name=bot1")
+        with srv.connect("glenda") as client:         # anvilfs.client, attached as glenda
+            client.read_file("list")
         run_in_guest(srv.socket, "cat list")          # tests/harness/vm.py
         assert ..., srv.trace_tail()                  # every 9P message, for failures
 
@@ -21,6 +23,7 @@ import contextlib
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -28,6 +31,9 @@ import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from anvilfs.client import Client
+from anvilfs.ninep import Dialect
 
 from .vm import wait_for_unix_socket
 
@@ -54,6 +60,21 @@ class AnvilServer:
 
     def env(self) -> dict[str, str]:
         return os.environ | {"NAMESPACE": str(self.namespace)}
+
+    def connect(self, uname: str = "tester", *, dialect: Dialect = Dialect.P2000, timeout: float = 30) -> Client:
+        """A client attached as ``uname``; close it, or use it as a context manager (``with srv.connect() as c``).
+
+        Every reply must come within ``timeout`` seconds (the socket's timeout): a
+        server that stops answering fails the test instead of hanging it.
+        """
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            sock.settimeout(timeout)
+            sock.connect(str(self.socket))
+            return Client(sock, uname=uname, dialect=dialect)
+        except BaseException:
+            sock.close()  # a refused or failed attach leaves no socket open
+            raise
 
     def run_cli(
         self, *args: str, input: str | None = None, timeout: float = 30,

@@ -14,7 +14,6 @@ import os
 import random
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import threading
@@ -23,24 +22,17 @@ from pathlib import Path
 
 import pytest
 
-from anvilfs.client import Client, ServerError
+from anvilfs.client import ServerError
 from anvilfs.ninep import consts as c
 from harness.server import AnvilServer, start_server
 
 ROUNDS = 20
 
 
-def connect(srv: AnvilServer) -> Client:
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    sock.settimeout(20)
-    sock.connect(str(srv.socket))
-    return Client(sock, uname="writer")
-
-
 def stream_changes(srv: AnvilServer, round_no: int, answered: list, stop: threading.Event) -> None:
     """create, claim, complete, over and over; each change is appended once its reply came."""
     try:
-        with connect(srv) as client:
+        with srv.connect("writer", timeout=20) as client:
             ctl = client.open("beads/ctl", c.ORDWR)
             for i in range(100_000):
                 if stop.is_set():
@@ -90,7 +82,7 @@ def test_answered_bead_writes_survive_sigkill_on_disk_and_in_history():
             last = {}
             for bead, status, _ in answered:
                 last[bead] = status
-            with connect(srv) as client:
+            with srv.connect("writer", timeout=20) as client:
                 for bead, status in last.items():
                     got = client.read_file(f"beads/{bead}/status").decode().strip()
                     order = ["pending", "in_progress", "completed"]

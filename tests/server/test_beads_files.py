@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import socket
 import threading
 
 import pytest
 
-from anvilfs.client import Client, ServerError
+from anvilfs.client import ServerError
 from anvilfs.ninep import consts as c
 from harness.server import AnvilServer
 
@@ -19,13 +18,6 @@ def run(srv: AnvilServer, *args: str, input: str | None = None, ok: bool = True)
         return result.stdout
     assert result.returncode != 0, f"{args} should have failed"
     return result.stderr
-
-
-def connect(srv: AnvilServer, uname: str = "tester") -> Client:
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    sock.settimeout(30)
-    sock.connect(str(srv.socket))
-    return Client(sock, uname=uname)
 
 
 def test_the_research_then_development_flow_of_ideas_md(anvil_server: AnvilServer):
@@ -52,7 +44,7 @@ def test_the_research_then_development_flow_of_ideas_md(anvil_server: AnvilServe
 
 def test_a_convoy_through_files(anvil_server: AnvilServer):
     srv = anvil_server
-    with connect(srv) as client:
+    with srv.connect() as client:
         fid = client.open("convoys/ctl", c.ORDWR)
         client.write_chunk(fid, 0, b'new "Implement auth system" "Add OAuth and session management"\n')
         convoy = client.read_chunk(fid, 0).decode().strip()
@@ -72,7 +64,7 @@ def test_a_convoy_through_files(anvil_server: AnvilServer):
 
 def test_bad_input_is_refused_with_what_to_do(anvil_server: AnvilServer):
     srv = anvil_server
-    with connect(srv, uname="glenda") as client:
+    with srv.connect(uname="glenda") as client:
         for line, expected in [
             (b'new "X" dev "d" nope-001\n', "dependency 'nope-001' is not a bead"),
             (b'new "X" dev\n', "new: needs 3 arguments"),
@@ -101,7 +93,7 @@ def test_bad_input_is_refused_with_what_to_do(anvil_server: AnvilServer):
 
 def test_of_fifty_clients_claiming_one_bead_exactly_one_wins_every_time(anvil_server: AnvilServer):
     srv = anvil_server
-    clients = [connect(srv, uname=f"w{k}") for k in range(50)]
+    clients = [srv.connect(uname=f"w{k}") for k in range(50)]
     rounds, winners = 100, []
     try:
         for r in range(rounds):
@@ -141,7 +133,7 @@ def test_of_fifty_clients_claiming_one_bead_exactly_one_wins_every_time(anvil_se
 
 
 def test_a_field_that_ends_inside_a_character_is_refused_not_an_internal_error(anvil_server: AnvilServer):
-    with connect(anvil_server) as client:
+    with anvil_server.connect() as client:
         client.write_file("beads/ctl", b'new "Task" dev "d"\n')
         with pytest.raises(ServerError, match="invalid: result of bead task-001: not valid UTF-8 at byte 3"):
             client.write_file("beads/task-001/result", b"ok \xc3")  # the second byte of an \xc3\xa9 never comes

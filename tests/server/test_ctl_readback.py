@@ -2,20 +2,15 @@
 
 from __future__ import annotations
 
-import socket
-
 import pytest
 
-from anvilfs.client import Client, ServerError
+from anvilfs.client import ServerError
 from anvilfs.ninep import consts as c
 
 
 @pytest.fixture
 def client(anvil_server):
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    sock.settimeout(20)
-    sock.connect(str(anvil_server.socket))
-    with Client(sock) as cl:
+    with anvil_server.connect("none", timeout=20) as cl:
         yield cl
 
 

@@ -27,8 +27,11 @@ from pathlib import Path
 
 import pytest
 
-from harness.mailbox import connect, mail
+from anvilfs.ninep import Dialect
+from harness.mailbox import mail
 from harness.server import anvil_server
+
+pytestmark = pytest.mark.needs("bash", "setsid")  # the terminal's shell, and the case that detaches notify
 
 WAIT = 20  # seconds: no step here comes near it
 NOTIFY = f"{shlex.quote(sys.executable)} -m anvilfs notify"
@@ -44,7 +47,7 @@ CASES = {  # the script's line that starts notify -> whether it outlives the Ctr
 @pytest.fixture(scope="module")
 def srv():
     with anvil_server(trace=False) as server:
-        with connect(server) as client:
+        with server.connect(dialect=Dialect.P2000U) as client:
             client.write_file("ctl", b"new sim /tmp name=dev\n")
         yield server
 
@@ -98,7 +101,7 @@ def test_ctrl_c_on_a_scripts_foreground_command_and_its_background_notify(srv, t
         until(lambda: ended(script_pid), "the script to end", tty)
         if lives:
             subject = f"sent after the Ctrl-C ({case})"  # a line of its own: not one told as still waiting
-            with connect(srv, uname="dev") as client:
+            with srv.connect(uname="dev", dialect=Dialect.P2000U) as client:
                 mail(client, "dev", "human", subject, kind="REVIEW_REQUEST")
             told = tmp_path / "told"
             until(lambda: subject in _read(told).decode().splitlines(), "notify to tell the message", tty)

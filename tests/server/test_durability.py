@@ -16,7 +16,6 @@ import random
 import re
 import shutil
 import signal
-import socket
 import tempfile
 import threading
 import time
@@ -24,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from anvilfs.client import Client, ServerError
+from anvilfs.client import ServerError
 from harness.server import AnvilServer, start_server
 
 ROUNDS = 20
@@ -32,17 +31,10 @@ SESSIONS = 40
 CLIENTS = 4
 
 
-def connect(srv: AnvilServer) -> Client:
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    sock.settimeout(20)  # a server that stops answering fails the test instead of hanging it
-    sock.connect(str(srv.socket))
-    return Client(sock, uname="durability")
-
-
 def send_prompts(srv: AnvilServer, names: list[str], round_no: int, acked: list[tuple[str, str]], stop: threading.Event):
     """Prompt the sessions in turn until the server dies; record each prompt whose close was answered."""
     try:
-        with connect(srv) as client:
+        with srv.connect("durability", timeout=20) as client:
             for name in names:
                 if stop.is_set():
                     return
@@ -54,7 +46,7 @@ def send_prompts(srv: AnvilServer, names: list[str], round_no: int, acked: list[
 
 
 def missing_prompts(srv: AnvilServer, acked: list[tuple[str, str]]) -> list[str]:
-    with connect(srv) as client:
+    with srv.connect("durability", timeout=20) as client:
         seen = {}
         for name in {name for name, _ in acked}:
             seen[name] = client.read_file(f"{name}/log").decode() + client.read_file(f"{name}/queue").decode()
@@ -64,7 +56,7 @@ def missing_prompts(srv: AnvilServer, acked: list[tuple[str, str]]) -> list[str]
 def twice_run_or_queued(srv: AnvilServer, names: list[str], round_no: int) -> list[str]:
     """This round's prompts that a turn took more than once, or that are both in the log and queued."""
     twice = []
-    with connect(srv) as client:
+    with srv.connect("durability", timeout=20) as client:
         for name in names:
             token = f"r{round_no}-{name} please"
             ran = len(re.findall(r"--- prompt \d+ from durability at \S+\n" + re.escape(token) + "\n",
@@ -83,13 +75,13 @@ def test_no_acknowledged_prompt_is_lost_over_many_sigkills():
     total, lost, doubled, rounds_with_turns, srv = 0, [], [], 0, None
     try:
         srv = start_server(base, trace=False)
-        with connect(srv) as client:
+        with srv.connect("durability", timeout=20) as client:
             for name in names:
                 client.write_file("ctl", f"new sim /tmp name={name}\n".encode())
         for round_no in range(ROUNDS):
             if round_no:
                 srv = start_server(base, trace=False, log_name=f"server{round_no}.trace")
-                with connect(srv) as client:
+                with srv.connect("durability", timeout=20) as client:
                     for name in names:  # the killed server's sessions come back exited: run their queues
                         client.write_file(f"{name}/ctl", b"restart\n")
                     for name in names:  # started (and their old queues run), so the burst's turns start at once
@@ -117,7 +109,7 @@ def test_no_acknowledged_prompt_is_lost_over_many_sigkills():
             srv = start_server(base, trace=False, log_name=f"check{round_no}.trace")
             missing = missing_prompts(srv, list(acked))
             doubled += twice_run_or_queued(srv, names, round_no)
-            with connect(srv) as client:
+            with srv.connect("durability", timeout=20) as client:
                 logs = "".join(client.read_file(f"{n}/log").decode() for n in names)
             rounds_with_turns += f"r{round_no}-d" in logs
             srv.stop()

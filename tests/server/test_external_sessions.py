@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import shutil
 import signal
-import socket
 import tempfile
 import time
 from pathlib import Path
@@ -25,13 +24,6 @@ from anvilfs.ninep import messages as m
 from harness.server import AnvilServer, start_server
 
 TIMEOUT = 20  # seconds: every socket read fails after it instead of hanging the test
-
-
-def connect(srv: AnvilServer, uname: str) -> Client:
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    sock.settimeout(TIMEOUT)
-    sock.connect(str(srv.socket))
-    return Client(sock, uname=uname)
 
 
 def read(client: Client, path: str) -> str:
@@ -62,7 +54,7 @@ class Events:
     """An `events` reader opened before the test acts, so it sees every line from then on."""
 
     def __init__(self, srv: AnvilServer):
-        self.client = connect(srv, "watcher")
+        self.client = srv.connect("watcher", timeout=TIMEOUT)
         self.fid = self.client.open("events", c.OREAD)
         self.seen = ""
 
@@ -81,7 +73,7 @@ def new_conductor(client: Client, name: str = "review1") -> None:
 def test_an_external_session_starts_nothing_and_shows_its_owners_progress(anvil_server):
     srv = anvil_server
     events = Events(srv)
-    with connect(srv, "cond") as owner:
+    with srv.connect("cond", timeout=TIMEOUT) as owner:
         new_conductor(owner)
         assert "external external ready\n" in read(owner, "backends")
         assert (read(owner, "review1/status"), read(owner, "review1/pid")) == ("idle\n", "")
@@ -104,7 +96,7 @@ def test_an_external_session_starts_nothing_and_shows_its_owners_progress(anvil_
 
 def test_the_owners_out_is_the_turns_answer_read_back_and_in_the_log(anvil_server):
     srv = anvil_server
-    with connect(srv, "cond") as owner:
+    with srv.connect("cond", timeout=TIMEOUT) as owner:
         new_conductor(owner)
         with pytest.raises(ServerError, match="begin a turn first"):
             write(owner, "review1/out", "too early\n")
@@ -125,7 +117,7 @@ def test_the_owners_out_is_the_turns_answer_read_back_and_in_the_log(anvil_serve
 
 def test_wait_blocks_while_the_owner_works_and_then_answers_await(anvil_server):
     srv = anvil_server
-    with connect(srv, "cond") as owner, connect(srv, "outer") as other:
+    with srv.connect("cond", timeout=TIMEOUT) as owner, srv.connect("outer", timeout=TIMEOUT) as other:
         new_conductor(owner)
         write(owner, "review1/status", "running round=1\n")
         parked = start_blocked_read(other, "review1/wait")  # another conductor waits on this one
@@ -136,7 +128,7 @@ def test_wait_blocks_while_the_owner_works_and_then_answers_await(anvil_server):
 
 def test_a_prompt_is_taken_by_the_owner_from_next_and_answered(anvil_server):
     srv = anvil_server
-    with connect(srv, "cond") as owner, connect(srv, "glenda") as other:
+    with srv.connect("cond", timeout=TIMEOUT) as owner, srv.connect("glenda", timeout=TIMEOUT) as other:
         new_conductor(owner)
         parked = start_blocked_read(owner, "review1/next")  # nothing queued yet
         write(other, "review1/in", "review parser.py\n")
@@ -153,7 +145,7 @@ def test_a_prompt_is_taken_by_the_owner_from_next_and_answered(anvil_server):
 def test_a_stop_from_another_connection_is_seen_by_the_owner(anvil_server):
     srv = anvil_server
     events = Events(srv)
-    with connect(srv, "cond") as owner, connect(srv, "glenda") as other:
+    with srv.connect("cond", timeout=TIMEOUT) as owner, srv.connect("glenda", timeout=TIMEOUT) as other:
         new_conductor(owner)
         write(owner, "review1/status", "running round=1\n")
         parked = start_blocked_read(owner, "review1/next")  # its own turn runs: no prompt to give
@@ -179,7 +171,7 @@ def test_a_stop_from_another_connection_is_seen_by_the_owner(anvil_server):
 
 def test_the_out_of_another_kind_of_session_is_refused(anvil_server):
     srv = anvil_server
-    with connect(srv, "glenda") as client:
+    with srv.connect("glenda", timeout=TIMEOUT) as client:
         write(client, "ctl", "new sim /tmp name=bot1")
         with pytest.raises(ServerError, match=r"out is read-only \(mode 0400\)"):
             write(client, "bot1/out", "an answer\n")
@@ -201,7 +193,7 @@ def test_an_external_session_survives_a_server_sigkill_as_it_was(place):
     """No process to lose: after kill -9 and a new server, the status, out, log and the taken prompt are there."""
     srv = start_server(place, log_name="first.trace")
     try:
-        with connect(srv, "cond") as owner, connect(srv, "glenda") as other:
+        with srv.connect("cond", timeout=TIMEOUT) as owner, srv.connect("glenda", timeout=TIMEOUT) as other:
             new_conductor(owner)
             new_conductor(owner, "idle1")
             write(owner, "review1/status", "running round=1\n")
@@ -213,7 +205,7 @@ def test_an_external_session_survives_a_server_sigkill_as_it_was(place):
         assert srv.stop(sig=signal.SIGKILL) == -signal.SIGKILL
     again = start_server(place, namespace=srv.namespace, state=srv.state, log_name="second.trace")
     try:
-        with connect(again, "cond") as owner:
+        with again.connect("cond", timeout=TIMEOUT) as owner:
             assert read(owner, "review1/status") == "running workflow=review step=fix round=2\n"
             assert read(owner, "idle1/status") == "idle\n"
             assert read(owner, "review1/out") == "round 1: 3 issues\n"
@@ -232,7 +224,7 @@ def test_an_answer_begun_in_one_turn_is_not_taken_for_the_next(anvil_server):
     """Found in review: the turn ended (interrupted) and another began before the answer's clunk."""
     srv = anvil_server
     events = Events(srv)
-    with connect(srv, "cond") as owner, connect(srv, "glenda") as other:
+    with srv.connect("cond", timeout=TIMEOUT) as owner, srv.connect("glenda", timeout=TIMEOUT) as other:
         new_conductor(owner)
         write(other, "review1/in", "prompt one\n")
         write(other, "review1/in", "prompt two\n")

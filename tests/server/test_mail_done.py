@@ -20,7 +20,7 @@ from anvilfs.client import Client, ServerError
 from anvilfs.ninep import Dialect
 from anvilfs.ninep import messages as m
 from harness.inotify import FileOpens
-from harness.mailbox import connect, mail
+from harness.mailbox import mail
 from harness.server import anvil_server
 
 MESSAGES = 30
@@ -29,14 +29,14 @@ MESSAGES = 30
 @pytest.fixture
 def srv():
     with anvil_server(trace=False) as server:
-        with connect(server) as client:
+        with server.connect(dialect=Dialect.P2000U) as client:
             client.write_file("ctl", b"new sim /tmp name=dev\n")
         yield server
 
 
 def acknowledged(srv, count: int) -> list[str]:
     """COUNT messages from dev to human, every other one not ASCII, each acknowledged (rm); their ids."""
-    with connect(srv) as client:
+    with srv.connect(dialect=Dialect.P2000U) as client:
         ids = [mail(client, "dev", "human", f"café ☕ {i}" if i % 2 else f"plain {i}", "naïve — body " * i)
                for i in range(count)]
         for ident in ids:
@@ -74,11 +74,11 @@ def lengths_ls_l(client: Client, path: str) -> dict[str, int]:
                          ids=["9P2000.u", "9P2000.L"])
 def test_a_done_listing_reads_no_message_yet_gives_the_lengths_reads_give(srv, dialect, listing):
     ids = acknowledged(srv, MESSAGES)
-    with FileOpens(srv.state / "mail" / "human" / "done") as opens, connect(srv, dialect=dialect) as client:
+    with FileOpens(srv.state / "mail" / "human" / "done") as opens, srv.connect(dialect=dialect) as client:
         lengths = listing(client, "human/done")
         assert sorted(lengths) == [f"{i}.json" for i in ids]
         assert opens.names() == [], "listing done/ opened or read stored messages"
-        with connect(srv) as reader:
+        with srv.connect(dialect=Dialect.P2000U) as reader:
             contents = {name: reader.read_file(f"human/done/{name}") for name in lengths}
         assert opens.names(), "the watch saw no reads at all: its silence above proves nothing"
     assert {name: len(data) for name, data in contents.items()} == lengths
@@ -91,7 +91,7 @@ def test_a_stored_message_damaged_on_disk_reads_as_long_as_its_listing_says(srv)
     damaged = srv.state / "mail" / "human" / "done" / "0000000000000001.json"
     damaged.write_bytes(b'{"id": "0000000000000001", "body": "caf\xe9 \xff"}\n')  # Latin-1, and a stray byte
     damaged.chmod(0o600)
-    with connect(srv) as client:
+    with srv.connect(dialect=Dialect.P2000U) as client:
         lengths = lengths_9p2000u(client, "human/done")
         assert sorted(lengths) == ["0000000000000001.json", f"{ident}.json"]
         data = client.read_file("human/done/0000000000000001.json")
@@ -100,7 +100,7 @@ def test_a_stored_message_damaged_on_disk_reads_as_long_as_its_listing_says(srv)
 
 
 def test_a_body_with_a_lone_surrogate_escape_is_refused_saying_why(srv):
-    with connect(srv, uname="dev") as client:
+    with srv.connect(uname="dev", dialect=Dialect.P2000U) as client:
         with pytest.raises(ServerError, match=r"body: has a lone surrogate \\ud800 at character 2; write the char"):
             mail(client, "dev", "human", "odd", "ab\ud800c")  # json.dumps writes it as the escape \ud800
         assert client.list_dir("human/inbox") == []

@@ -14,7 +14,6 @@ import json
 import random
 import shutil
 import signal
-import socket
 import tempfile
 import threading
 import time
@@ -22,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from anvilfs.client import Client, ServerError
+from anvilfs.client import ServerError
 from anvilfs.ninep import consts as c
 from anvilfs.ninep import messages as m
 from harness.server import AnvilServer, start_server
@@ -33,16 +32,9 @@ CLIENTS = 4
 PARTICIPANTS = ["human"] + [f"p{i}" for i in range(5)]
 
 
-def connect(srv: AnvilServer) -> Client:
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    sock.settimeout(20)  # a server that stops answering fails the test instead of hanging it
-    sock.connect(str(srv.socket))
-    return Client(sock, uname="durability")
-
-
 def send_burst(srv: AnvilServer, plan: list[tuple[str, str, str]], answered: list, failures: list) -> None:
     try:
-        with connect(srv) as client:
+        with srv.connect("durability", timeout=20) as client:
             for sender, to, subject in plan:
                 fid = client.open(f"{sender}/mail", c.ORDWR)
                 client.write_all(fid, json.dumps({"to": to, "type": "QUERY_REQUEST", "subject": subject, "body": ""}).encode())
@@ -57,7 +49,7 @@ def send_burst(srv: AnvilServer, plan: list[tuple[str, str, str]], answered: lis
 
 
 def inboxes(srv: AnvilServer) -> dict[str, list[dict]]:
-    with connect(srv) as client:
+    with srv.connect("durability", timeout=20) as client:
         found = {}
         for who in PARTICIPANTS:
             found[who] = [json.loads(client.read_file(f"{who}/inbox/{s.name}")) for s in client.list_dir(f"{who}/inbox")]
@@ -65,7 +57,7 @@ def inboxes(srv: AnvilServer) -> dict[str, list[dict]]:
 
 
 def ack_all(srv: AnvilServer, found: dict[str, list[dict]]) -> None:
-    with connect(srv) as client:
+    with srv.connect("durability", timeout=20) as client:
         for who, messages in found.items():
             for msg in messages:
                 client.rpc(m.Tremove(tag=0, fid=client.walk(f"{who}/inbox/{msg['id']}.json")))
@@ -79,7 +71,7 @@ def test_no_answered_message_is_lost_or_doubled_over_twenty_sigkills():
     srv = None
     try:
         srv = start_server(base, trace=False)
-        with connect(srv) as client:
+        with srv.connect("durability", timeout=20) as client:
             for name in PARTICIPANTS[1:]:
                 client.write_file("ctl", f"new sim /tmp name={name}\n".encode())
         for round_no in range(ROUNDS):

@@ -7,7 +7,6 @@ import contextlib
 import errno
 import json
 import select
-import socket
 import subprocess
 import sys
 import tempfile
@@ -24,13 +23,6 @@ from anvilfs.ninep import messages as m
 from harness.server import REPO_ROOT, AnvilServer, anvil_server
 
 MSG = {"to": "human", "type": "QUERY_REQUEST", "subject": "where is the config?", "body": "thanks"}
-
-
-def connect(srv: AnvilServer, uname: str = "tester", dialect: Dialect = Dialect.P2000U) -> Client:
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    sock.settimeout(30)  # a server that stops answering fails the test instead of hanging it
-    sock.connect(str(srv.socket))
-    return Client(sock, uname=uname, dialect=dialect)
 
 
 def refusal(client: Client, msg: m.Message) -> tuple[int, str]:
@@ -64,14 +56,14 @@ def message(client: Client, path: str) -> dict:
 @pytest.fixture
 def srv():
     with anvil_server(trace=False) as server:
-        with connect(server) as client:
+        with server.connect(dialect=Dialect.P2000U) as client:
             client.write_file("ctl", b"new sim /tmp name=dev\n")
             client.write_file("ctl", b"new sim /tmp name=rev\n")
         yield server
 
 
 def test_a_message_is_sent_from_the_files_owner_and_waits_in_the_inbox_until_rm(srv):
-    with connect(srv, uname="somebody-else") as client:
+    with srv.connect(uname="somebody-else", dialect=Dialect.P2000U) as client:
         events = client.open("events", c.OREAD)  # it shows what happens from its open on
         answer = write_mail(client, "dev", json.dumps(MSG).encode())
         assert answer.endswith("\n") and len(answer.strip()) == 16 and answer.strip().isdigit(), answer
@@ -93,7 +85,7 @@ def test_a_message_is_sent_from_the_files_owner_and_waits_in_the_inbox_until_rm(
 
 
 def test_ids_grow_in_acceptance_order_and_several_writes_make_one_message(srv):
-    with connect(srv) as client:
+    with srv.connect(dialect=Dialect.P2000U) as client:
         data = json.dumps(MSG | {"body": "x" * 20000}).encode()
         fid = client.open("rev/mail", c.OWRITE)
         offset = 0
@@ -123,7 +115,7 @@ BAD = [
 
 @pytest.mark.parametrize("data,code,words", BAD, ids=[w for _, _, w in BAD])
 def test_every_bad_message_is_refused_clearly_and_changes_nothing(srv, data, code, words):
-    with connect(srv) as client:
+    with srv.connect(dialect=Dialect.P2000U) as client:
         # one Twrite that completes the JSON is checked at that Twrite, with the errno that fits
         fid = client.open("dev/mail", c.ORDWR)
         got_errno, text = refusal(client, m.Twrite(tag=0, fid=fid, offset=0, data=data)) if data.endswith(b"}") else (None, "")
@@ -140,7 +132,7 @@ def test_every_bad_message_is_refused_clearly_and_changes_nothing(srv, data, cod
 
 
 def test_oversized_mail_fails_at_the_twrite_that_passes_the_limit(srv):
-    with connect(srv) as client:
+    with srv.connect(dialect=Dialect.P2000U) as client:
         fid = client.open("dev/mail", c.OWRITE)
         client.write_chunk(fid, 0, b'{"to":"human","type":"QUERY_REQUEST","subject":"big","body":"')
         code, text = refusal(client, m.Twrite(tag=0, fid=fid, offset=61, data=b"x" * 65536))
@@ -153,7 +145,7 @@ def test_oversized_mail_fails_at_the_twrite_that_passes_the_limit(srv):
 def test_a_full_inbox_refuses_the_sender_with_enospc_and_drops_nothing(tmp_path):
     config = tmp_path / "config.toml"
     config.write_text("[limits]\nmax_inbox = 3\n")
-    with anvil_server(trace=False, extra_args=["--config", str(config)]) as server, connect(server) as client:
+    with anvil_server(trace=False, extra_args=["--config", str(config)]) as server, server.connect(dialect=Dialect.P2000U) as client:
         client.write_file("ctl", b"new sim /tmp name=dev\n")
         sent = [write_mail(client, "dev", json.dumps(MSG | {"subject": f"n{i}"}).encode()).strip() for i in range(3)]
         fid = client.open("dev/mail", c.OWRITE)
@@ -167,7 +159,7 @@ def test_a_full_inbox_refuses_the_sender_with_enospc_and_drops_nothing(tmp_path)
 
 
 def test_what_cannot_be_removed_says_so_and_a_stopped_sessions_directory_can(srv):
-    with connect(srv) as client:
+    with srv.connect(dialect=Dialect.P2000U) as client:
         for path, code in (("list", errno.EPERM), ("human/approvals", errno.EPERM), ("human", errno.EPERM),
                            ("dev/out", errno.EPERM), ("dev", errno.EBUSY)):
             assert refusal(client, m.Tremove(tag=0, fid=client.walk(path)))[0] == code, path
@@ -181,7 +173,7 @@ def test_what_cannot_be_removed_says_so_and_a_stopped_sessions_directory_can(srv
 
 
 def test_a_removed_sessions_unread_mail_is_kept_in_the_history(srv):
-    with connect(srv) as client:
+    with srv.connect(dialect=Dialect.P2000U) as client:
         ident = write_mail(client, "human", json.dumps(MSG | {"to": "dev"}).encode()).strip()
         client.write_file("dev/ctl", b"stop\n")
         events = client.open("events", c.OREAD)
@@ -194,7 +186,7 @@ def test_a_removed_sessions_unread_mail_is_kept_in_the_history(srv):
 
 
 def test_notify_and_ephemeral_together_are_refused(srv):
-    with connect(srv) as client:
+    with srv.connect(dialect=Dialect.P2000U) as client:
         fid = client.open("ctl", c.OWRITE)
         code, text = refusal(client, m.Twrite(tag=0, fid=fid, offset=0, data=b"new sim /tmp name=x ephemeral notify\n"))
         assert code == errno.EINVAL and "x" not in names(client, ""), text
@@ -202,7 +194,7 @@ def test_notify_and_ephemeral_together_are_refused(srv):
 
 def test_twenty_concurrent_senders_to_one_inbox_lose_nothing_and_keep_each_senders_order(srv):
     senders, each = 20, 25
-    with connect(srv) as client:
+    with srv.connect(dialect=Dialect.P2000U) as client:
         for k in range(senders):
             client.write_file("ctl", f"new sim /tmp name=w{k}\n".encode())
     answered: dict[int, list[str]] = {}
@@ -210,7 +202,7 @@ def test_twenty_concurrent_senders_to_one_inbox_lose_nothing_and_keep_each_sende
 
     def send_all(k: int) -> None:
         try:
-            with connect(srv, uname=f"w{k}") as client:
+            with srv.connect(uname=f"w{k}", dialect=Dialect.P2000U) as client:
                 answered[k] = [write_mail(client, f"w{k}", json.dumps(MSG | {"subject": f"w{k} #{i}"}).encode()).strip()
                                for i in range(each)]
         except Exception as exc:  # reported below: a thread's exception would be lost
@@ -223,7 +215,7 @@ def test_twenty_concurrent_senders_to_one_inbox_lose_nothing_and_keep_each_sende
         t.join(timeout=120)
         assert not t.is_alive(), "a sender did not finish in 120 s"
     assert not failures, failures
-    with connect(srv) as client:
+    with srv.connect(dialect=Dialect.P2000U) as client:
         inbox = names(client, "human/inbox")
         ids = [i for k in range(senders) for i in answered[k]]
         assert len(set(ids)) == senders * each and sorted(f"{i}.json" for i in ids) == inbox
@@ -285,13 +277,13 @@ def cli(srv: AnvilServer, *args: str, input: str = "", env: dict | None = None) 
 def test_the_approval_round_trip_through_files_notify_and_the_cli(srv, notifier):
     request = {"to": "human", "type": "APPROVAL_REQUEST", "subject": "OAuth implementation",
                "body": "Implemented OAuth login. All tests pass. Please review and approve."}
-    with connect(srv, uname="dev") as client:  # the agent, as IDEAS.md has it: 9p write agent/dev/mail
+    with srv.connect(uname="dev", dialect=Dialect.P2000U) as client:  # the agent, as IDEAS.md has it: 9p write agent/dev/mail
         ident = write_mail(client, "dev", json.dumps(request).encode()).strip()
     assert wait_for_lines(notifier, 1, "the request") == ["dev|APPROVAL_REQUEST|OAuth implementation"]
     assert cli(srv, "read", "agent/human/approvals") == f"{ident} dev - OAuth implementation\n"
     assert cli(srv, "inbox") == f"{ident} dev APPROVAL_REQUEST OAuth implementation\n"
     answer = cli(srv, "approve", ident).strip()
-    with connect(srv) as client:
+    with srv.connect(dialect=Dialect.P2000U) as client:
         assert names(client, "dev/inbox") == [f"{answer}.json"]
         got = message(client, f"dev/inbox/{answer}.json")
         assert (got["from"], got["type"], got["re"], got["subject"]) == ("human", "APPROVAL_RESPONSE", ident, "approved")
@@ -308,7 +300,7 @@ def test_the_approval_round_trip_through_files_notify_and_the_cli(srv, notifier)
 
 def test_notify_announces_the_requests_waiting_when_it_starts(srv):
     def request(kind: str, subject: str) -> str:
-        with connect(srv, uname="dev") as client:
+        with srv.connect(uname="dev", dialect=Dialect.P2000U) as client:
             return write_mail(client, "dev", json.dumps({"to": "human", "type": kind, "subject": subject,
                                                           "body": ""}).encode()).strip()
     answered = request("APPROVAL_REQUEST", "answered before")
@@ -335,14 +327,14 @@ def test_a_bead_that_requires_approval_asks_human_and_its_worker_gets_the_answer
     ident = line.split()[0]
     assert line == f"{ident} dev {bead} approve bead {bead}: Implement OAuth\n"
     # the worker cannot approve its own work, through the mail either
-    with connect(srv, uname="dev") as client:
+    with srv.connect(uname="dev", dialect=Dialect.P2000U) as client:
         own = write_mail(client, "dev", json.dumps({"to": "dev", "type": "APPROVAL_RESPONSE", "subject": "approved",
                                                      "body": "", "re": ident}).encode())
         assert own.startswith("error: ") and "only human answers it" in own
     cli(srv, "reject", bead, "no tests for the callback")
     assert cli(srv, "read", f"agent/beads/{bead}/status") == "in_progress\n"
     assert cli(srv, "read", f"agent/beads/{bead}/review") == "no tests for the callback\n"
-    with connect(srv) as client:
+    with srv.connect(dialect=Dialect.P2000U) as client:
         [answer] = names(client, "dev/inbox")
         got = message(client, f"dev/inbox/{answer}")
         assert (got["type"], got["re"], got["bead"], got["subject"]) == \
@@ -352,6 +344,6 @@ def test_a_bead_that_requires_approval_asks_human_and_its_worker_gets_the_answer
     cli(srv, "write", f"agent/beads/{bead}/ctl", "approve")  # on the bead's ctl: the request is answered too
     assert cli(srv, "read", f"agent/beads/{bead}/status") == "completed\n"
     assert cli(srv, "read", "agent/human/approvals") == ""
-    with connect(srv) as client:
+    with srv.connect(dialect=Dialect.P2000U) as client:
         subjects = sorted(message(client, f"dev/inbox/{n}")["subject"] for n in names(client, "dev/inbox"))
         assert subjects == [f"approved bead {bead}", "rejected: no tests for the callback"]

@@ -14,7 +14,8 @@ from types import SimpleNamespace
 import pytest
 
 from anvilfs.client import Client, mailcmds
-from harness.mailbox import connect, mail
+from anvilfs.ninep import Dialect
+from harness.mailbox import mail
 from harness.server import anvil_server
 
 
@@ -39,19 +40,19 @@ class AcknowledgedAfterListing:
 @pytest.fixture
 def srv():
     with anvil_server(trace=False) as server:
-        with connect(server) as client:
+        with server.connect(dialect=Dialect.P2000U) as client:
             client.write_file("ctl", b"new sim /tmp name=dev\n")
         yield server
 
 
 def three_requests(srv) -> list[str]:
-    with connect(srv, uname="dev") as client:
+    with srv.connect(uname="dev", dialect=Dialect.P2000U) as client:
         return [mail(client, "dev", "human", f"PR {n}", kind="REVIEW_REQUEST") for n in (7, 8, 9)]
 
 
 def test_inbox_leaves_out_a_message_acknowledged_after_the_listing_and_says_nothing(srv, capsys):
     first, gone, last = three_requests(srv)
-    with connect(srv) as client, connect(srv) as other:
+    with srv.connect(dialect=Dialect.P2000U) as client, srv.connect(dialect=Dialect.P2000U) as other:
         racing = AcknowledgedAfterListing(client, other, gone)
         assert mailcmds.inbox(racing, "", SimpleNamespace(participant="human")) == 0
         assert f"{gone}.json" in racing.listed  # the listing had it: the race did happen
@@ -62,7 +63,7 @@ def test_inbox_leaves_out_a_message_acknowledged_after_the_listing_and_says_noth
 
 def test_notify_leaves_out_a_request_acknowledged_after_the_listing(srv, capsys):
     first, gone, last = three_requests(srv)
-    with connect(srv) as client, connect(srv) as other:
+    with srv.connect(dialect=Dialect.P2000U) as client, srv.connect(dialect=Dialect.P2000U) as other:
         racing = AcknowledgedAfterListing(client, other, gone)
         assert mailcmds._tell_waiting(racing, "", [], False) == {first, last}
         assert f"{gone}.json" in racing.listed

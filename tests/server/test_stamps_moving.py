@@ -13,10 +13,10 @@ import sys
 import time
 from pathlib import Path
 
+from anvilfs.ninep import Dialect
 from anvilfs.ninep import consts as c
 from harness.cli_runs import ok, stamp
 from harness.fakes import FAKE_AGENT
-from harness.mailbox import connect
 from harness.server import AnvilServer, anvil_server
 
 # one turn at a time across the backend's sessions: a second session's turn begins and waits, with no process
@@ -34,7 +34,7 @@ class Follower:
 
     def __init__(self, srv: AnvilServer, path: str):
         self.path, self.seen = path, ""
-        self.client = connect(srv)
+        self.client = srv.connect(dialect=Dialect.P2000U)
         self.fid = self.client.open(path, c.OREAD)
 
     def until(self, text: str) -> None:
@@ -85,7 +85,7 @@ def test_pid_moves_when_the_agents_process_begins_and_ends_and_not_otherwise(tmp
 
 def created(srv: AnvilServer, ctl: str, command: str) -> str:
     """The id a `new` written to a ctl file gives (read back on the same open)."""
-    with connect(srv) as client:
+    with srv.connect(dialect=Dialect.P2000U) as client:
         fid = client.open(ctl, c.ORDWR)
         client.write_chunk(fid, 0, command.encode())
         return client.read_chunk(fid, 0).decode().strip()

@@ -25,14 +25,12 @@ not the server's: the length it is given when it asks is the whole answer.
 from __future__ import annotations
 
 import shutil
-import socket
 import tempfile
 import threading
 from pathlib import Path
 
 import pytest
 
-from anvilfs.client import Client
 from anvilfs.ninep import consts as c
 from harness.server import AnvilServer, start_server
 from harness.vm import ensure_assets, run_in_guest, sections
@@ -61,16 +59,9 @@ def guest_assets() -> None:
     ensure_assets()
 
 
-def _connect(srv: AnvilServer) -> Client:
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    sock.settimeout(DEADLINE)  # a read that blocks past it fails, naming what it waited for
-    sock.connect(str(srv.socket))
-    return Client(sock, uname="host")
-
-
 def _turns_before_the_guest(srv: AnvilServer) -> str:
     """Turn 1 done, turn 2 hanging, turn 3 queued; the answer of turn 1."""
-    with _connect(srv) as host:
+    with srv.connect("host", timeout=DEADLINE) as host:
         host.write_file("ctl", b"new sim /tmp name=vm\n")
         host.write_file("vm/in", b"first\n")
         assert host.read_file("vm/wait") == b"await\n"
@@ -83,7 +74,7 @@ def _turns_before_the_guest(srv: AnvilServer) -> str:
 
 def _interrupt_on_go(srv: AnvilServer, failed: list[BaseException]) -> threading.Thread:
     """Follow `events` from now on; once the guest made `go`, interrupt the hanging turn."""
-    host = _connect(srv)
+    host = srv.connect("host", timeout=DEADLINE)
     events = host.open("events", c.OREAD)
 
     def follow() -> None:
