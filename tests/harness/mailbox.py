@@ -2,8 +2,23 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 from anvilfs.client import Client
 from anvilfs.client.mailcmds import send
+from anvilfs.ninep import Dialect
+
+from .server import AnvilServer, anvil_server
+
+
+@contextmanager
+def server_with_dev() -> Iterator[AnvilServer]:
+    """A server with one sim session `dev`: a participant of the mail besides human."""
+    with anvil_server(trace=False) as server:
+        with server.connect(dialect=Dialect.P2000U) as client:
+            client.write_file("ctl", b"new sim /tmp name=dev\n")
+        yield server
 
 
 def mail(client: Client, sender: str, to: str, subject: str, body: str = "", kind: str = "QUERY_REQUEST") -> str:

@@ -20,17 +20,14 @@ from anvilfs.client import Client, ServerError
 from anvilfs.ninep import Dialect
 from anvilfs.ninep import messages as m
 from harness.inotify import FileOpens
-from harness.mailbox import mail
-from harness.server import anvil_server
+from harness.mailbox import mail, server_with_dev
 
 MESSAGES = 30
 
 
 @pytest.fixture
 def srv():
-    with anvil_server(trace=False) as server:
-        with server.connect(dialect=Dialect.P2000U) as client:
-            client.write_file("ctl", b"new sim /tmp name=dev\n")
+    with server_with_dev() as server:
         yield server
 
 

@@ -15,8 +15,7 @@ import pytest
 
 from anvilfs.client import Client, mailcmds
 from anvilfs.ninep import Dialect
-from harness.mailbox import mail
-from harness.server import anvil_server
+from harness.mailbox import mail, server_with_dev
 
 
 class AcknowledgedAfterListing:
@@ -39,9 +38,7 @@ class AcknowledgedAfterListing:
 
 @pytest.fixture
 def srv():
-    with anvil_server(trace=False) as server:
-        with server.connect(dialect=Dialect.P2000U) as client:
-            client.write_file("ctl", b"new sim /tmp name=dev\n")
+    with server_with_dev() as server:
         yield server
 
 
