@@ -69,7 +69,7 @@ def until(predicate, what: str, pump: int | None = None) -> None:
 def ended(pid: int) -> bool:
     try:
         return Path(f"/proc/{pid}/stat").read_text().split()[2] in "ZX"  # an orphan not reaped yet has ended too
-    except FileNotFoundError:
+    except (FileNotFoundError, ProcessLookupError):  # gone; ESRCH when it is reaped between the open and the read
         return True
 
 
