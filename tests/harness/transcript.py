@@ -117,3 +117,9 @@ HELLO = """
 > Tattach tag 1 fid 0 afid 4294967295 uname glenda aname ""
 < Rattach tag 1 qid (0x80 0 *)
 """
+HELLO_L = """
+> Tversion tag 65535 msize 8192 version 9P2000.L
+< Rversion *
+> Tattach tag 1 fid 0 afid 4294967295 uname glenda aname "" n_uname 0
+< Rattach *
+"""  # the same in 9P2000.L, as Linux's v9fs begins

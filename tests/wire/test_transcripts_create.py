@@ -7,16 +7,12 @@ import trio
 import trio.testing
 
 from harness.apps import until
-from harness.transcript import HELLO, served
+from harness.transcript import HELLO, HELLO_L, served
 
 
 async def test_truncation_is_accepted_and_ignored():
     async with served() as (app, [peer]):
-        await peer.play("""
-> Tversion tag 65535 msize 8192 version 9P2000.L
-< Rversion *
-> Tattach tag 1 fid 0 afid 4294967295 uname glenda aname "" n_uname 0
-< Rattach *
+        await peer.play(HELLO_L + """
 > Twalk tag 2 fid 0 newfid 1 wnames [ctl]
 < Rwalk *
 > Tlopen tag 3 fid 1 flags 513
@@ -68,11 +64,7 @@ async def test_create_of_an_existing_file_opens_it_and_an_empty_open_is_no_promp
 
 async def test_lcreate_of_an_existing_file_opens_it_unless_exclusive():
     async with served() as (app, [peer]):
-        await peer.play("""
-> Tversion tag 65535 msize 8192 version 9P2000.L
-< Rversion *
-> Tattach tag 1 fid 0 afid 4294967295 uname glenda aname "" n_uname 0
-< Rattach *
+        await peer.play(HELLO_L + """
 > Twalk tag 2 fid 0 newfid 1 wnames []
 < Rwalk tag 2 wqids []
 # O_WRONLY|O_CREAT|O_EXCL: EEXIST, and the fid still names the directory

@@ -3,7 +3,7 @@ breaks behind a file, is answered with an error, never a hang-up."""
 
 from __future__ import annotations
 
-from harness.transcript import HELLO, served
+from harness.transcript import HELLO, HELLO_L, served
 
 
 async def test_write_to_read_only_file_and_read_of_write_only():
@@ -22,11 +22,7 @@ async def test_write_to_read_only_file_and_read_of_write_only():
 
 async def test_ops_that_make_no_sense_get_errors_not_hangups():
     async with served() as (app, [peer]):
-        await peer.play("""
-> Tversion tag 65535 msize 8192 version 9P2000.L
-< Rversion *
-> Tattach tag 1 fid 0 afid 4294967295 uname glenda aname "" n_uname 0
-< Rattach *
+        await peer.play(HELLO_L + """
 > Tmkdir tag 2 dfid 0 name x mode 493 gid 0
 < Rlerror tag 2 ecode 1
 > Tlcreate tag 3 fid 0 name x flags 0 mode 420 gid 0
