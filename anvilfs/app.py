@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -49,6 +50,9 @@ class App:
             backends, self.events, limits=limits, restart=restart, roles=roles,
             store=SessionStore(state) if state is not None else None, publish=self.bus.publish,
             **({"agent_env": agent_env} if agent_env else {}),
+            # each session's private directory for the files its CLI reads (backends/agent_tools.py)
+            **({"agent_home": lambda name, agents=state.subdir("agents").path: os.path.join(agents, name)}
+               if state is not None else {}),
         )
         # beads and convoys are committed to git (STATE/.git) soon after each durable change
         self.history = GitHistory(state, on_error=lambda text: self.record_error("history", text)) if state else None

@@ -175,6 +175,13 @@ def _add_web(sub) -> None:
     web.add_argument("--port", type=int, default=0, metavar="N", help="the loopback port (default: one the system picks)")
 
 
+def _add_mcp(sub) -> None:
+    _add_command(sub, "mcp", "serve this session's tools to its agent CLI (Model Context Protocol, stdio)",
+                 "Run by an agent CLI that anvilfs started, never by hand: it acts as $ANVILFS_SESSION on the server "
+                 "at $ANVILFS_ADDRESS, which the server sets for its agents. docs/bots.md lists the tools.",
+                 ["anvilfs mcp   # in a CLI's MCP configuration: {\"command\": \"anvilfs\", \"args\": [\"mcp\"]}"])
+
+
 def _parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(prog="anvilfs", description=DESCRIPTION, epilog=EXAMPLES, formatter_class=_Formatter)
     top.add_argument("--version", action="version", version=f"anvilfs {__version__}")
@@ -193,6 +200,7 @@ def _parser() -> argparse.ArgumentParser:
     for name, (summary, detail, examples, add_arguments) in ROOT_PARSERS.items():
         add_arguments(_add_command(sub, name, summary, detail, examples))
     _add_web(sub)
+    _add_mcp(sub)
     for name in ("read", "stat", "rdwr"):
         commands[name].add_argument("name", metavar="NAME", help="the file, e.g. agent/list")
     commands["rm"].add_argument("names", nargs="+", metavar="NAME", help="a file to remove, e.g. agent/bot1/inbox/ID.json")
@@ -234,7 +242,7 @@ def run() -> NoReturn:
     os._exit(status)
 
 
-_SERVER_COMMANDS = ("serve", "install-service", "web")
+_SERVER_COMMANDS = ("serve", "install-service", "web", "mcp")
 
 
 def _dispatch(parser: argparse.ArgumentParser, args) -> int:
@@ -249,6 +257,10 @@ def _dispatch(parser: argparse.ArgumentParser, args) -> int:
         from .web import main as web  # noqa: PLC0415 - trio and the web libraries, for this command alone
 
         return web(args)
+    if args.command == "mcp":
+        from .mcpserver.serve import main as mcp  # noqa: PLC0415 - the MCP SDK, for this command alone
+
+        return mcp(args)
     try:
         status = _run_client_command(args)
         sys.stdout.flush()  # here, so a closed pipe is seen now and not at exit

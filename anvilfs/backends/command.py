@@ -67,6 +67,7 @@ import trio
 from ..config.model import CommandBackendConfig, placeholders
 from ..sessions.backend import Agent, AgentExited, AgentFailed, Backend, NothingToResume, Output, SessionInfo, TurnFailed
 from .conversation import TurnGate, found_in, look_up
+from .agent_tools import Wiring, wire, with_tools
 
 KILL_GRACE = 2.0  # seconds between SIGTERM and SIGKILL
 DRAIN_GRACE = 1.0  # seconds to finish reading after exit (a leftover child may hold the pipes)
@@ -125,6 +126,7 @@ class CommandAgent(Agent):
         # the first turn failed and its conversation was kept (restart_after_failed_first_turn = false):
         # the CLI may have saved it, or not (cut short as it started)
         self.unsure = bool(saved.get("unsure"))
+        self._wiring: Wiring | None = None
 
     async def start(self) -> None:
         why = _missing(self.config)
@@ -248,8 +250,15 @@ class CommandAgent(Agent):
         return stderr
 
     def _argv(self, prompt: str) -> list[str]:
-        return self._fill(self.config.resume_argv if self.turns and self.config.resume_argv else self.config.argv,
+        argv = self._fill(self.config.resume_argv if self.turns and self.config.resume_argv else self.config.argv,
                           prompt)
+        return with_tools(argv, self._tools())
+
+    def _tools(self) -> Wiring:
+        """anvilfs's tools for the CLI (agent_tools.py), worked out at the first run."""
+        if self._wiring is None:
+            self._wiring = wire(self.config.argv[0], self.session, self.config.env) if self.config.mcp else Wiring()
+        return self._wiring
 
     def _fill(self, template: list[str], prompt: str) -> list[str]:
         values = {
@@ -265,7 +274,7 @@ class CommandAgent(Agent):
         return [word.format_map(values) for word in template]
 
     async def _spawn(self, argv: list[str]) -> trio.Process:
-        env = {**os.environ, **self.config.env, **self.session.env}
+        env = {**os.environ, **self.config.env, **self.session.env, **self._tools().env}
         stdin = subprocess.PIPE if self.config.prompt == "stdin" else subprocess.DEVNULL
         try:
             process = await trio.lowlevel.open_process(

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import hashlib
 
-from ..config import Config
+from ..config import Config, ConfigError
+from .agent_tools import known_programs, wiring_for
 from ..sessions import Backend
 from .command import CommandBackend
 from .external import ExternalBackend
@@ -21,6 +22,10 @@ def tmux_session_for(namespace: str) -> str:
 def build_backends(config: Config, *, tmux_session: str, tmux_socket: str | None = None) -> dict[str, Backend]:
     backends: dict[str, Backend] = {}
     for name, cfg in sorted(config.backends.items()):
+        if getattr(cfg, "mcp", False) and wiring_for(cfg.argv[0]) is None:
+            raise ConfigError(f"[backends.{name}] mcp = true: anvilfs knows how to give its tools to "
+                              f"{', '.join(known_programs())}, and {cfg.argv[0]!r} is none of them; "
+                              "write mcp = false, or leave it out")
         if cfg.kind == "command":
             backend: Backend = CommandBackend(name, cfg)
         elif cfg.kind == "tmux":

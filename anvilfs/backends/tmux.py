@@ -60,6 +60,7 @@ import trio
 from ..config.model import TmuxBackendConfig, placeholders
 from ..sessions.backend import Agent, AgentExited, AgentFailed, Backend, Output, PromptNotSent, SessionInfo
 from .tmuxpane import HOOK_OPTION, PANE_FORMAT, Pane, Tmux, TurnStart, last_line, still_typed
+from .agent_tools import Wiring, wire, with_tools
 
 POLL = 0.1  # seconds between looks at the pane during a turn
 EXIT_POLL = 0.5  # seconds between looks for a pane that went away
@@ -142,10 +143,14 @@ class TmuxAgent(Agent):
                 raise AgentFailed("a tmux agent's prompts are typed in: take {prompt} out of its argv")
             if not values[needed]:
                 raise AgentFailed(f"argv needs {{{needed}}}, which session {self.session.name} does not have")
-        return [word.format_map(values) for word in argv]
+        return with_tools([word.format_map(values) for word in argv], self._tools())
+
+    def _tools(self) -> Wiring:
+        """anvilfs's tools for the program (agent_tools.py)."""
+        return wire(self.config.argv[0], self.session, self.config.env) if self.config.mcp else Wiring()
 
     async def _spawn(self) -> Pane:
-        env = {**self.config.env, **self.session.env}
+        env = {**self.config.env, **self.session.env, **self._tools().env}
         # Through env(1) rather than tmux's -e: tmux 3.3 ignores -e PATH (the
         # client's PATH wins), and env makes even a lone word an exec'd
         # argv (tmux gives a single word to the shell). env execs, so the

@@ -21,6 +21,7 @@ BUILTIN_BACKENDS: dict[str, dict] = {
         # resumed, unless it was cut short before that (in its first second), when --resume says so.
         "restart_after_failed_first_turn": False,
         "missing_conversation_pattern": r"(?m)^No conversation found with session ID",
+        "mcp": True,  # anvilfs's tools: backends/agent_tools.py
         "description": "Claude Code, print mode, may edit files in its cwd; each turn resumes its conversation",
     },
     "claude-tmux": {
@@ -28,6 +29,7 @@ BUILTIN_BACKENDS: dict[str, dict] = {
         "argv": ["claude", "--session-id", "{conversation}"],
         "resume_argv": ["claude", "--resume", "{conversation}"],  # --session-id refuses an id in use
         "turn_end": "hook",
+        "mcp": True,  # anvilfs's tools: backends/agent_tools.py
         "description": "Claude Code's own terminal UI in tmux (tmux attach to watch); its hooks end the turns "
                        "and hand in the answers (hooks/README.md)",
     },
@@ -46,6 +48,7 @@ BUILTIN_BACKENDS: dict[str, dict] = {
         # unless cut short before it wrote the session's file, when resume says so.
         "restart_after_failed_first_turn": False,
         "missing_conversation_pattern": r"no rollout found for thread id",
+        "mcp": True,  # anvilfs's tools: backends/agent_tools.py
         # An API it cannot reach makes codex wait for ever ("Reconnecting... waiting for
         # network"), retries or not: an hour bounds that and leaves a long task its time.
         "timeout": 3600,
@@ -59,6 +62,7 @@ BUILTIN_BACKENDS: dict[str, dict] = {
         "argv": ["gemini", "--approval-mode", "auto_edit", "--session-id", "{conversation}"],
         "resume_argv": ["gemini", "--approval-mode", "auto_edit", "--resume", "{conversation}"],
         "env": {"NO_COLOR": "1"},  # its fatal errors come in red otherwise
+        "mcp": True,  # anvilfs's tools: backends/agent_tools.py
         # A failed model call ends with "An unexpected critical error occurred:[object Object]", a
         # failed resume with advice: the API's own text, or why the resume failed, is further up.
         # A failed first prompt is dropped from its session, which it then will neither resume nor start.

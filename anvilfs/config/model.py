@@ -77,6 +77,9 @@ class CommandBackendConfig(_Strict):
     # With false: a regex that, in the stderr of that next (resumed) turn when it fails, says the CLI saved no
     # conversation (it was cut short as it started): the prompt then runs again at once with argv.
     missing_conversation_pattern: str = ""
+    # Give the agent anvilfs's tools (`anvilfs mcp`, the brief, the shell path): for claude, codex and gemini
+    # (backends/agent_tools.py); the built-ins of those say true.
+    mcp: bool = False
     description: str = ""
 
     _argv = field_validator("argv", "resume_argv", "conversation_argv")(_check_argv)
@@ -125,6 +128,7 @@ class TmuxBackendConfig(_Strict):
     quiet_seconds: float = Field(default=5.0, gt=0)  # quiet: pane unchanged this long ends a turn
     ready_seconds: float = Field(default=2.0, ge=0)  # time the program gets to start before the first prompt
     env: dict[str, str] = {}
+    mcp: bool = False  # as a command backend's
     description: str = ""
 
     _argv = field_validator("argv", "resume_argv")(_check_argv)

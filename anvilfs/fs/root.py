@@ -15,7 +15,7 @@ from .mail_dir import Report, human_directory, mailbox_entries
 from .session_dir import session_directory
 from .stamps import Follows, JournalStamp, follows
 
-NEW_USAGE = "new <backend> <cwd> [name=N] [role=R] [model=M] [ephemeral] [notify]"
+NEW_USAGE = "new <backend> <cwd> [name=N] [role=R] [model=M] [ephemeral] [notify] [conductor]"
 
 
 class AgentTree:
@@ -30,7 +30,7 @@ class AgentTree:
         files = [
             CtlFile("ctl", "ctl", CommandTable([
                 Command("new", self._new, NEW_USAGE, min_words=2, max_words=2,
-                        options=frozenset({"name", "role", "model"}), flags=frozenset({"ephemeral", "notify"})),
+                        options=frozenset({"name", "role", "model"}), flags=frozenset({"ephemeral", "notify", "conductor"})),
             ]), readable=True),
             follows(TextFile("list", "list", self._list), lambda: sessions.version, lambda: sessions.changed_at),
             _journal(StreamFile("events", "events", lambda: JournalCursor(events)), events),
@@ -56,6 +56,7 @@ class AgentTree:
         session = self.sessions.new(
             backend, cwd, name=args.options.get("name", ""), role=args.options.get("role", ""),
             model=args.options.get("model", ""), ephemeral="ephemeral" in args.flags, notify="notify" in args.flags,
+            conductor="conductor" in args.flags,
         )
         return session.name
 

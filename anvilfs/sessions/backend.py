@@ -92,6 +92,8 @@ class SessionInfo:
     model: str = ""
     conversation: str = ""  # an id for CLIs that resume a conversation by id
     env: dict[str, str] = field(default_factory=dict)  # ANVILFS_SESSION etc., for the agent's environment
+    conductor: bool = False  # made with `conductor`: its agent also gets the tools that drive other sessions
+    home: str = ""  # a private directory of the session's own (STATE/agents/NAME) for what its CLI reads; "" none
 
 
 class Agent(abc.ABC):

@@ -49,6 +49,7 @@ class Sessions:
         reserved: frozenset[str] = frozenset(),
         roles: Callable[[], dict[str, str]] = dict,
         agent_env: Callable[[str], dict[str, str]] = lambda name: {"ANVILFS_SESSION": name},
+        agent_home: Callable[[str], str] = lambda name: "",
         publish: Callable[[object], None] | None = None,
     ):
         self.backends = backends
@@ -59,6 +60,7 @@ class Sessions:
         self.reserved = reserved  # names taken by the files beside the sessions
         self.roles = roles  # role name -> prompt text, read when needed
         self.agent_env = agent_env
+        self.agent_home = agent_home  # a session's private directory for its CLI's files ("" for none)
         # typed domain events (SessionMoved, SessionEnded): other domains subscribe; `events` shows their lines
         self.publish = publish or EventBus(events).publish
         self._sessions: dict[str, Session] = {}
@@ -98,13 +100,15 @@ class Sessions:
         return list(self._sessions.values())
 
     def info(self, definition: Definition) -> SessionInfo:
+        env = self.agent_env(definition.name) | ({"ANVILFS_CONDUCTOR": "1"} if definition.conductor else {})
         return SessionInfo(name=definition.name, cwd=definition.cwd, role=definition.role, model=definition.model,
-                           conversation=definition.conversation, env=self.agent_env(definition.name))
+                           conversation=definition.conversation, env=env, conductor=definition.conductor,
+                           home=self.agent_home(definition.name))
 
     # ------------------------------------------------------------ creating
 
     def new(self, backend: str, cwd: str, *, name: str = "", role: str = "", model: str = "", ephemeral: bool = False,
-            notify: bool = False) -> Session:
+            notify: bool = False, conductor: bool = False) -> Session:
         chosen = check_new(self.backends, self.roles, backend, cwd, role=role, model=model,
                            ephemeral=ephemeral, notify=notify)
         name = self._check_name(name) if name else self._next_name()
@@ -112,7 +116,8 @@ class Sessions:
             raise TooMany(f"write 'remove' to a stopped session's ctl, or raise [limits] max_sessions: "
                                 f"the session list is too long at {len(self._sessions)}")
         definition = Definition(name=name, backend=backend, cwd=os.path.normpath(cwd), role=role, model=model,
-                                ephemeral=ephemeral, conversation=str(uuid.uuid4()), created=timestamp(), notify=notify)
+                                ephemeral=ephemeral, conversation=str(uuid.uuid4()), created=timestamp(), notify=notify,
+                                conductor=conductor)
         session = self._make(definition, chosen, saved=None)
         try:
             self.saver.save_now(session)
@@ -121,7 +126,7 @@ class Sessions:
             self._table_changed()
             self.saver.forget(session)  # its .toml, kept to be tried again, must not make it exist later
             raise
-        marks = " ephemeral" * ephemeral + " notify" * notify + " simulated" * chosen.simulated
+        marks = " ephemeral" * ephemeral + " notify" * notify + " conductor" * conductor + " simulated" * chosen.simulated
         self.events.append(f"{name} new backend={backend} cwd={definition.cwd}{marks}")
         self._changed(session, saved=True)
         self._start(session)

@@ -32,6 +32,7 @@ class Definition:
     conversation: str = ""
     created: str = ""
     notify: bool = False  # prompted with a notice when mail arrives (never for an ephemeral session)
+    conductor: bool = False  # a bot that coordinates others: its tools also prompt, start and wait on sessions
 
 
 @dataclass(slots=True)

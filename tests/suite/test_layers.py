@@ -4,6 +4,7 @@
     ninep  <-  client (blocking sockets; nothing of the server, no trio)
     ninep, client  <-  aioclient (trio; nothing of the server)
     client, aioclient  <-  web (the browser view: the files only, like the conductor)
+    client  <-  mcpserver (`anvilfs mcp`, an agent's tools: the files only)
 
 and, in a real client process, what the client commands load: a shell loop
 or an agent's hook pays for every module, once per call.
@@ -39,6 +40,10 @@ FORBIDDEN = {
     "mail": {"ninep", "server", "tree", "fs", "client", "app", "sessions", "beads", "backends"},
     "beads": {"ninep", "server", "tree", "fs", "client", "app", "sessions", "mail", "backends"},
     "storage": {"ninep", "server", "tree", "fs", "client", "app", "sessions", "beads", "mail", "backends"},
+    # `anvilfs mcp`: a client of the tree like web, with the MCP SDK (imported by that command alone)
+    "mcpserver": {"server", "tree", "fs", "sessions", "backends", "config", "app", "beads", "mail", "storage", "trio",
+                  "journal", "domain_events", "roles", "service", "waitable", "errors", "httpx", "tomlkit"},
+    "brief.py": {"ninep", "server", "tree", "fs", "sessions", "backends", "config", "client", "app", "trio"},
     "web": {"ninep", "server", "tree", "fs", "sessions", "backends", "config", "app", "beads", "mail", "storage",
             "journal", "domain_events", "roles", "service", "waitable", "errors", "places", "httpx", "pydantic",
             "tomlkit"},

@@ -1,0 +1,363 @@
+"""The tools a session's agent gets, each a few reads and writes of tree files, as the session.
+
+    ready         beads/ready.<role>                    claim       beads/ID/ctl claim
+    my_work       my status, the beads I hold, inbox    bead        beads/ID/* (one bead's fields)
+    result        beads/ID/result                       complete    beads/ID/ctl complete [result]
+    fail          beads/ID/ctl fail REASON              new_bead    beads/ctl new ... (read-back: the id)
+    add_to_convoy convoys/ID/ctl add_bead BEAD          send_mail   ME/mail (read-back: the id)
+    inbox         ME/inbox/                             read_message ME/inbox/ID.json
+    ack           rm ME/inbox/ID.json                   request_approval  ME/mail, an APPROVAL_REQUEST to human
+    read, list    any file or directory (not the blocking ones)
+  a conductor session also:
+    prompt        SESSION/in                            new_session agent/ctl new (cwd inside mine)
+    wait          SESSION/wait
+
+Writes go only through these typed tools, each to the one file it names,
+and the server checks each as it checks the same write from a shell: a
+refusal is the file's own text. No tool writes another session's files
+(but a conductor's `prompt`), human's mail, or agent/ctl (but a conductor's
+`new_session`). Arguments are checked here first (types, ids, paths), so
+a model's mistake is answered with what to write instead.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from .tree import SessionTree, ToolError
+
+__all__ = ["TOOLS", "Tool", "ToolError", "call", "offered"]
+
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}\Z")  # bead, convoy, session and message ids
+BLOCKING = frozenset({"events", "wait", "stream", "next"})  # files a read would hold: `wait` has its own tool
+INBOX_SHOWN = 50  # messages listed by `inbox` (the count says how many there are)
+WAIT_LONGEST = 3600  # seconds a conductor's `wait` may be asked to wait
+
+
+@dataclass(frozen=True, slots=True)
+class Tool:
+    name: str
+    description: str
+    params: dict[str, tuple[str, str]]  # name -> (type, description); type "string", "array" or "boolean"
+    required: tuple[str, ...]
+    run: Callable[[SessionTree, dict], str]
+    conductor: bool = False  # offered only to a session made with the `conductor` option
+
+    def schema(self) -> dict:
+        properties = {}
+        for name, (kind, description) in self.params.items():
+            properties[name] = {"type": kind, "description": description}
+            if kind == "array":
+                properties[name]["items"] = {"type": "string"}
+        return {"type": "object", "properties": properties, "required": list(self.required),
+                "additionalProperties": False}
+
+
+def _name(args: dict, key: str, what: str) -> str:
+    value = args.get(key, "")
+    if not _NAME.match(value):
+        raise ToolError(f"{key}: {value!r} is no {what} id; give one as `list` or `ready` shows it, e.g. auth-001")
+    return value
+
+
+# ------------------------------------------------------------ beads
+
+def _ready(tree: SessionTree, args: dict) -> str:
+    role = args.get("role") or tree.read(f"{tree.me}/role").strip()
+    if role and not _NAME.match(role):
+        raise ToolError(f"role: {role!r} is no role; `read roles` lists them")
+    text = tree.read(f"beads/ready.{role}" if role else "beads/ready")
+    if not text:
+        return f"no bead is ready{' for role ' + role if role else ''} now (pending, with every dependency completed)"
+    return "id status role assigned_to title\n" + text
+
+
+def _claim(tree: SessionTree, args: dict) -> str:
+    if args.get("bead"):
+        bead = _name(args, "bead", "bead")
+        tree.ctl(f"beads/{bead}/ctl", "claim")
+        return f"claimed {bead} for {tree.me}; `bead` shows what it asks, `complete` ends it"
+    role = tree.read(f"{tree.me}/role").strip()
+    refused = []
+    for line in tree.read(f"beads/ready.{role}" if role else "beads/ready").splitlines():
+        bead = line.split(" ", 1)[0]
+        try:
+            tree.ctl(f"beads/{bead}/ctl", "claim")
+        except ToolError as exc:  # another session was quicker: try the next
+            refused.append(f"{bead}: {exc}")
+            continue
+        return f"claimed {bead} for {tree.me}: {line.split(' ', 4)[-1]}"
+    return ("nothing to claim: no bead is ready" + (f" for role {role}" if role else "")
+            + ("".join(f"\n{why}" for why in refused)))
+
+
+def _held(tree: SessionTree) -> list[list[str]]:
+    rows = [line.split(" ", 4) for line in tree.read("beads/list").splitlines()]
+    return [row for row in rows if len(row) == 5 and row[3] == tree.me and row[1] in ("in_progress", "pending_approval")]
+
+
+def _field(tree: SessionTree, bead: str, name: str) -> str:
+    try:
+        return tree.read(f"beads/{bead}/{name}").strip()
+    except ToolError:
+        return ""  # a file this server does not have (branch, before worktrees)
+
+
+BEAD_FIELDS = ("status", "title", "role", "assigned_to", "depends_on", "convoy", "branch", "description", "result",
+               "context")
+
+
+def _bead(tree: SessionTree, args: dict) -> str:
+    bead = _name(args, "bead", "bead")
+    tree.read(f"beads/{bead}/status")  # a bead that does not exist: its refusal, said once
+    lines = [f"id: {bead}"]
+    for name in BEAD_FIELDS:
+        value = _field(tree, bead, name)
+        if value:
+            lines.append(f"{name}:" + ("\n" + value if "\n" in value or name in ("description", "result", "context")
+                                      else " " + value))
+    return "\n".join(lines)
+
+
+def _my_work(tree: SessionTree, args: dict) -> str:
+    me = tree.me
+    lines = [f"session {me}: {tree.read(f'{me}/status').splitlines()[0]}; role "
+             f"{tree.read(f'{me}/role').strip() or '(none)'}; cwd {tree.read(f'{me}/cwd').strip()}"]
+    held = _held(tree)
+    lines.append(f"beads held: {len(held)}" + ("" if held else " (`ready` lists what you can claim)"))
+    for bead, status, role, _, title in held:
+        lines.append(f"- {bead} {status} ({role}): {title}")
+        for name in ("branch", "convoy", "context"):
+            value = _field(tree, bead, name)
+            if value:
+                lines.append(f"  {name}: " + value.replace("\n", "\n    "))
+    waiting = [name for name, _ in tree.entries(f"{me}/inbox")]
+    lines.append(f"inbox: {len(waiting)} message{'s' * (len(waiting) != 1)}"
+                 + (" (`inbox` lists them)" if waiting else ""))
+    return "\n".join(lines)
+
+
+def _result(tree: SessionTree, args: dict) -> str:
+    bead = _name(args, "bead", "bead")
+    tree.write(f"beads/{bead}/result", _text(args, "text"))
+    return f"{bead}'s result is written"
+
+
+def _complete(tree: SessionTree, args: dict) -> str:
+    bead = _name(args, "bead", "bead")
+    result = args.get("result", "")
+    tree.ctl(f"beads/{bead}/ctl", "complete", *([result] if result else []))
+    return f"{bead}: {_field(tree, bead, 'status') or 'completed'}"
+
+
+def _fail(tree: SessionTree, args: dict) -> str:
+    bead = _name(args, "bead", "bead")
+    tree.ctl(f"beads/{bead}/ctl", "fail", _text(args, "reason"))
+    return f"{bead}: failed"
+
+
+def _new_bead(tree: SessionTree, args: dict) -> str:
+    words = [_text(args, "title"), _text(args, "role"), _text(args, "description")]
+    words += [_name({"dep": dep}, "dep", "bead") for dep in args.get("depends_on", [])]
+    words += [f"owns={glob}" for glob in args.get("owns", [])]
+    if args.get("requires_approval"):
+        words.append("requires_approval=true")
+    if args.get("convoy"):
+        words.append("convoy=" + _name(args, "convoy", "convoy"))
+    bead = tree.ctl("beads/ctl", "new", *words, answer=True)
+    return f"made bead {bead}"
+
+
+def _add_to_convoy(tree: SessionTree, args: dict) -> str:
+    convoy, bead = _name(args, "convoy", "convoy"), _name(args, "bead", "bead")
+    tree.ctl(f"convoys/{convoy}/ctl", "add_bead", bead)
+    return f"{bead} is in convoy {convoy}"
+
+
+# ------------------------------------------------------------ mail
+
+def _send(tree: SessionTree, message: dict) -> str:
+    answer = tree.rdwr(f"{tree.me}/mail", json.dumps(message))
+    if answer.startswith("error: ") or not answer:
+        raise ToolError(answer.removeprefix("error: ") or "the server answered nothing to the message")
+    return answer
+
+
+def _send_mail(tree: SessionTree, args: dict) -> str:
+    message = {key: args[key] for key in ("to", "type", "subject", "body", "re", "bead") if key in args}
+    return f"sent {_send(tree, message)} to {args['to']}"
+
+
+def _request_approval(tree: SessionTree, args: dict) -> str:
+    message = {"to": "human", "type": "APPROVAL_REQUEST", "subject": args["subject"], "body": args["body"]}
+    if args.get("bead"):
+        message["bead"] = _name(args, "bead", "bead")
+    sent = _send(tree, message)
+    return (f"sent {sent} to human; end your turn: the APPROVAL_RESPONSE comes to your inbox "
+            "(read_message, then ack)")
+
+
+def _inbox(tree: SessionTree, args: dict) -> str:
+    names = sorted(name for name, _ in tree.entries(f"{tree.me}/inbox") if name.endswith(".json"))
+    if not names:
+        return "your inbox is empty"
+    lines = [f"{len(names)} message{'s' * (len(names) != 1)} (oldest first; read_message ID, then ack ID):"]
+    for name in names[:INBOX_SHOWN]:
+        try:
+            message = json.loads(tree.read(f"{tree.me}/inbox/{name}"))
+        except ToolError:
+            continue  # acknowledged meanwhile
+        lines.append(f"{message['id']} from {message['from']} {message['type']}: {message['subject']}")
+    return "\n".join(lines)
+
+
+def _read_message(tree: SessionTree, args: dict) -> str:
+    return tree.read(f"{tree.me}/inbox/{_name(args, 'id', 'message')}.json")
+
+
+def _ack(tree: SessionTree, args: dict) -> str:
+    message = _name(args, "id", "message")
+    tree.remove(f"{tree.me}/inbox/{message}.json")
+    return f"{message} acknowledged"
+
+
+# ------------------------------------------------------------ any file
+
+def tree_path(path: str) -> str:
+    """A path in the tree, relative to its root (`agent/` and a leading `/` taken off); never `..`."""
+    path = path.strip().removeprefix("/").removeprefix("agent/").strip("/")
+    if path == "agent":
+        path = ""
+    parts = path.split("/") if path else []
+    if any(part in ("", ".", "..") for part in parts):
+        raise ToolError(f"path: {path!r} is no path in the tree; write one like beads/list or {''}agent/beads")
+    return path
+
+
+def _read(tree: SessionTree, args: dict) -> str:
+    path = tree_path(args["path"])
+    if path.rsplit("/", 1)[-1] in BLOCKING:
+        raise ToolError(f"{path} blocks until something happens; a tool does not wait on it"
+                        + (" (a conductor's `wait` tool does)" if path.endswith("wait") else ""))
+    return tree.read(path)
+
+
+def _list(tree: SessionTree, args: dict) -> str:
+    return "\n".join(name + "/" * is_dir for name, is_dir in tree.entries(tree_path(args.get("path", ""))))
+
+
+# ------------------------------------------------------------ a conductor's
+
+def _session(args: dict) -> str:
+    return _name(args, "session", "session")
+
+
+def _prompt(tree: SessionTree, args: dict) -> str:
+    session = _session(args)
+    tree.write(f"{session}/in", _text(args, "text"))
+    return f"prompt queued for {session}; `wait` waits for its answer"
+
+
+def _inside(path: str, directory: str) -> bool:
+    path, directory = os.path.realpath(path), os.path.realpath(directory)
+    return path == directory or path.startswith(directory.rstrip("/") + "/")
+
+
+def _new_session(tree: SessionTree, args: dict) -> str:
+    mine = tree.read(f"{tree.me}/cwd").strip()
+    cwd = os.path.join(mine, args.get("cwd", "."))
+    if not _inside(cwd, mine):
+        raise ToolError(f"cwd: {args.get('cwd')!r} is outside your own directory {mine}; give one inside it")
+    words = [_name(args, "backend", "backend"), os.path.normpath(cwd)]
+    words += [f"{key}={_name(args, key, key)}" for key in ("name", "role", "model") if args.get(key)]
+    name = tree.ctl("ctl", "new", *words, answer=True)
+    return f"made session {name}"
+
+
+def _wait(tree: SessionTree, args: dict) -> str:
+    session = _session(args)
+    return f"{session}: {tree.read(f'{session}/wait').strip()}; its answer is in {session}/out (read)"
+
+
+def _text(args: dict, key: str) -> str:
+    value = args.get(key, "")
+    if not value.strip():
+        raise ToolError(f"{key}: give a text; it is empty")
+    return value
+
+
+S, A, B = "string", "array", "boolean"
+BEAD = ("bead", (S, "bead id"))
+TOOLS: tuple[Tool, ...] = (
+    Tool("ready", "Beads you can claim now (default: your role's)", {"role": (S, "another role")}, (), _ready),
+    Tool("claim", "Claim a bead for yourself: the one named, else the first ready for your role",
+         {"bead": (S, "bead id")}, (), _claim),
+    Tool("my_work", "Your live state: status, the beads you hold (branch, convoy context), inbox count", {}, (),
+         _my_work),
+    Tool("bead", "One bead's fields", dict([BEAD]), ("bead",), _bead),
+    Tool("result", "Write a bead's result", dict([BEAD, ("text", (S, "the result"))]), ("bead", "text"), _result),
+    Tool("complete", "Complete a bead you hold", dict([BEAD, ("result", (S, "result, if not written"))]), ("bead",),
+         _complete),
+    Tool("fail", "Fail a bead you hold", dict([BEAD, ("reason", (S, "why"))]), ("bead", "reason"), _fail),
+    Tool("new_bead", "Make a bead; returns its id",
+         {"title": (S, "one line"), "role": (S, "who should do it"), "description": (S, "what to do"),
+          "depends_on": (A, "bead ids first"), "requires_approval": (B, "human approves"),
+          "owns": (A, "path globs it edits"), "convoy": (S, "convoy id")}, ("title", "role", "description"), _new_bead),
+    Tool("add_to_convoy", "Add a bead to a convoy", {"convoy": (S, "convoy id"), **dict([BEAD])}, ("convoy", "bead"),
+         _add_to_convoy),
+    Tool("send_mail", "Send mail from you. type: PROMPT, QUERY, REVIEW or APPROVAL, + _REQUEST or _RESPONSE",
+         {"to": (S, "session or human"), "type": (S, "e.g. QUERY_REQUEST"), "subject": (S, "one line"),
+          "body": (S, "text"), "re": (S, "id answered"), "bead": (S, "bead id")},
+         ("to", "type", "subject", "body"), _send_mail),
+    Tool("inbox", "Your unacknowledged messages", {}, (), _inbox),
+    Tool("read_message", "One message of your inbox", {"id": (S, "message id")}, ("id",), _read_message),
+    Tool("ack", "Acknowledge a message (it leaves your inbox)", {"id": (S, "message id")}, ("id",), _ack),
+    Tool("request_approval", "Ask human to approve; the answer comes as mail",
+         {"subject": (S, "one line"), "body": (S, "what to approve"), "bead": (S, "bead id")}, ("subject", "body"),
+         _request_approval),
+    Tool("read", "Read a file of the tree, e.g. beads/list, convoys/ID/context", {"path": (S, "path")}, ("path",),
+         _read),
+    Tool("list", "List a directory of the tree", {"path": (S, "path, default the root")}, (), _list),
+    Tool("prompt", "Queue a prompt for a session", {"session": (S, "name"), "text": (S, "prompt")},
+         ("session", "text"), _prompt, conductor=True),
+    Tool("new_session", "Start a session working inside your directory; returns its name",
+         {"backend": (S, "as `read backends`"), "cwd": (S, "relative to yours"), "name": (S, "name"),
+          "role": (S, "role"), "model": (S, "model")}, ("backend",), _new_session, conductor=True),
+    Tool("wait", "Wait until a session is no longer busy; its state", {"session": (S, "name")}, ("session",), _wait,
+         conductor=True),
+)
+_BY_NAME = {tool.name: tool for tool in TOOLS}
+
+
+def offered(conductor: bool) -> list[Tool]:
+    return [tool for tool in TOOLS if conductor or not tool.conductor]
+
+
+def check_arguments(tool: Tool, args: dict) -> dict:
+    """The arguments as the tool's schema says, or ToolError naming what is wrong."""
+    if not isinstance(args, dict):
+        raise ToolError(f"{tool.name}: give the arguments as an object")
+    for key, value in args.items():
+        if key not in tool.params:
+            raise ToolError(f"{tool.name}: no argument {key!r}; it takes {', '.join(tool.params) or 'none'}")
+        kind = tool.params[key][0]
+        good = (isinstance(value, str) if kind == S else isinstance(value, bool) if kind == B
+                else isinstance(value, list) and all(isinstance(item, str) for item in value))
+        if not good:
+            raise ToolError(f"{tool.name}: {key} must be {'a list of strings' if kind == A else 'a ' + kind}")
+    missing = [key for key in tool.required if key not in args]
+    if missing:
+        raise ToolError(f"{tool.name}: give {', '.join(missing)}")
+    return args
+
+
+def call(tree: SessionTree, name: str, args: dict | None) -> str:
+    """Run one tool as the tree's session: its text, or ToolError with the refusal the model is to see."""
+    tool = _BY_NAME.get(name)
+    if tool is None or (tool.conductor and not tree.identity.conductor):
+        raise ToolError(f"no tool {name!r} here; the tools are {', '.join(t.name for t in offered(tree.identity.conductor))}")
+    return tool.run(tree, check_arguments(tool, args or {}))

@@ -1,0 +1,127 @@
+"""The tree as one session sees it: reads and writes of its files, attached as that session.
+
+    tree = SessionTree.from_environment()   # $ANVILFS_SESSION, $ANVILFS_ADDRESS (else $NAMESPACE's agent)
+    tree.read("beads/ready.developer")
+    tree.ctl("beads/b1/ctl", "complete", "the result")   # words quoted (client/ctlwords.py)
+
+The identity is the environment's, which the server gave the agent: never
+a tool's argument, so a model cannot act as another session by naming it.
+Every refusal is the server's own text (ServerError); a lost connection (a
+server restarting) is dialled again once before it is reported.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from ..client.address import AddressError, dial, resolve
+from ..client.client import Client
+from ..client.credentials import attach_aname
+from ..client.ctlwords import ctl_line
+from ..client.errors import ConnectionLost, ServerError
+from ..ninep import consts as c
+
+__all__ = ["Identity", "SessionTree", "ToolError"]
+
+
+class ToolError(Exception):
+    """A tool call refused, with the text the model is to see (the file's own error, or what to do)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Identity:
+    """Who the tools act as and where the tree is."""
+
+    session: str
+    address: str  # unix!PATH or tcp!HOST!PORT
+    conductor: bool = False
+
+    @classmethod
+    def from_environment(cls, environ: dict[str, str] | None = None) -> Identity:
+        env = os.environ if environ is None else environ
+        session = env.get("ANVILFS_SESSION", "")
+        if not session:
+            raise ToolError("ANVILFS_SESSION is not set: `anvilfs mcp` serves the session an anvilfs server started "
+                            "it for, and that server sets ANVILFS_SESSION and ANVILFS_ADDRESS")
+        address = env.get("ANVILFS_ADDRESS") or "unix!" + resolve("agent/").address
+        return cls(session, address, env.get("ANVILFS_CONDUCTOR") == "1")
+
+
+class SessionTree:
+    """One connection to the tree as the session; paths are relative to the tree's root (`beads/list`)."""
+
+    def __init__(self, identity: Identity, connect: Callable[[], Client] | None = None):
+        self.identity = identity
+        self._connect = connect or self._dial
+        self._client: Client | None = None
+
+    @property
+    def me(self) -> str:
+        return self.identity.session
+
+    def _dial(self) -> Client:
+        try:
+            target = resolve("", self.identity.address)
+            return Client(dial(target), uname=self.identity.session, aname=attach_aname(target))
+        except (AddressError, OSError) as exc:
+            raise ToolError(f"cannot reach the anvilfs server at {self.identity.address}: {exc}") from None
+
+    def _call(self, action: Callable[[Client], object]):
+        for attempt in (1, 2):
+            if self._client is None:
+                self._client = self._connect()
+            try:
+                return action(self._client)
+            except ConnectionLost:
+                self.close()
+                if attempt == 2:
+                    raise ToolError("the anvilfs server closed the connection twice; is it running?") from None
+            except ServerError as exc:
+                raise ToolError(str(exc)) from None
+        raise AssertionError("unreachable")
+
+    def close(self) -> None:
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+
+    # ------------------------------------------------------------ files
+
+    def read(self, path: str) -> str:
+        return self._call(lambda client: client.read_file(path)).decode(errors="replace")
+
+    def exists(self, path: str) -> bool:
+        try:
+            self._call(lambda client: client.stat(path))
+        except ToolError:
+            return False
+        return True
+
+    def entries(self, path: str) -> list[tuple[str, bool]]:
+        """A directory's (name, is_directory) pairs."""
+        stats = self._call(lambda client: client.list_dir(path))
+        return [(s.name, bool(s.mode & c.DMDIR)) for s in stats]
+
+    def write(self, path: str, data: str) -> None:
+        """Everything on one open: a prompt, a bead's result (submitted at the clunk)."""
+        self._call(lambda client: client.write_file(path, data.encode()))
+
+    def ctl(self, path: str, verb: str, *words: str, answer: bool = False) -> str:
+        """One ctl command, its words quoted; with answer, the read-back (a new id) of a readable ctl."""
+        return self.rdwr(path, ctl_line(verb, *words), answer=answer)
+
+    def rdwr(self, path: str, data: str, *, answer: bool = True) -> str:
+        """Write on one open fid; with answer, then read what the file answers (a mail's id, or `error: why`)."""
+        def run(client: Client) -> str:
+            fid = client.open(path, c.ORDWR if answer else c.OWRITE)
+            try:
+                client.write_all(fid, data.encode())
+                return client.read_chunk(fid, 0).decode(errors="replace").strip() if answer else ""
+            finally:
+                client.clunk(fid)
+        return self._call(run)
+
+    def remove(self, path: str) -> None:
+        self._call(lambda client: client.remove(path))
