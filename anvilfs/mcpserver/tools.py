@@ -35,7 +35,7 @@ __all__ = ["TOOLS", "Tool", "ToolError", "call", "offered"]
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}\Z")  # bead, convoy, session and message ids
 BLOCKING = frozenset({"events", "wait", "stream", "next"})  # files a read would hold: `wait` has its own tool
 INBOX_SHOWN = 50  # messages listed by `inbox` (the count says how many there are)
-WAIT_LONGEST = 3600  # seconds a conductor's `wait` may be asked to wait
+RESULT_LONGEST = 64 << 10  # characters of a tool's answer: a log of megabytes would flood the model's context
 
 
 @dataclass(frozen=True, slots=True)
@@ -359,4 +359,8 @@ def call(tree: SessionTree, name: str, args: dict | None) -> str:
     tool = _BY_NAME.get(name)
     if tool is None or (tool.conductor and not tree.identity.conductor):
         raise ToolError(f"no tool {name!r} here; the tools are {', '.join(t.name for t in offered(tree.identity.conductor))}")
-    return tool.run(tree, check_arguments(tool, args or {}))
+    text = tool.run(tree, check_arguments(tool, args or {}))
+    if len(text) > RESULT_LONGEST:
+        cut = len(text) - RESULT_LONGEST
+        text = text[:RESULT_LONGEST] + f"\n[... {cut} more characters not shown: the answer is cut at {RESULT_LONGEST}]"
+    return text

@@ -94,3 +94,12 @@ def test_a_conductor_starts_prompts_and_waits_on_sessions_inside_its_directory()
             tools.call("prompt", session="w1", text="hello")
             assert tools.call("wait", session="w1").startswith("w1: await")
         assert "hello" in read(srv, "w1/out")
+
+
+def test_a_long_answer_is_cut_saying_so():
+    with team(("bot1", "developer")) as srv:
+        srv.run_cli("write", "agent/bot1/in", input="x" * 100_000)
+        srv.run_cli("read", "agent/bot1/wait")
+        with tool_client(srv, "bot1") as tools:
+            text = tools.call("read", path="bot1/log")
+    assert len(text) < 66_000 and text.endswith("more characters not shown: the answer is cut at 65536]")
