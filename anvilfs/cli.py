@@ -283,7 +283,13 @@ def _take_sigint() -> None:
     _signal.signal(_signal.SIGINT, _signal.default_int_handler)
 
 
+PINNED = "ANVILFS_PINNED"  # set in an agent's environment (backends/agent_tools.py): its anvilfs is its server's
+
+
 def _run_client_command(args) -> int:
+    if os.environ.get(PINNED) and any(getattr(args, key, None) is not None for key in ("address", "aname", "token_file")):
+        return _fail("an agent's anvilfs talks to its own server only (-a, -A and --token-file are refused "
+                     f"where {PINNED} is set); name the file as agent/PATH")
     if args.command in ROOT_COMMANDS:
         args.name = "/" if args.address else "agent/"
     elif args.command == "rm":

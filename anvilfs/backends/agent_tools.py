@@ -113,7 +113,10 @@ def wire(program: str, session: SessionInfo, base_env: Mapping[str, str]) -> Wir
     if not session.home:
         return wiring
     path = base_env.get("PATH", os.environ.get("PATH", os.defpath))
-    return Wiring(wiring.args, {**wiring.env, "PATH": shell_bin(session.home, anvilfs) + os.pathsep + path})
+    # ANVILFS_PINNED: the shell path's anvilfs refuses -a, -A and --token-file (cli.py), so that a rule that
+    # allows `anvilfs read` cannot send a file to another host as a "token"
+    return Wiring(wiring.args, {**wiring.env, "PATH": shell_bin(session.home, anvilfs) + os.pathsep + path,
+                                "ANVILFS_PINNED": "1"})
 
 
 def with_tools(argv: list[str], wiring: Wiring) -> list[str]:

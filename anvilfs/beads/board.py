@@ -169,7 +169,7 @@ class Board:
         return self._save(bead.copy(status=status, assigned_to="", lease_until=0.0, held_by_session=False),
                           f"Unclaimed: {bead_id} (was {bead.assigned_to})", "unclaim", bead.assigned_to)
 
-    def complete(self, bead_id: str, result: str | None = None) -> Bead:
+    def complete(self, bead_id: str, result: str | None = None, *, by: str = "") -> Bead:
         bead = self.get(bead_id)
         verb = Verb.SUBMIT if bead.requires_approval else Verb.COMPLETE
         status = advance(bead_id, bead.status, verb)
@@ -178,14 +178,14 @@ class Board:
             _check_text("result", result)
             changes["result"] = result
         word = "Submitted for approval" if bead.requires_approval else "Completed"
-        return self._save(bead.copy(**changes), f"{word}: {bead.title} ({bead_id})", "complete", bead.assigned_to)
+        return self._save(bead.copy(**changes), f"{word}: {bead.title} ({bead_id}){_by(by)}", "complete", bead.assigned_to)
 
-    def fail(self, bead_id: str, reason: str) -> Bead:
+    def fail(self, bead_id: str, reason: str, *, by: str = "") -> Bead:
         bead = self.get(bead_id)
         status = advance(bead_id, bead.status, Verb.FAIL)
         _check_reason("fail", reason)
         return self._save(bead.copy(status=status, result=reason, lease_until=0.0),
-                          f"Failed: {bead.title} ({bead_id}): {reason}", "fail", reason)
+                          f"Failed: {bead.title} ({bead_id}){_by(by)}: {reason}", "fail", reason)
 
     def approve(self, bead_id: str, who: Who) -> Bead:
         bead = self.get(bead_id)
@@ -208,11 +208,11 @@ class Board:
         return self._save(bead.copy(status=status, assigned_to="", lease_until=0.0, approved_by="", held_by_session=False),
                           f"Reopened: {bead.title} ({bead_id})", "reopen")
 
-    def set_text(self, bead_id: str, field: str, text: str) -> Bead:
+    def set_text(self, bead_id: str, field: str, text: str, *, by: str = "") -> Bead:
         """Write `description` or `result` (the files of the same names)."""
         bead = self.get(bead_id)
         _check_text(field, text)
-        return self._save(bead.copy(**{field: text}), f"Updated {field}: {bead_id}", f"set-{field}")
+        return self._save(bead.copy(**{field: text}), f"Updated {field}: {bead_id}{_by(by)}", f"set-{field}")
 
     def set_convoy(self, bead_id: str, convoy: str) -> Bead:
         """Put a bead in a convoy (or take it out, with ""); convoys.py checks the convoy's side."""
@@ -274,6 +274,11 @@ class Board:
 
 def _no_convoys(convoy: str) -> None:
     raise NotFound(f"no convoy {convoy!r}")
+
+
+def _by(session: str) -> str:
+    """Who did it, in a history message, when it was a session (a person's writes say nothing, as before)."""
+    return f" by {session}" if session else ""
 
 
 def find_cycles(beads: dict[str, Bead]) -> list[list[str]]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from ..beads import Bead, Board, Convoys, Who, render_graph
 from ..beads.model import MAX_TEXT, Convoy
-from ..errors import InvalidRequest
+from ..errors import InvalidRequest, NotPermitted
 from ..tree import Args, Caller, CollectFile, Command, CommandTable, CtlFile, Directory, TextFile, decoded_text
 from ..tree.objects import ObjectDirectories
 from .stamps import Stamps, epoch, follows, now
@@ -26,12 +26,21 @@ def who(caller: Caller | None, is_session) -> Who:
     return Who(name, name if is_session(name) else None)
 
 
+def _check_holder(board: Board, bead_id: str, caller: Caller | None, is_worker, what: str) -> None:
+    """An agent works on the beads it holds (sessions/acting.py): another's it may not finish, drop or rewrite."""
+    uname = caller.uname if caller is not None else ""
+    holder = board.get(bead_id).assigned_to
+    if holder != uname and is_worker(uname):
+        raise NotPermitted(f"{what}: bead {bead_id} is {'held by ' + holder if holder else 'held by no one'}; "
+                           f"session {uname}'s agent works on the beads it holds (claim one first)")
+
+
 def bead_line(board: Board, bead: Bead) -> str:
     """One line of `list` and `ready`: id status role assigned_to title (the same function for both)."""
     return f"{bead.id} {bead.status.value} {bead.role} {bead.assigned_to or '-'} {bead.title}\n"
 
 
-def beads_directory(board: Board, convoys: Convoys, is_session) -> Directory:
+def beads_directory(board: Board, convoys: Convoys, is_session, is_worker=lambda uname: False) -> Directory:
     """The files drawn from every bead move at each change of the board that changes them (stamps.py)."""
     stamps = Stamps()  # a bead's directory is built again at each change of the bead: its files' stamps stay
 
@@ -51,7 +60,7 @@ def beads_directory(board: Board, convoys: Convoys, is_session) -> Directory:
         return [ready.file(role) for role in board.roles()] + beads.children()
 
     beads = ObjectDirectories(board.find, board.all, lambda b: b.id,
-                              lambda b: _bead_directory(board, convoys, b.id, is_session, stamps))
+                              lambda b: _bead_directory(board, convoys, b.id, is_session, stamps, is_worker))
     files = [
         CtlFile("ctl", "beads/ctl", CommandTable([
             Command("new", lambda args: _new_bead(board, args), BEAD_NEW, min_words=3, max_words=None,
@@ -116,7 +125,8 @@ def _text_of(value: str) -> str:
     return value + "\n" if value and not value.endswith("\n") else value
 
 
-def _bead_directory(board: Board, convoys: Convoys, bead_id: str, is_session, stamps: Stamps) -> Directory:
+def _bead_directory(board: Board, convoys: Convoys, bead_id: str, is_session, stamps: Stamps,
+                    is_worker) -> Directory:
     key = f"bead/{bead_id}"
 
     def own(file):
@@ -133,8 +143,10 @@ def _bead_directory(board: Board, convoys: Convoys, bead_id: str, is_session, st
             return _text_of(getattr(board.get(bead_id), name))
         return own(CollectFile(
             name, f"{key}/{name}",
-            check=lambda size, caller: _check_size(board, bead_id, name, size),
-            submit=lambda data, caller: board.set_text(bead_id, name, decoded_text(data, f"{name} of bead {bead_id}")),
+            check=lambda size, caller: (_check_holder(board, bead_id, caller, is_worker, name),
+                                        _check_size(board, bead_id, name, size)),
+            submit=lambda data, caller: board.set_text(bead_id, name, decoded_text(data, f"{name} of bead {bead_id}"),
+                                                       by=who(caller, is_session).session or ""),
             abandoned=lambda data, caller: None, render=read_back))
 
     def context() -> str:
@@ -159,7 +171,7 @@ def _bead_directory(board: Board, convoys: Convoys, bead_id: str, is_session, st
         field("convoy", lambda b: b.convoy),
         field("requires_approval", lambda b: "true" if b.requires_approval else "false"),
         context_file,
-        CtlFile("ctl", f"{key}/ctl", _bead_commands(board, bead_id, is_session)),
+        CtlFile("ctl", f"{key}/ctl", _bead_commands(board, bead_id, is_session, is_worker)),
     ]
     return Directory(bead_id, key, files)
 
@@ -186,23 +198,34 @@ def _check_size(board: Board, bead_id: str, what: str, size: int) -> None:
         raise InvalidRequest(f"{what} of bead {bead_id} would be {size} bytes; at most {MAX_TEXT}")
 
 
-def _bead_commands(board: Board, bead_id: str, is_session) -> CommandTable:
+def _bead_commands(board: Board, bead_id: str, is_session, is_worker) -> CommandTable:
     def rest(args: Args) -> str:
         return " ".join(args.words)
+
+    def holding(verb: str, action):
+        """VERB as the bead's holder would do it; an agent's own name goes into the history's message."""
+        def run(args: Args) -> None:
+            _check_holder(board, bead_id, args.caller, is_worker, verb)
+            action(args, who(args.caller, is_session).session or "")
+        return run
 
     def claim(args: Args) -> None:
         lease = args.options.get("lease")
         if lease is not None and not lease.isdigit():
             raise InvalidRequest(f"claim: lease={lease}: give whole seconds, e.g. lease=600")
+        named = args.words[0] if args.words else None
+        if named is not None and args.caller is not None and named != args.caller.uname and is_worker(args.caller.uname):
+            raise NotPermitted(f"claim: session {args.caller.uname}'s agent claims for itself: write claim alone")
         board.claim(bead_id, who(args.caller, is_session), args.words[0] if args.words else None,
                     int(lease) if lease is not None else None)
 
     return CommandTable([
         Command("claim", claim, "claim [<session>] [lease=SECONDS]", max_words=1, options=frozenset({"lease"})),
-        Command("unclaim", _quiet(lambda args: board.unclaim(bead_id)), "unclaim"),
-        Command("complete", _quiet(lambda args: board.complete(bead_id, rest(args) if args.words else None)),
-                "complete [result]", max_words=None),
-        Command("fail", _quiet(lambda args: board.fail(bead_id, rest(args))), "fail <reason>", min_words=1, max_words=None),
+        Command("unclaim", _quiet(holding("unclaim", lambda args, by: board.unclaim(bead_id))), "unclaim"),
+        Command("complete", _quiet(holding("complete", lambda args, by: board.complete(
+            bead_id, rest(args) if args.words else None, by=by))), "complete [result]", max_words=None),
+        Command("fail", _quiet(holding("fail", lambda args, by: board.fail(bead_id, rest(args), by=by))),
+                "fail <reason>", min_words=1, max_words=None),
         Command("approve", _quiet(lambda args: board.approve(bead_id, who(args.caller, is_session))), "approve"),
         Command("reject", _quiet(lambda args: board.reject(bead_id, rest(args), who(args.caller, is_session))),
                 "reject <reason>", min_words=1, max_words=None),

@@ -47,6 +47,7 @@ class MailFile(CollectFile):
         self.post, self.owner, self.report = post, owner, report
 
     def open(self, caller: Caller) -> _MailHandle:
+        _check_own(self.post, caller, self.owner, "mail", "sends mail from its own mail file")
         self.check(0, caller)
         return _MailHandle(self, caller)
 
@@ -115,6 +116,13 @@ class _MailHandle(_CollectHandle):
             super().abandon()
 
 
+def _check_own(post: PostOffice, caller: Caller, owner: str, what: str, rule: str) -> None:
+    """A session's agent is its session (sessions/acting.py): it may not send as, or ack for, another."""
+    if caller.uname != owner and post.is_session(caller.uname):
+        raise NotPermitted(f"{owner}/{what}: session {caller.uname}'s agent {rule} ({caller.uname}/{what}), "
+                           f"not {owner}'s")
+
+
 def _message_file(message: Message, key: str) -> TextFile:
     text = message.to_json().decode("utf-8")
     return TextFile(f"{message.id}.json", key, lambda: text)
@@ -142,6 +150,7 @@ def _inbox(post: PostOffice, owner: str) -> Directory:
         return node(message) if message is not None else None
 
     def remove(entry: Node, caller: Caller) -> None:
+        _check_own(post, caller, owner, "inbox", "acknowledges its own mail")
         message_id = entry.name.removesuffix(".json")
         if post.find(owner, message_id) is None:
             raise NotPermitted(f"{entry.name} is not in the inbox of {owner} (acknowledged already?)")

@@ -7,6 +7,7 @@ from ..errors import NotPermitted
 from ..journal import Journal
 from ..mail import PostOffice
 from ..sessions import Sessions
+from ..sessions.acting import check_create, is_worker
 from ..tree import Args, Caller, Command, CommandTable, CtlFile, Directory, Node, StreamFile, TextFile
 from ..tree.objects import ObjectDirectories
 from .beads_dir import beads_directory, convoys_directory
@@ -38,7 +39,8 @@ class AgentTree:
             _compared(TextFile("backends", "backends", self._backends)),
             _compared(TextFile("roles", "roles", lambda: "".join(f"{name}\n" for name in sorted(sessions.roles())))),
             _journal(TextFile("errors", "errors", errors.text), errors),
-            beads_directory(board, convoys, is_session=lambda name: sessions.find(name) is not None),
+            beads_directory(board, convoys, is_session=lambda name: sessions.find(name) is not None,
+                            is_worker=lambda uname: is_worker(sessions.find, uname)),
             convoys_directory(convoys),
             human_directory(post, report),
         ]
@@ -53,6 +55,7 @@ class AgentTree:
 
     def _new(self, args: Args) -> str:
         backend, cwd = args.words
+        check_create(self.sessions.find, args.caller.uname if args.caller else "", cwd)
         session = self.sessions.new(
             backend, cwd, name=args.options.get("name", ""), role=args.options.get("role", ""),
             model=args.options.get("model", ""), ephemeral="ephemeral" in args.flags, notify="notify" in args.flags,

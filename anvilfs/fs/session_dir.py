@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ..sessions import Session, Sessions
+from ..sessions.acting import check_drive, check_prompt_text
 from ..tree import CollectFile, Command, CommandTable, CtlFile, Directory, Node, StreamFile, TextFile, decoded_text
 from .cursors import NextCursor, StreamCursor, WaitCursor
 from .stamps import epoch
@@ -24,8 +25,8 @@ def session_directory(sessions: Sessions, session: Session, mailbox: list[Node] 
         CtlFile("ctl", f"{key}/ctl", _session_commands(sessions, name)),
         CollectFile(
             "in", f"{key}/in",
-            check=lambda size, caller: sessions.check_prompt(name, size),
-            submit=lambda data, caller: sessions.submit(name, decoded_text(data, "prompt"), caller.uname),
+            check=lambda size, caller: _check_prompt(sessions, name, size, caller),
+            submit=lambda data, caller: _submit(sessions, name, decoded_text(data, "prompt"), caller.uname),
             abandoned=lambda data, caller: sessions.events.append(
                 f"{name} prompt of {len(data)} bytes from {caller.uname} abandoned: the connection closed before the file was closed"),
             ignored=lambda caller: sessions.events.append(
@@ -51,6 +52,17 @@ def session_directory(sessions: Sessions, session: Session, mailbox: list[Node] 
         *mailbox,
     ]
     return Directory(name, key, files)
+
+
+def _check_prompt(sessions: Sessions, name: str, size: int, caller) -> None:
+    """A prompt is checked at each Twrite: who may prompt this session (acting.py), then what it can take."""
+    check_drive(sessions.find, caller.uname, name, "in")
+    sessions.check_prompt(name, size)
+
+
+def _submit(sessions: Sessions, name: str, text: str, sender: str):
+    check_prompt_text(sessions.find, sender, name, text)
+    return sessions.submit(name, text, sender)
 
 
 def _moves_with(session: Session, node: Node) -> Node:
@@ -127,6 +139,7 @@ def _queue(session: Session) -> str:
 def _session_commands(sessions: Sessions, name: str) -> CommandTable:
     def command(action):
         def run(args) -> None:
+            check_drive(sessions.find, args.caller.uname if args.caller else "", name, "ctl")
             action(name)
         return run
 

@@ -161,6 +161,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description="a fake coding agent for anvilfs tests")
     parser.add_argument("-p", "--print", action="store_true", help="ignored (claude compatibility)")
     parser.add_argument("--permission-mode", help="ignored (claude compatibility: the built-in claude gives it)")
+    # the built-in claude's tools (backends/tools_claude.py): a fake has no model to offer them to
+    for flag in ("--mcp-config", "--allowedTools", "--append-system-prompt"):
+        parser.add_argument(flag, help="ignored (claude compatibility: anvilfs's tools)")
     parser.add_argument("--session-id")
     parser.add_argument("--resume")
     parser.add_argument("--prompt")

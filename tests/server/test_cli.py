@@ -230,7 +230,7 @@ def _parsers():
 def test_every_command_and_option_says_what_it_does() -> None:
     top, commands = _parsers()
     assert set(commands) == {"serve", "install-service", "read", "write", "ls", "stat", "rdwr", "rm", "notify", "inbox", "approve",
-                             "reject", "mail", "top", "web", "hook"}
+                             "reject", "mail", "top", "web", "hook", "mcp"}
     for name, parser in {"anvilfs": top, **commands}.items():
         assert parser.description, f"{name} has no description"
         epilog = parser.epilog or ""

@@ -43,6 +43,7 @@ def test_a_bot_lists_claims_writes_and_completes_its_own_bead():
         srv.stop()  # a clean stop commits what is pending
         history = messages_in_history(srv.state)
     assert f"Claimed: {fix} by bot1" in history
+    assert f"Updated result: {fix} by bot1" in history and f"Completed: Fix login ({fix}) by bot1" in history
 
 
 def test_a_second_claim_is_refused_naming_the_winner():
@@ -87,7 +88,7 @@ def test_refusals_are_the_files_own_text_and_name_what_to_do():
     with team(("bot1", "developer")) as srv:
         fix = bead(srv, "Fix login", "developer")
         with tool_client(srv, "bot1") as tools:
-            with pytest.raises(ToolRefused, match="cannot take complete"):
+            with pytest.raises(ToolRefused, match="is held by no one; session bot1.s agent works on the beads it holds"):
                 tools.call("complete", bead=fix)
             with pytest.raises(ToolRefused, match="is no bead id"):
                 tools.call("claim", bead="../../ctl")

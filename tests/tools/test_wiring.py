@@ -100,3 +100,13 @@ def test_mcp_true_on_a_program_anvilfs_cannot_wire_is_refused_at_start():
                               f"{base}/ns", "--state", f"{base}/state"], capture_output=True, text=True, timeout=60)
     assert run.returncode == 1, shlex.join(run.args)
     assert "[backends.mine] mcp = true: anvilfs knows how to give its tools to claude, codex, gemini" in run.stderr
+
+
+def test_an_agents_anvilfs_talks_to_its_own_server_only():
+    """ANVILFS_PINNED (in every wired agent's environment): a shell rule allowing `anvilfs read` must not let the
+    agent send a file to another host as a token (--token-file) or read another server."""
+    env = os.environ | {"ANVILFS_PINNED": "1"}
+    for extra in (["-a", "tcp!127.0.0.1!9"], ["-A", "x"], ["--token-file", "/etc/hostname"]):
+        run = subprocess.run([sys.executable, "-m", "anvilfs", "read", *extra, "agent/list"], env=env,
+                             capture_output=True, text=True, timeout=30)
+        assert run.returncode == 1 and "talks to its own server only" in run.stderr, (extra, run.stderr)
