@@ -1,0 +1,102 @@
+"""Answering approval requests on a real server: who may, what every waiting request takes, and the ctl line.
+
+    `anvilfs approve|reject` answer a request human/approvals lists by mail, and a bead that waits with no
+    request there (its convoy's coordinator was asked) on the bead's ctl, its reason quoted; the assignee
+    is refused on every route; a request from a lease holder or a removed session is answered all the same.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from anvilfs.client import Client
+from anvilfs.ninep import Dialect
+from anvilfs.ninep import consts as c
+from harness.server import AnvilServer, anvil_server
+
+
+@pytest.fixture
+def srv():
+    with anvil_server(trace=False) as server:
+        for name in ("dev", "lead"):
+            ok(server, "write", "agent/ctl", f"new sim /tmp name={name}")
+        yield server
+
+
+def ok(srv: AnvilServer, *args: str, env: dict | None = None) -> str:
+    result = srv.run_cli(*args, env=env)
+    assert result.returncode == 0, f"anvilfs {' '.join(args)}: {result.stderr}"
+    return result.stdout
+
+
+def refused(srv: AnvilServer, *args: str, env: dict | None = None) -> str:
+    result = srv.run_cli(*args, env=env)
+    assert result.returncode != 0, f"anvilfs {' '.join(args)} should have been refused: {result.stdout}"
+    return result.stderr
+
+
+def read_back(client: Client, path: str, line: str) -> str:
+    """Write one ctl line and read the answer on the same fid (the new id)."""
+    fid = client.open(path, c.ORDWR)
+    try:
+        client.write_all(fid, line.encode())
+        return client.read_chunk(fid, 0).decode().strip()
+    finally:
+        client.clunk(fid)
+
+
+def bead_waiting(srv: AnvilServer, *, coordinator: str = "", holder: str = "dev") -> str:
+    """A bead that requires approval, claimed by `holder` and completed: it waits for approval."""
+    with srv.connect() as client:
+        convoy = ""
+        if coordinator:
+            convoy = read_back(client, "convoys/ctl", 'new "Auth" "OAuth for the app"\n')
+            client.write_file(f"convoys/{convoy}/ctl", f"coordinator {coordinator}\n".encode())
+        more = f" convoy={convoy}" if convoy else ""
+        bead = read_back(client, "beads/ctl", f'new "Implement OAuth" developer "Add OAuth" requires_approval=true{more}\n')
+        claim = f"claim {holder}" + ("" if holder in ("dev", "lead") else " lease=600")
+        client.write_file(f"beads/{bead}/ctl", f"{claim}\n".encode())
+        client.write_file(f"beads/{bead}/ctl", b"complete all tests pass\n")
+        assert client.read_file(f"beads/{bead}/status") == b"pending_approval\n"
+    return bead
+
+
+def status(srv: AnvilServer, bead: str) -> str:
+    return ok(srv, "read", f"agent/beads/{bead}/status").strip()
+
+
+# ------------------------------------------------------------ the ctl line (item 8 of issue 32)
+
+def test_a_reason_with_an_apostrophe_reaches_the_beads_ctl_quoted(srv):
+    bead = bead_waiting(srv, coordinator="lead")  # the coordinator was asked: human/approvals has no line for it
+    assert ok(srv, "read", "agent/human/approvals") == ""
+    ok(srv, "reject", bead, "it's", "missing  tests")
+    assert status(srv, bead) == "in_progress"
+    assert ok(srv, "read", f"agent/beads/{bead}/review") == "it's missing  tests\n"
+
+
+def test_a_reason_with_a_newline_is_refused_and_runs_no_second_command(srv):
+    bead = bead_waiting(srv, coordinator="lead")
+    why = refused(srv, "reject", bead, "looks wrong\nunclaim")
+    assert "line break" in why and "one line" in why, why
+    assert status(srv, bead) == "pending_approval"  # neither rejected nor unclaimed
+    assert ok(srv, "read", f"agent/beads/{bead}/assigned_to") == "dev\n"
+
+
+def test_an_id_that_is_no_name_is_refused_before_any_write(srv):
+    bead = bead_waiting(srv, coordinator="lead")
+    why = refused(srv, "approve", f"{bead}/../../dev")
+    assert "no request or bead id" in why, why
+    assert status(srv, bead) == "pending_approval"
+
+
+def mail_as(srv: AnvilServer, uname: str, owner: str, message: dict) -> str:
+    with srv.connect(uname=uname, dialect=Dialect.P2000U) as client:
+        fid = client.open(f"{owner}/mail", c.ORDWR)
+        try:
+            client.write_all(fid, json.dumps(message).encode())
+            return client.read_chunk(fid, 0).decode().strip()
+        finally:
+            client.clunk(fid)
