@@ -4,7 +4,7 @@ An APPROVAL_REQUEST (from an agent, or from anvilfs when a bead needs
 approval) waits until an APPROVAL_RESPONSE whose ``re`` names it comes
 from its recipient, or until its bead is approved or rejected on the
 bead's ctl. The answer goes to the requester's inbox. A waiting request is
-on disk (STATE/mail/approvals/<id>.json); the answer is recorded there
+on disk (STATE/approvals/<id>.json); the answer is recorded there
 before it is delivered, so a crash in between delivers it at the next
 start, once.
 

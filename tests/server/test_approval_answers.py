@@ -14,7 +14,7 @@ import pytest
 from anvilfs.client import Client
 from anvilfs.ninep import Dialect
 from anvilfs.ninep import consts as c
-from harness.server import AnvilServer, anvil_server
+from harness.server import AnvilServer, anvil_server, start_server
 
 
 @pytest.fixture
@@ -100,3 +100,67 @@ def mail_as(srv: AnvilServer, uname: str, owner: str, message: dict) -> str:
             return client.read_chunk(fid, 0).decode().strip()
         finally:
             client.clunk(fid)
+
+
+# ------------------------------------------------------------ a session named approvals (item 2)
+
+def restarted(srv: AnvilServer) -> AnvilServer:
+    assert srv.stop() == 0, srv.trace_tail()
+    return start_server(srv.base, trace=False)
+
+
+def inbox_subjects(srv: AnvilServer, who: str) -> list[str]:
+    with srv.connect() as client:
+        return sorted(json.loads(client.read_file(f"{who}/inbox/{s.name}"))["subject"] for s in client.list_dir(f"{who}/inbox"))
+
+
+def ask_human(srv: AnvilServer, sender: str, subject: str) -> str:
+    return mail_as(srv, sender, sender, {"to": "human", "type": "APPROVAL_REQUEST", "subject": subject, "body": ""})
+
+
+@pytest.fixture
+def stopped_later():
+    """Servers a test starts itself, stopped at its end."""
+    started: list[AnvilServer] = []
+    yield started
+    for srv in started:
+        srv.stop()
+
+
+def test_a_session_named_approvals_keeps_its_mail_and_the_requests_stay_where_they_are(srv, stopped_later):
+    ok(srv, "write", "agent/ctl", "new sim /tmp name=approvals")
+    ok(srv, "mail", "approvals", "QUERY_REQUEST", "lunch?")
+    ident = ask_human(srv, "dev", "deploy")
+    bead = bead_waiting(srv)
+    srv = restarted(srv)
+    stopped_later.append(srv)
+    assert inbox_subjects(srv, "approvals") == ["lunch?"]
+    waiting = ok(srv, "read", "agent/human/approvals").splitlines()
+    assert [line.split()[0] for line in waiting][0] == ident and len(waiting) == 2, waiting
+    ok(srv, "write", "agent/approvals/ctl", "remove")
+    srv = restarted(srv)
+    stopped_later.append(srv)
+    assert len(ok(srv, "read", "agent/human/approvals").splitlines()) == 2  # the requests did not go with it
+    ok(srv, "approve", ident)
+    ok(srv, "approve", bead)
+    assert status(srv, bead) == "completed"
+    assert ok(srv, "read", "agent/human/approvals") == ""
+
+
+def test_a_state_directory_of_the_old_layout_with_such_a_session_keeps_working(srv, stopped_later):
+    """Before, waiting requests were kept in STATE/mail/approvals/, a session `approvals`'s mailbox beside them."""
+    ok(srv, "write", "agent/ctl", "new sim /tmp name=approvals")
+    ok(srv, "mail", "approvals", "QUERY_REQUEST", "lunch?")
+    ident = ask_human(srv, "dev", "deploy")
+    assert srv.stop() == 0
+    state = srv.state
+    for record in (state / "approvals").iterdir():  # the old layout: the records in the session's mail directory
+        record.rename(state / "mail" / "approvals" / record.name)
+    (state / "approvals").rmdir()
+    srv = start_server(srv.base, trace=False)
+    stopped_later.append(srv)
+    assert [line.split()[0] for line in ok(srv, "read", "agent/human/approvals").splitlines()] == [ident]
+    assert inbox_subjects(srv, "approvals") == ["lunch?"]
+    assert sorted(p.name for p in (state / "mail" / "approvals").iterdir()) == ["done", "inbox"]  # moved out
+    ok(srv, "approve", ident)
+    assert inbox_subjects(srv, "dev") == ["approved"]
