@@ -92,6 +92,8 @@ class App:
         post.approvals.reminder = settings.approval_reminder
         post.approvals.bead_title = lambda bead: self.board.get(bead).title
         post.approvals.coordinator_of = lambda convoy: (c.coordinator if (c := self.convoys.find(convoy)) else "")
+        post.approvals.may_decide = lambda bead, approved, by, writer: self.board.check_decision(
+            bead, approved, self._who(by, writer))
         self.bus.subscribe(ApprovalDecided, self._decide_bead)
         return post
 
@@ -101,8 +103,12 @@ class App:
         if moved.state == State.ERROR.value:
             self.errors.append(f"{moved.session}: {moved.line}")
 
+    def _who(self, participant: str, writer: str) -> Who:
+        """Who answers in `participant`'s mail, written by the 9P user `writer` (the beads' rules see both)."""
+        return Who(participant, participant if self.sessions.find(participant) is not None else None, writer)
+
     def _decide_bead(self, event: ApprovalDecided) -> None:
-        who = Who(event.by, event.by if self.sessions.find(event.by) is not None else None)
+        who = self._who(event.by, event.writer)
         if event.approved:
             self.board.approve(event.bead, who)
         else:

@@ -3,6 +3,7 @@
     STATE/mail/<participant>/inbox/<id>.json   delivered, not yet acknowledged
     STATE/mail/<participant>/done/<id>.json    acknowledged (rm of the inbox file)
     STATE/approvals/<id>.json                  approval requests waiting for an answer
+    STATE/approvals/answered/<id>.json         answered ones whose answer had no inbox to go to
     STATE/removed/<session>.<TIME>.mail/       the mailbox of a removed session, kept as history
 
 A message is written (fsynced, renamed, directory fsynced) before its write
@@ -32,6 +33,7 @@ class MailFiles:
         self.state = state
         self.root = state.subdir("mail")
         self.waiting = state.subdir("approvals")
+        self._answered: PrivateDir | None = None  # approvals/answered/, made at its first use
         self._open: dict[tuple[str, str], PrivateDir] = {}
         self.upgrade_waiting()
 
@@ -116,8 +118,15 @@ class MailFiles:
             doc["answer"] = json.loads(answer.to_json())
         self.waiting.write_atomic(f"{request.id}.json", json.dumps(doc).encode())
 
-    def answered(self, request_id: str) -> None:
-        self.waiting.remove(f"{request_id}.json")
+    def answered(self, request_id: str, *, keep: bool = False) -> None:
+        """The request's answer is delivered: its record goes. With `keep` (no inbox took the answer), the
+        record, which holds the answer, moves to approvals/answered/ instead."""
+        if keep:
+            if self._answered is None:
+                self._answered = self.waiting.subdir("answered")
+            self.waiting.move(f"{request_id}.json", self._answered, f"{request_id}.json")
+        else:
+            self.waiting.remove(f"{request_id}.json")
 
     def waiting_requests(self) -> tuple[list[tuple[Message, Message | None]], list[str]]:
         found, problems = [], []
@@ -156,6 +165,7 @@ class MemoryMailFiles:
         self._inbox: dict[str, dict[str, Message]] = {}
         self._done: dict[str, dict[str, Message]] = {}
         self._waiting: dict[str, tuple[Message, Message | None]] = {}
+        self.kept: dict[str, tuple[Message, Message | None]] = {}  # answered/: answers no inbox took
 
     def deliver(self, message: Message) -> None:
         self._inbox.setdefault(message.to, {})[message.id] = message
@@ -193,8 +203,10 @@ class MemoryMailFiles:
     def wait_for_answer(self, request: Message, answer: Message | None = None) -> None:
         self._waiting[request.id] = (request, answer)
 
-    def answered(self, request_id: str) -> None:
-        self._waiting.pop(request_id, None)
+    def answered(self, request_id: str, *, keep: bool = False) -> None:
+        record = self._waiting.pop(request_id, None)
+        if keep and record is not None:
+            self.kept[request_id] = record
 
     def waiting_requests(self) -> tuple[list[tuple[Message, Message | None]], list[str]]:
         return sorted(self._waiting.values(), key=lambda pair: pair[0].id), []

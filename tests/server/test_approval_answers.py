@@ -11,7 +11,7 @@ import json
 
 import pytest
 
-from anvilfs.client import Client
+from anvilfs.client import Client, ServerError
 from anvilfs.ninep import Dialect
 from anvilfs.ninep import consts as c
 from harness.server import AnvilServer, anvil_server, start_server
@@ -96,7 +96,10 @@ def mail_as(srv: AnvilServer, uname: str, owner: str, message: dict) -> str:
     with srv.connect(uname=uname, dialect=Dialect.P2000U) as client:
         fid = client.open(f"{owner}/mail", c.ORDWR)
         try:
-            client.write_all(fid, json.dumps(message).encode())
+            try:
+                client.write_all(fid, json.dumps(message).encode())
+            except ServerError as exc:  # refused at the Twrite
+                return f"error: {exc}"
             return client.read_chunk(fid, 0).decode().strip()
         finally:
             client.clunk(fid)
@@ -164,3 +167,100 @@ def test_a_state_directory_of_the_old_layout_with_such_a_session_keeps_working(s
     assert sorted(p.name for p in (state / "mail" / "approvals").iterdir()) == ["done", "inbox"]  # moved out
     ok(srv, "approve", ident)
     assert inbox_subjects(srv, "dev") == ["approved"]
+
+
+# ------------------------------------------------------------ never the worker, on any route (item 3)
+
+def test_the_worker_cannot_approve_its_own_bead_through_the_cli_as_itself(srv):
+    bead = bead_waiting(srv)
+    why = refused(srv, "approve", bead, env={"ANVILFS_SESSION": "dev"})  # it writes human/mail, attached as dev
+    assert "dev did the work" in why, why
+    why = refused(srv, "reject", bead, "fine", "really", env={"ANVILFS_SESSION": "dev"})
+    assert "dev did the work" in why, why
+    assert status(srv, bead) == "pending_approval"
+    assert len(ok(srv, "read", "agent/human/approvals").splitlines()) == 1  # still waiting for someone else
+    ok(srv, "approve", bead, env={"ANVILFS_SESSION": "lead"})
+    assert status(srv, bead) == "completed"
+    assert 'approved_by = "human"' in (srv.state / "beads" / f"{bead}.toml").read_text()
+
+
+@pytest.mark.parametrize("holder", ["dev", "ci-bot"])
+def test_the_worker_cannot_approve_by_writing_human_mail_itself(srv, holder):
+    bead = bead_waiting(srv, holder=holder)
+    [line] = ok(srv, "read", "agent/human/approvals").splitlines()
+    request, sender = line.split()[:2]
+    answer = {"to": sender, "type": "APPROVAL_RESPONSE", "subject": "approved", "body": "", "re": request}
+    with srv.connect(uname=holder, dialect=Dialect.P2000U) as client:  # refused at the Twrite: `9p write` sees it
+        fid = client.open("human/mail", c.ORDWR)
+        with pytest.raises(ServerError, match=f"{holder} did the work"):
+            client.write_all(fid, json.dumps(answer).encode())
+        client.clunk(fid)
+    assert status(srv, bead) == "pending_approval"
+    assert mail_as(srv, "tester", "human", answer).isdigit()  # anyone else may
+    assert status(srv, bead) == "completed"
+
+
+def test_who_asked_for_an_approval_cannot_answer_it_in_humans_name(srv):
+    ident = ask_human(srv, "dev", "deploy")
+    answer = {"to": "dev", "type": "APPROVAL_RESPONSE", "subject": "approved", "body": "", "re": ident}
+    assert "dev asked for this approval" in mail_as(srv, "dev", "human", answer)
+    assert ok(srv, "read", "agent/human/approvals").split()[0] == ident
+
+
+# ------------------------------------------------------------ every waiting request is answerable (item 4)
+
+def test_a_lease_holders_request_is_answered_and_the_answer_kept_with_its_record(srv):
+    bead = bead_waiting(srv, holder="ci-bot")
+    [line] = ok(srv, "read", "agent/human/approvals").splitlines()
+    request = line.split()[0]
+    assert line.split()[1] == "anvilfs"
+    answer = ok(srv, "approve", bead).strip()
+    assert status(srv, bead) == "completed"
+    assert ok(srv, "read", "agent/human/approvals") == ""
+    record = json.loads((srv.state / "approvals" / "answered" / f"{request}.json").read_text())
+    assert (record["request"]["id"], record["answer"]["id"], record["answer"]["to"]) == (request, answer, "anvilfs")
+
+
+def test_a_request_of_a_removed_session_is_answered(srv):
+    bead = bead_waiting(srv)
+    ident = ask_human(srv, "dev", "deploy")
+    ok(srv, "write", "agent/dev/ctl", "stop")
+    ok(srv, "write", "agent/dev/ctl", "remove")
+    ok(srv, "reject", ident, "not", "now")
+    ok(srv, "approve", bead)
+    assert status(srv, bead) == "completed"
+    assert ok(srv, "read", "agent/human/approvals") == ""
+    assert sorted(p.name for p in (srv.state / "approvals" / "answered").iterdir()) == sorted(
+        [f"{ident}.json", f"{json.loads(bead_request_record(srv, bead))['request']['id']}.json"])
+
+
+def bead_request_record(srv: AnvilServer, bead: str) -> str:
+    for path in (srv.state / "approvals" / "answered").iterdir():
+        if json.loads(path.read_text())["request"].get("bead") == bead:
+            return path.read_text()
+    raise AssertionError(f"no answered record for bead {bead}")
+
+
+# ------------------------------------------------------------ an answer without "re" (item 12)
+
+def test_an_answer_as_ideas_md_writes_it_answers_the_one_request_of_that_session(srv):
+    ident = ask_human(srv, "dev", "OAuth implementation")
+    ask_human(srv, "lead", "deploy")  # another session's request: not the one answered
+    answer = mail_as(srv, "tester", "human", {"to": "dev", "type": "APPROVAL_RESPONSE", "subject": "Approved",
+                                              "body": "LGTM - OAuth implementation looks good."})
+    assert answer.isdigit(), answer
+    with srv.connect() as client:
+        got = json.loads(client.read_file(f"dev/inbox/{answer}.json"))
+    assert (got["re"], got["subject"]) == (ident, "Approved")
+    assert [line.split()[1] for line in ok(srv, "read", "agent/human/approvals").splitlines()] == ["lead"]
+
+
+def test_an_answer_without_re_is_refused_naming_the_requests_when_not_exactly_one_waits(srv):
+    first, second = ask_human(srv, "dev", "one"), ask_human(srv, "dev", "two")
+    response = {"to": "dev", "type": "APPROVAL_RESPONSE", "subject": "approved", "body": ""}
+    why = mail_as(srv, "tester", "human", response)
+    assert why.startswith("error: ") and first in why and second in why and '"re"' in why, why
+    why = mail_as(srv, "tester", "human", response | {"to": "lead"})
+    assert why.startswith("error: ") and "no approval request of lead" in why and first in why, why
+    assert inbox_subjects(srv, "dev") == [] and inbox_subjects(srv, "lead") == []
+    assert len(ok(srv, "read", "agent/human/approvals").splitlines()) == 2

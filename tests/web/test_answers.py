@@ -73,3 +73,30 @@ def test_a_reason_from_the_page_is_quoted_and_a_newline_refused(srv: AnvilServer
     assert cli(srv, "read", f"agent/beads/{bead}/status") == "in_progress\n"
     assert cli(srv, "read", f"agent/beads/{bead}/review") == "it's missing  tests\n"
     assert cli(srv, "read", f"agent/beads/{bead}/assigned_to") == "dev\n"
+
+
+def test_the_worker_cannot_approve_its_own_bead_from_the_page(srv: AnvilServer, tmp_path: Path) -> None:
+    cli(srv, "write", "agent/ctl", "new sim /tmp name=dev")
+    cli(srv, "write", "agent/beads/ctl", 'new "Implement OAuth" developer "Add OAuth" requires_approval=true')
+    bead = "impl-oauth-001"
+    cli(srv, "write", f"agent/beads/{bead}/ctl", "claim dev")
+    cli(srv, "write", f"agent/beads/{bead}/ctl", "complete")
+    with web_process(srv, tmp_path / "web.log", env={"ANVILFS_SESSION": "dev"}) as web:  # the page attaches as dev
+        status, answer = Page(web).post("/approve", {"id": bead})
+    assert status == 409 and "dev did the work" in answer["error"], answer
+    assert cli(srv, "read", f"agent/beads/{bead}/status") == "pending_approval\n"
+
+
+def test_a_request_from_a_lease_holder_is_answered_from_the_page(srv: AnvilServer, tmp_path: Path) -> None:
+    cli(srv, "write", "agent/beads/ctl", 'new "Implement OAuth" developer "Add OAuth" requires_approval=true')
+    bead = "impl-oauth-001"
+    cli(srv, "write", f"agent/beads/{bead}/ctl", "claim ci-bot lease=600")
+    cli(srv, "write", f"agent/beads/{bead}/ctl", "complete")
+    [line] = cli(srv, "read", "agent/human/approvals").splitlines()
+    assert line.split()[1:3] == ["anvilfs", bead], line  # from anvilfs: ci-bot is no participant
+    with web_process(srv, tmp_path / "web.log") as web:
+        status, answer = Page(web).post("/reject", {"id": bead, "reason": "no tests"})
+    assert status == 200, answer
+    assert cli(srv, "read", f"agent/beads/{bead}/status") == "in_progress\n"
+    assert cli(srv, "read", f"agent/beads/{bead}/review") == "no tests\n"
+    assert cli(srv, "read", "agent/human/approvals") == ""
