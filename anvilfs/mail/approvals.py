@@ -29,6 +29,7 @@ import trio
 
 from ..domain_events import ApprovalDecided, ApprovalWaiting, BeadChanged
 from ..errors import InvalidRequest, NotFound, NotPermitted
+from ..faults import kill_point
 from ..journal import timestamp
 from ..waitable import Changes
 from .message import Draft, Message, MessageType
@@ -128,6 +129,7 @@ class Approvals:
                 self.post.bus.publish(ApprovalDecided(request.bead, approved, response.sender, reason, writer))
             finally:
                 self._deciding = None
+            kill_point("approval-answer")  # a crash here is mended at the next start (App.agree_on_approvals)
         self._settle(request, response)
 
     def _settle(self, request: Message, answer: Message, *, redo: bool = False) -> None:
@@ -154,32 +156,40 @@ class Approvals:
 
     def _bead_changed(self, event: BeadChanged) -> None:
         if event.verb == "complete" and event.status == "pending_approval":
-            self._request_for_bead(event)
+            kill_point("approval-request")  # a crash here is mended at the next start (App.agree_on_approvals)
+            self.ask_for_bead(event.bead, event.detail, event.convoy)
         elif event.verb in ("approve", "reject") and event.bead != self._deciding:
             request = next((m for m in self.waiting() if m.bead == event.bead), None)
             if request is not None:
-                self._settle(request, self._bead_answer(request, event))
+                kill_point("approval-answer")
+                by, _, reason = event.detail.removeprefix("by ").partition(": ")
+                self.answer_for_bead(request, event.verb == "approve", by, reason)
 
-    def _request_for_bead(self, event: BeadChanged) -> None:
+    def ask_for_bead(self, bead: str, worker: str, convoy: str) -> Message:
+        """Send the APPROVAL_REQUEST of a bead that waits for approval: from its worker session (else from
+        anvilfs), to its convoy's coordinator if it has one that did not do the work, else to human."""
         post = self.post
-        sender = event.detail if post.is_session(event.detail) else "anvilfs"
-        coordinator = self.coordinator_of(event.convoy) if event.convoy else ""
+        sender = worker if post.is_session(worker) else "anvilfs"
+        coordinator = self.coordinator_of(convoy) if convoy else ""
         to = coordinator if coordinator and post.is_participant(coordinator) and coordinator != sender else "human"
-        title = self.bead_title(event.bead)
-        draft = Draft(to=to, type=MessageType.APPROVAL_REQUEST, subject=f"approve bead {event.bead}: {title}"[:200],
-                      body=f"Bead {event.bead} ({title}) was completed by {event.detail or 'nobody'} and needs approval: "
-                           f"answer with `anvilfs approve {event.bead}` or `anvilfs reject {event.bead} REASON`.",
-                      bead=event.bead)
-        post.deliver(Message.of(draft, id=post.ids.next(), sender=sender, timestamp=timestamp()))
+        title = self.bead_title(bead)
+        draft = Draft(to=to, type=MessageType.APPROVAL_REQUEST, subject=f"approve bead {bead}: {title}"[:200],
+                      body=f"Bead {bead} ({title}) was completed by {worker or 'nobody'} and needs approval: "
+                           f"answer with `anvilfs approve {bead}` or `anvilfs reject {bead} REASON`.",
+                      bead=bead)
+        request = Message.of(draft, id=post.ids.next(), sender=sender, timestamp=timestamp())
+        post.deliver(request)
+        return request
 
-    def _bead_answer(self, request: Message, event: BeadChanged) -> Message:
-        approved = event.verb == "approve"
-        by, _, reason = event.detail.removeprefix("by ").partition(": ")
+    def answer_for_bead(self, request: Message, approved: bool, by: str, reason: str) -> Message:
+        """Answer a bead's request with what became of the bead (decided on its ctl, or before a crash)."""
         sender = by if self.post.is_participant(by) else "human"
-        subject = f"approved bead {event.bead}" if approved else f"rejected bead {event.bead}: {reason}"[:200]
+        subject = f"approved bead {request.bead}" if approved else f"rejected bead {request.bead}: {reason}"[:200]
         draft = Draft(to=request.sender, type=MessageType.APPROVAL_RESPONSE, subject=subject.splitlines()[0],
-                      body=reason if not approved else f"approved by {by}", re=request.id, bead=event.bead)
-        return Message.of(draft, id=self.post.ids.next(), sender=sender, timestamp=timestamp())
+                      body=reason if not approved else f"approved by {by}", re=request.id, bead=request.bead)
+        answer = Message.of(draft, id=self.post.ids.next(), sender=sender, timestamp=timestamp())
+        self._settle(request, answer)
+        return answer
 
     # ------------------------------------------------------------ reminders
 
