@@ -20,16 +20,16 @@ import re
 import sys
 from collections.abc import Iterator
 
-from ..ctlwords import ctl_line
 from ..ninep import consts as c
 from ..ninep import messages as m
 from .client import Client, ServerError
 from .commands import CommandError
+from .ctlwords import ctl_line
 
 HUMAN = "human"
 TOLD_BY_DEFAULT = ("APPROVAL_REQUEST", "REVIEW_REQUEST")
-# an `events` line about mail: TIME mail:ID TYPE [waiting since T] from SENDER to TO [bead B]: SUBJECT
 ANSWERED = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}\Z")  # what approve|reject answer: a request's id or a bead's
+# an `events` line about mail: TIME mail:ID TYPE [waiting since T] from SENDER to TO [bead B]: SUBJECT
 _MAIL_LINE = re.compile(r"\S+ mail:(?P<id>\d{16}) (?P<type>[A-Z_]+)(?P<again> waiting since \S+)? "
                         r"from (?P<sender>\S+) to (?P<to>\S+)(?: bead \S+)?: (?P<subject>.*)\Z")
 
@@ -176,29 +176,25 @@ def inbox(client: Client, root: str, args) -> int:
 def answer_plan(approvals: str, wanted: str, approved: bool, reason: str) -> tuple[str, dict | str]:
     """How to answer WANTED (a waiting request's id, or its bead's), given the text of human/approvals:
     ("mail", the APPROVAL_RESPONSE human sends) when a request waits, else ("ctl", the line for
-    beads/WANTED/ctl, its reason quoted). `anvilfs approve|reject` and `anvilfs web` both answer this way;
-    CommandError for an id or a reason that cannot be sent (see answer_problem)."""
-    if (problem := answer_problem(wanted, reason)) is not None:
-        raise CommandError(problem)
+    beads/WANTED/ctl, the reason quoted as one word). `anvilfs approve|reject` and `anvilfs web` both
+    answer this way; CommandError for an id that names no request or bead."""
+    if not ANSWERED.match(wanted):
+        raise CommandError(not_an_id(wanted))
     for line in approvals.splitlines():
         request_id, sender, bead, _subject = (line.split(" ", 3) + [""])[:4]
         if wanted in (request_id, bead):
-            subject = "approved" if approved else f"rejected: {reason}"
+            first = reason.strip().splitlines()[0] if reason.strip() else reason
+            first = "".join(ch if ch.isprintable() else " " for ch in first)  # a subject is one plain line
+            subject = "approved" if approved else f"rejected: {first}"  # the body has all of the reason
             return "mail", {"to": sender, "type": "APPROVAL_RESPONSE", "subject": subject[:200], "body": reason,
                             "re": request_id}
-    # a bead that waits for approval without a request (one its convoy's coordinator was asked, say)
+    # a bead that waits for approval without a request in human/approvals (its convoy's coordinator was asked)
     return "ctl", ctl_line("approve") if approved else ctl_line("reject", reason)
 
 
-def answer_problem(wanted: str, reason: str) -> str | None:
-    """Why WANTED or REASON cannot make an answer, or None. The id names a file (beads/ID/ctl), and the
-    reason goes on one ctl line or in a one-line subject, so it cannot hold a line break."""
-    if not ANSWERED.match(wanted):
-        return f"{wanted!r} is no request or bead id: give a waiting request's id (human/approvals) or its bead's"
-    if "\n" in reason or "\r" in reason:
-        return ("the reason holds a line break: give it on one line (a ctl line or a subject cannot carry one); "
-                "send longer text with `anvilfs mail`")
-    return None
+def not_an_id(wanted: str) -> str:
+    """Why WANTED cannot be answered: it is no request's or bead's id (and would be walked as a path)."""
+    return f"{wanted!r} is no request or bead id: give a waiting request's id (human/approvals) or its bead's"
 
 
 def not_answerable(wanted: str, exc: ServerError) -> ServerError:

@@ -8,10 +8,7 @@ for a POSIX shell mean the same here.
 
 from __future__ import annotations
 
-from ..ctlwords import quote_word
 from ..errors import InvalidRequest
-
-__all__ = ["quote_word", "split_words"]  # quote_word: in ctlwords.py, which the clients share
 
 _ESCAPES = {"n": "\n", "t": "\t", "\\": "\\", '"': '"'}
 
@@ -64,3 +61,10 @@ def _double(line: str, i: int, word: list[str]) -> int:
         word.append(ch)
         i += 1
     raise InvalidRequest(f'close the quote " (write \\" for one inside): it is open in {line!r}')
+
+
+def quote_word(word: str) -> str:
+    """Quote a word Plan 9 style when it needs it, so split_words gives it back."""
+    if word and not any(c in word for c in " \t'\"\n"):
+        return word
+    return "'" + word.replace("'", "''") + "'"

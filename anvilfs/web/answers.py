@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 
 from ..aioclient import AsyncClient, ServerError
-from ..client.mailcmds import answer_plan, answer_problem, not_answerable, sent_id
+from ..client.mailcmds import ANSWERED, answer_plan, not_an_id, not_answerable, sent_id
 
 REASON_MOST = 1000  # characters: a ctl line is at most 4000 bytes
 
@@ -21,16 +21,15 @@ class BadAnswer(ValueError):
 
 
 def checked(wanted: object, reason: object, approved: bool) -> tuple[str, str]:
-    """The id and the reason (one line; "approved" for an approval, as the CLI's) from the page's JSON, or BadAnswer."""
-    if not isinstance(wanted, str):
-        raise BadAnswer(f"id {wanted!r}: give a waiting request's id (human/approvals) or its bead's")
-    if not approved and not isinstance(reason, str):
-        raise BadAnswer("reason: give the reason as text")
-    reason = "approved" if approved else reason.strip()
-    if (problem := answer_problem(wanted, reason)) is not None:  # the CLI's rules: a newline is refused, not joined
-        raise BadAnswer(problem)
+    """The id and the reason ("approved" for an approval, as the CLI's) from the page's JSON, or BadAnswer.
+    The reason goes as it is: quoted on a bead's ctl line, a line break included (answer_plan)."""
+    if not isinstance(wanted, str) or not ANSWERED.match(wanted):
+        raise BadAnswer(f"id: {not_an_id(str(wanted))}")
     if approved:
-        return wanted, reason
+        return wanted, "approved"
+    if not isinstance(reason, str):
+        raise BadAnswer("reason: give the reason as text")
+    reason = reason.strip()
     if not reason:
         raise BadAnswer("reject: say why (the requester gets the reason)")
     if len(reason) > REASON_MOST:

@@ -77,12 +77,16 @@ def test_a_reason_with_an_apostrophe_reaches_the_beads_ctl_quoted(srv):
     assert ok(srv, "read", f"agent/beads/{bead}/review") == "it's missing  tests\n"
 
 
-def test_a_reason_with_a_newline_is_refused_and_runs_no_second_command(srv):
+def test_a_reason_with_a_newline_is_carried_whole_and_runs_no_second_command(srv):
     bead = bead_waiting(srv, coordinator="lead")
-    why = refused(srv, "reject", bead, "looks wrong\nunclaim")
-    assert "line break" in why and "one line" in why, why
-    assert status(srv, bead) == "pending_approval"  # neither rejected nor unclaimed
-    assert ok(srv, "read", f"agent/beads/{bead}/assigned_to") == "dev\n"
+    ok(srv, "reject", bead, "looks wrong\nunclaim")  # on the bead's ctl: it was `reject looks wrong`, then `unclaim`
+    assert status(srv, bead) == "in_progress"
+    assert ok(srv, "read", f"agent/beads/{bead}/assigned_to") == "dev\n"  # not unclaimed
+    assert ok(srv, "read", f"agent/beads/{bead}/review") == "looks wrong\nunclaim\n"
+    request = ask_human(srv, "dev", "deploy")  # a request human/approvals lists: answered by mail
+    ok(srv, "reject", request, "not now\tplease\nafter the freeze")
+    [answer] = [m for m in inbox_messages(srv, "dev") if m.get("re") == request]
+    assert (answer["subject"], answer["body"]) == ("rejected: not now please", "not now\tplease\nafter the freeze")
 
 
 def test_an_id_that_is_no_name_is_refused_before_any_write(srv):
@@ -112,9 +116,13 @@ def restarted(srv: AnvilServer) -> AnvilServer:
     return start_server(srv.base, trace=False)
 
 
-def inbox_subjects(srv: AnvilServer, who: str) -> list[str]:
+def inbox_messages(srv: AnvilServer, who: str) -> list[dict]:
     with srv.connect() as client:
-        return sorted(json.loads(client.read_file(f"{who}/inbox/{s.name}"))["subject"] for s in client.list_dir(f"{who}/inbox"))
+        return [json.loads(client.read_file(f"{who}/inbox/{s.name}")) for s in client.list_dir(f"{who}/inbox")]
+
+
+def inbox_subjects(srv: AnvilServer, who: str) -> list[str]:
+    return sorted(m["subject"] for m in inbox_messages(srv, who))
 
 
 def ask_human(srv: AnvilServer, sender: str, subject: str) -> str:
