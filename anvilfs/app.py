@@ -10,7 +10,7 @@ from pathlib import Path
 import trio
 
 from .backends import SimBackend
-from .beads import Board, Convoys, Who
+from .beads import Board, Convoys, Status, Who
 from .domain_events import ApprovalDecided, EventBus, SessionMoved
 from .fs import AgentTree
 from .journal import Journal
@@ -92,6 +92,8 @@ class App:
         post.approvals.reminder = settings.approval_reminder
         post.approvals.bead_title = lambda bead: self.board.get(bead).title
         post.approvals.coordinator_of = lambda convoy: (c.coordinator if (c := self.convoys.find(convoy)) else "")
+        post.approvals.may_decide = lambda bead, approved, by, writer: self.board.check_decision(
+            bead, approved, self._who(by, writer))
         self.bus.subscribe(ApprovalDecided, self._decide_bead)
         return post
 
@@ -101,12 +103,37 @@ class App:
         if moved.state == State.ERROR.value:
             self.errors.append(f"{moved.session}: {moved.line}")
 
+    def _who(self, participant: str, writer: str) -> Who:
+        """Who answers in `participant`'s mail, written by the 9P user `writer` (the beads' rules see both)."""
+        return Who(participant, participant if self.sessions.find(participant) is not None else None, writer)
+
     def _decide_bead(self, event: ApprovalDecided) -> None:
-        who = Who(event.by, event.by if self.sessions.find(event.by) is not None else None)
+        who = self._who(event.by, event.writer)
         if event.approved:
             self.board.approve(event.bead, who)
         else:
             self.board.reject(event.bead, event.reason, who)
+
+    def agree_on_approvals(self) -> None:
+        """A bead's save and the record of its approval request are two durable steps: a server killed between
+        them left a bead waiting with no request, or a request for a bead decided already. Make them agree."""
+        approvals = self.post.approvals
+        asked = {m.bead for m in approvals.waiting() if m.bead}
+        for bead in self.board.all():
+            if bead.status is Status.PENDING_APPROVAL and bead.id not in asked:
+                request = approvals.ask_for_bead(bead.id, bead.assigned_to, bead.convoy)
+                self.record_error("approvals", f"bead {bead.id} waited for approval with no request (the server "
+                                               f"stopped between the two): request {request.id} sent to {request.to}")
+        for request in approvals.waiting():
+            bead = self.board.find(request.bead) if request.bead else None
+            if bead is None or bead.status is Status.PENDING_APPROVAL:
+                continue  # no bead (or a broken file, to be mended by hand): the request waits as it is
+            approved = bead.status is Status.COMPLETED
+            reason = "" if approved else (bead.review or f"bead {bead.id} is {bead.status.value}: it no longer "
+                                                         "waits for approval")
+            answer = approvals.answer_for_bead(request, approved, bead.approved_by or "anvilfs", reason)
+            self.record_error("approvals", f"request {request.id} waited for bead {bead.id}, which is {bead.status.value} "
+                                           f"(the server stopped before the request was answered): answered {answer.id}")
 
     @property
     def root(self):
@@ -139,6 +166,7 @@ class App:
                 await nursery.start(self.sessions.run)
                 for problem in self.post.load():  # after sessions restore: who is a participant is known
                     self.record_error("mail", problem)
+                self.agree_on_approvals()
                 task_status.started()
         finally:
             if self.history is not None:

@@ -74,8 +74,9 @@ class ApprovalDecided:
 
     bead: str
     approved: bool
-    by: str
+    by: str  # the participant that answered (human, a coordinator)
     reason: str = ""
+    writer: str = ""  # the 9P user that wrote the answer to by's mail: the beads' rules hold for it too
 
 
 @dataclass(frozen=True, slots=True)

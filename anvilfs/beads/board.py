@@ -33,10 +33,15 @@ MAX_LEASE = 7 * 24 * 3600
 
 @dataclass(frozen=True, slots=True)
 class Who:
-    """Who asked: the 9P uname, and the session it names, if it names one."""
+    """Who asked: the 9P uname, and the session it names, if it names one. An answer written to another
+    participant's mail (human/mail) speaks as that participant (`name`, recorded), written by `uname`."""
 
     name: str
     session: str | None = None
+    uname: str = ""
+
+    def names(self) -> set[str]:
+        return {n for n in (self.name, self.session, self.uname) if n}
 
 
 class Board:
@@ -188,19 +193,27 @@ class Board:
                           f"Failed: {bead.title} ({bead_id}){_by(by)}: {reason}", "fail", reason)
 
     def approve(self, bead_id: str, who: Who) -> Bead:
-        bead = self.get(bead_id)
-        status = advance(bead_id, bead.status, Verb.APPROVE)
-        self._not_the_worker("approve", bead, who)
+        bead, status = self.check_decision(bead_id, True, who)
         return self._save(bead.copy(status=status, approved_by=who.name),
                           f"Approved: {bead.title} ({bead_id}) by {who.name}", "approve", who.name)
 
     def reject(self, bead_id: str, reason: str, who: Who) -> Bead:
-        bead = self.get(bead_id)
-        status = advance(bead_id, bead.status, Verb.REJECT)
-        self._not_the_worker("reject", bead, who)
+        bead, status = self.check_decision(bead_id, False, who)
         _check_reason("reject", reason)
         return self._save(bead.copy(status=status, review=reason),
                           f"Rejected: {bead.title} ({bead_id}) by {who.name}: {reason}", "reject", f"by {who.name}: {reason}")
+
+    def check_decision(self, bead_id: str, approved: bool, who: Who) -> tuple[Bead, Status]:
+        """The bead and its status after `approve` (or `reject`) by WHO, with nothing changed; refused if it
+        cannot take the verb, or WHO did the work (SPEC §6). Every route to a decision comes through here:
+        the bead's ctl, an APPROVAL_RESPONSE (checked at its Twrite, and again when it is sent)."""
+        verb = Verb.APPROVE if approved else Verb.REJECT
+        bead = self.get(bead_id)
+        status = advance(bead_id, bead.status, verb)
+        if bead.assigned_to and bead.assigned_to in who.names():
+            raise NotPermitted(f"{verb.value}: {bead.assigned_to} did the work on bead {bead.id}; someone else must "
+                               f"{verb.value} it (the one who inspects is never the one who built)")
+        return bead, status
 
     def reopen(self, bead_id: str) -> Bead:
         bead = self.get(bead_id)
@@ -219,11 +232,6 @@ class Board:
         bead = self.get(bead_id)
         what = f"Added to convoy {convoy}: {bead_id}" if convoy else f"Removed from convoy {bead.convoy}: {bead_id}"
         return self._save(bead.copy(convoy=convoy), what, "convoy", convoy or "-")
-
-    def _not_the_worker(self, verb: str, bead: Bead, who: Who) -> None:
-        if who.name == bead.assigned_to or (who.session is not None and who.session == bead.assigned_to):
-            raise NotPermitted(f"{verb}: {who.name} did the work on bead {bead.id}; someone else must {verb} it "
-                               "(the one who inspects is never the one who built)")
 
     # ------------------------------------------------------------ reactions
 

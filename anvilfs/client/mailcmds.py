@@ -23,9 +23,12 @@ from collections.abc import Iterator
 from ..ninep import consts as c
 from ..ninep import messages as m
 from .client import Client, ServerError
+from .commands import CommandError
+from .ctlwords import ctl_line
 
 HUMAN = "human"
 TOLD_BY_DEFAULT = ("APPROVAL_REQUEST", "REVIEW_REQUEST")
+ANSWERED = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}\Z")  # what approve|reject answer: a request's id or a bead's
 # an `events` line about mail: TIME mail:ID TYPE [waiting since T] from SENDER to TO [bead B]: SUBJECT
 _MAIL_LINE = re.compile(r"\S+ mail:(?P<id>\d{16}) (?P<type>[A-Z_]+)(?P<again> waiting since \S+)? "
                         r"from (?P<sender>\S+) to (?P<to>\S+)(?: bead \S+)?: (?P<subject>.*)\Z")
@@ -173,15 +176,25 @@ def inbox(client: Client, root: str, args) -> int:
 def answer_plan(approvals: str, wanted: str, approved: bool, reason: str) -> tuple[str, dict | str]:
     """How to answer WANTED (a waiting request's id, or its bead's), given the text of human/approvals:
     ("mail", the APPROVAL_RESPONSE human sends) when a request waits, else ("ctl", the line for
-    beads/WANTED/ctl). `anvilfs approve|reject` and `anvilfs web` both answer this way."""
+    beads/WANTED/ctl, the reason quoted as one word). `anvilfs approve|reject` and `anvilfs web` both
+    answer this way; CommandError for an id that names no request or bead."""
+    if not ANSWERED.match(wanted):
+        raise CommandError(not_an_id(wanted))
     for line in approvals.splitlines():
         request_id, sender, bead, _subject = (line.split(" ", 3) + [""])[:4]
         if wanted in (request_id, bead):
-            subject = "approved" if approved else f"rejected: {reason}"
+            first = reason.strip().splitlines()[0] if reason.strip() else reason
+            first = "".join(ch if ch.isprintable() else " " for ch in first)  # a subject is one plain line
+            subject = "approved" if approved else f"rejected: {first}"  # the body has all of the reason
             return "mail", {"to": sender, "type": "APPROVAL_RESPONSE", "subject": subject[:200], "body": reason,
                             "re": request_id}
-    # a bead that waits for approval without a request (sent before mail existed, say)
-    return "ctl", "approve\n" if approved else f"reject {reason}\n"
+    # a bead that waits for approval without a request in human/approvals (its convoy's coordinator was asked)
+    return "ctl", ctl_line("approve") if approved else ctl_line("reject", reason)
+
+
+def not_an_id(wanted: str) -> str:
+    """Why WANTED cannot be answered: it is no request's or bead's id (and would be walked as a path)."""
+    return f"{wanted!r} is no request or bead id: give a waiting request's id (human/approvals) or its bead's"
 
 
 def not_answerable(wanted: str, exc: ServerError) -> ServerError:

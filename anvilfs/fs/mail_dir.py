@@ -52,9 +52,10 @@ class MailFile(CollectFile):
         return _MailHandle(self, caller)
 
     def _send(self, data: bytes, caller: Caller) -> str:
-        return self.post.send(self.owner, parse_draft(data)).id
+        # the writer's uname goes along: a session writing human/mail is still itself to the beads' rules
+        return self.post.send(self.owner, parse_draft(data), caller.uname).id
 
-    def check_whole(self, data: bytes) -> None:
+    def check_whole(self, data: bytes, caller: Caller) -> None:
         """A write that completes a JSON document is checked as a message at that Twrite."""
         if not data.rstrip().endswith(b"}"):
             return
@@ -64,7 +65,7 @@ class MailFile(CollectFile):
             if "not JSON" in exc.message:
                 return  # maybe only a '}' inside the body: wait for the rest
             raise
-        self.post.check(self.owner, draft)
+        self.post.check(self.owner, draft, caller.uname)
 
     def _abandoned(self, data: bytes, caller: Caller) -> None:
         self.report(f"{self.owner}/mail", f"a message of {len(data)} bytes from {caller.uname} was not sent: "
@@ -83,7 +84,7 @@ class _MailHandle(_CollectHandle):
     def write(self, offset: int, data: bytes) -> int:
         if self._answer is not None:
             raise InvalidRequest("mail: this open sent its message already; open mail again to send another")
-        self._mail.check_whole(bytes(self._buf) + self._new_part(offset, data))
+        self._mail.check_whole(bytes(self._buf) + self._new_part(offset, data), self._caller)
         return super().write(offset, data)
 
     def read(self, offset: int, count: int, budget=None) -> bytes:

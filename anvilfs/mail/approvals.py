@@ -3,25 +3,33 @@
 An APPROVAL_REQUEST (from an agent, or from anvilfs when a bead needs
 approval) waits until an APPROVAL_RESPONSE whose ``re`` names it comes
 from its recipient, or until its bead is approved or rejected on the
-bead's ctl. The answer goes to the requester's inbox. A waiting request is
-on disk (STATE/mail/approvals/<id>.json); the answer is recorded there
-before it is delivered, so a crash in between delivers it at the next
-start, once.
+bead's ctl. A response without ``re`` (as IDEAS.md writes one) answers the
+one request its recipient has waiting for its sender, and is refused when
+there is not exactly one. The answer goes to the requester's inbox; a
+requester with none (anvilfs, for a lease holder's bead; a session removed
+since) cannot stop the answer: it is kept with the request's record. A
+waiting request is on disk (STATE/approvals/<id>.json); the answer is
+recorded there before it is delivered, so a crash in between delivers it
+at the next start, once.
 
 For a bead's request, the response's subject decides: its first word is
-`approved` or `rejected` (the body says why).
+`approved` or `rejected` (the body says why), and the beads' rules decide
+whether its writer may (`may_decide`: never the bead's worker, whichever
+participant's mail it writes to).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import trio
 
 from ..domain_events import ApprovalDecided, ApprovalWaiting, BeadChanged
 from ..errors import InvalidRequest, NotFound, NotPermitted
+from ..faults import kill_point
 from ..journal import timestamp
 from ..waitable import Changes
 from .message import Draft, Message, MessageType
@@ -52,6 +60,8 @@ class Approvals:
         self.reminder = 3600.0  # seconds a request waits before it is announced again; 0: never
         self.bead_title = lambda bead: ""
         self.coordinator_of = lambda convoy: ""
+        # (bead, approved, participant, writer): raises if that answer may not decide the bead (the beads' rules)
+        self.may_decide: Callable[[str, bool, str, str], None] = lambda bead, approved, by, writer: None
         post.bus.subscribe(BeadChanged, self._bead_changed)
 
     def load(self) -> list[str]:
@@ -70,9 +80,28 @@ class Approvals:
 
     # ------------------------------------------------------------ answers in the mail
 
-    def check(self, sender: str, draft: Draft) -> None:
+    def resolve(self, sender: str, draft: Draft) -> Draft:
+        """An APPROVAL_RESPONSE without "re" (as IDEAS.md writes one) answers the one request its recipient
+        has waiting for `sender`; with none or several it is refused, naming the requests that wait."""
+        if draft.type is not MessageType.APPROVAL_RESPONSE or draft.re is not None:
+            return draft
+        for_sender = self.waiting(sender)
+        theirs = [m for m in for_sender if m.sender == draft.to]
+        if len(theirs) == 1:
+            return draft.model_copy(update={"re": theirs[0].id})
+        listed = "; ".join(f"{m.id} from {m.sender}" + (f", bead {m.bead}" if m.bead else "")
+                           for m in (theirs or for_sender)[:20])
+        if theirs:
+            raise InvalidRequest(f"APPROVAL_RESPONSE to {draft.to} without \"re\": {len(theirs)} requests of "
+                                 f"{draft.to} wait for {sender} ({listed}); name the one answered: \"re\":\"ID\"")
+        raise NotFound(f"APPROVAL_RESPONSE to {draft.to} without \"re\": no approval request of {draft.to} waits "
+                       f"for {sender}; " + (f"those waiting for {sender}: {listed}" if listed else "none waits for it"))
+
+    def check(self, sender: str, draft: Draft, writer: str = "") -> Message | None:
+        """Whether `draft` may answer the request it names (None if it answers none): written by `writer` to
+        `sender`'s mail. A requester need not be a participant (anvilfs, a removed session)."""
         if draft.type is not MessageType.APPROVAL_RESPONSE or draft.re is None:
-            return
+            return None
         request = self._waiting.get(draft.re)
         if request is None:
             raise NotFound(f"re {draft.re}: no approval request of that id is waiting (answered already, or never "
@@ -81,10 +110,15 @@ class Approvals:
             raise NotPermitted(f"re {draft.re}: the request was sent to {request.to}; only {request.to} answers it")
         if draft.to != request.sender:
             raise InvalidRequest(f"re {draft.re}: the answer goes to the requester: write \"to\":\"{request.sender}\"")
-        if request.bead:
-            verdict(draft)
+        if request.bead:  # the beads' rules: never the worker (which is the requester, or holds a lease)
+            approved, _ = verdict(draft)
+            self.may_decide(request.bead, approved, sender, writer)
+        elif writer and writer == request.sender:
+            raise NotPermitted(f"re {draft.re}: {writer} asked for this approval; someone else answers it "
+                               f"(you write to {sender}/mail as {writer})")
+        return request
 
-    def answer(self, response: Message) -> None:
+    def answer(self, response: Message, writer: str = "") -> None:
         request = self._waiting[response.re]
         if request.bead and not response.bead:
             response = dataclasses.replace(response, bead=request.bead)  # the answer says which bead it decided
@@ -92,18 +126,23 @@ class Approvals:
             approved, reason = verdict(response)
             self._deciding = request.bead
             try:  # the beads' rules may refuse (the worker cannot approve): then nothing changed
-                self.post.bus.publish(ApprovalDecided(request.bead, approved, response.sender, reason))
+                self.post.bus.publish(ApprovalDecided(request.bead, approved, response.sender, reason, writer))
             finally:
                 self._deciding = None
+            kill_point("approval-answer")  # a crash here is mended at the next start (App.agree_on_approvals)
         self._settle(request, response)
 
     def _settle(self, request: Message, answer: Message, *, redo: bool = False) -> None:
         files = self.post.files
         if not redo:
             files.wait_for_answer(request, answer)
-        if self.post.is_participant(answer.to) and not files.holds(answer):
+        inbox = self.post.is_participant(answer.to)
+        if inbox and not files.holds(answer):
             self.post.deliver(answer)
-        files.answered(request.id)
+        files.answered(request.id, keep=not inbox)
+        if not inbox and self.post.bus.journal is not None:
+            self.post.bus.journal.append(f"- mail:{answer.id} APPROVAL_RESPONSE re {request.id} from {answer.sender}: "
+                                         f"{answer.to} has no inbox; the answer is kept with the request's record")
         self._waiting.pop(request.id, None)
         self._announced.pop(request.id, None)
         self.changes.bump()
@@ -117,32 +156,40 @@ class Approvals:
 
     def _bead_changed(self, event: BeadChanged) -> None:
         if event.verb == "complete" and event.status == "pending_approval":
-            self._request_for_bead(event)
+            kill_point("approval-request")  # a crash here is mended at the next start (App.agree_on_approvals)
+            self.ask_for_bead(event.bead, event.detail, event.convoy)
         elif event.verb in ("approve", "reject") and event.bead != self._deciding:
             request = next((m for m in self.waiting() if m.bead == event.bead), None)
             if request is not None:
-                self._settle(request, self._bead_answer(request, event))
+                kill_point("approval-answer")
+                by, _, reason = event.detail.removeprefix("by ").partition(": ")
+                self.answer_for_bead(request, event.verb == "approve", by, reason)
 
-    def _request_for_bead(self, event: BeadChanged) -> None:
+    def ask_for_bead(self, bead: str, worker: str, convoy: str) -> Message:
+        """Send the APPROVAL_REQUEST of a bead that waits for approval: from its worker session (else from
+        anvilfs), to its convoy's coordinator if it has one that did not do the work, else to human."""
         post = self.post
-        sender = event.detail if post.is_session(event.detail) else "anvilfs"
-        coordinator = self.coordinator_of(event.convoy) if event.convoy else ""
+        sender = worker if post.is_session(worker) else "anvilfs"
+        coordinator = self.coordinator_of(convoy) if convoy else ""
         to = coordinator if coordinator and post.is_participant(coordinator) and coordinator != sender else "human"
-        title = self.bead_title(event.bead)
-        draft = Draft(to=to, type=MessageType.APPROVAL_REQUEST, subject=f"approve bead {event.bead}: {title}"[:200],
-                      body=f"Bead {event.bead} ({title}) was completed by {event.detail or 'nobody'} and needs approval: "
-                           f"answer with `anvilfs approve {event.bead}` or `anvilfs reject {event.bead} REASON`.",
-                      bead=event.bead)
-        post.deliver(Message.of(draft, id=post.ids.next(), sender=sender, timestamp=timestamp()))
+        title = self.bead_title(bead)
+        draft = Draft(to=to, type=MessageType.APPROVAL_REQUEST, subject=f"approve bead {bead}: {title}"[:200],
+                      body=f"Bead {bead} ({title}) was completed by {worker or 'nobody'} and needs approval: "
+                           f"answer with `anvilfs approve {bead}` or `anvilfs reject {bead} REASON`.",
+                      bead=bead)
+        request = Message.of(draft, id=post.ids.next(), sender=sender, timestamp=timestamp())
+        post.deliver(request)
+        return request
 
-    def _bead_answer(self, request: Message, event: BeadChanged) -> Message:
-        approved = event.verb == "approve"
-        by, _, reason = event.detail.removeprefix("by ").partition(": ")
+    def answer_for_bead(self, request: Message, approved: bool, by: str, reason: str) -> Message:
+        """Answer a bead's request with what became of the bead (decided on its ctl, or before a crash)."""
         sender = by if self.post.is_participant(by) else "human"
-        subject = f"approved bead {event.bead}" if approved else f"rejected bead {event.bead}: {reason}"[:200]
+        subject = f"approved bead {request.bead}" if approved else f"rejected bead {request.bead}: {reason}"[:200]
         draft = Draft(to=request.sender, type=MessageType.APPROVAL_RESPONSE, subject=subject.splitlines()[0],
-                      body=reason if not approved else f"approved by {by}", re=request.id, bead=event.bead)
-        return Message.of(draft, id=self.post.ids.next(), sender=sender, timestamp=timestamp())
+                      body=reason if not approved else f"approved by {by}", re=request.id, bead=request.bead)
+        answer = Message.of(draft, id=self.post.ids.next(), sender=sender, timestamp=timestamp())
+        self._settle(request, answer)
+        return answer
 
     # ------------------------------------------------------------ reminders
 

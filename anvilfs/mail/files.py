@@ -2,12 +2,17 @@
 
     STATE/mail/<participant>/inbox/<id>.json   delivered, not yet acknowledged
     STATE/mail/<participant>/done/<id>.json    acknowledged (rm of the inbox file)
-    STATE/mail/approvals/<id>.json             approval requests waiting for an answer
+    STATE/approvals/<id>.json                  approval requests waiting for an answer
+    STATE/approvals/answered/<id>.json         answered ones whose answer had no inbox to go to
     STATE/removed/<session>.<TIME>.mail/       the mailbox of a removed session, kept as history
 
 A message is written (fsynced, renamed, directory fsynced) before its write
 is answered; an acknowledgement is a rename from inbox/ to done/, so at
-every instant a message is in exactly one of them.
+every instant a message is in exactly one of them. Nothing but mailboxes is
+kept in mail/, so a session may have any name: the waiting requests were
+once in mail/approvals/, which a session named `approvals` shared (its mail
+unread after a restart, the requests moved away with its removal); a start
+moves them out (upgrade_waiting).
 """
 
 from __future__ import annotations
@@ -20,14 +25,31 @@ from ..storage import PrivateDir
 from .message import ID, Message
 
 _BOXES = ("inbox", "done")
+_OLD_WAITING = "approvals"  # STATE/mail/approvals/: where waiting requests were kept before (upgrade_waiting)
 
 
 class MailFiles:
     def __init__(self, state: PrivateDir):
         self.state = state
         self.root = state.subdir("mail")
-        self.waiting = self.root.subdir("approvals")
+        self.waiting = state.subdir("approvals")
+        self._answered: PrivateDir | None = None  # approvals/answered/, made at its first use
         self._open: dict[tuple[str, str], PrivateDir] = {}
+        self.upgrade_waiting()
+
+    def upgrade_waiting(self) -> None:
+        """Move the waiting requests an earlier anvilfs kept in mail/approvals/ to approvals/ (a rename each,
+        so a crash in between leaves each in one place or the other); what else is there is the mailbox of
+        a session named `approvals`, and stays. The directory goes once nothing is left in it."""
+        if not os.path.isdir(os.path.join(self.root.path, _OLD_WAITING)):
+            return
+        old = self.root.subdir(_OLD_WAITING)
+        try:
+            for name in old.names(".json"):
+                old.move(name, self.waiting, name)
+        finally:
+            old.close()
+        self.root.remove_empty_dir(_OLD_WAITING)  # not if a session's inbox/ and done/ are there: its mailbox
 
     def _dir(self, who: str, box: str) -> PrivateDir:
         found = self._open.get((who, box))
@@ -63,8 +85,7 @@ class MailFiles:
 
     def mailboxes(self) -> list[str]:
         """The participants with a mailbox on disk."""
-        return sorted(n for n in os.listdir(self.root.path)
-                      if n != "approvals" and os.path.isdir(os.path.join(self.root.path, n)))
+        return sorted(n for n in os.listdir(self.root.path) if os.path.isdir(os.path.join(self.root.path, n)))
 
     def highest_id(self) -> int:
         """The largest id of any message kept: new ids start above it (never reused)."""
@@ -97,8 +118,15 @@ class MailFiles:
             doc["answer"] = json.loads(answer.to_json())
         self.waiting.write_atomic(f"{request.id}.json", json.dumps(doc).encode())
 
-    def answered(self, request_id: str) -> None:
-        self.waiting.remove(f"{request_id}.json")
+    def answered(self, request_id: str, *, keep: bool = False) -> None:
+        """The request's answer is delivered: its record goes. With `keep` (no inbox took the answer), the
+        record, which holds the answer, moves to approvals/answered/ instead."""
+        if keep:
+            if self._answered is None:
+                self._answered = self.waiting.subdir("answered")
+            self.waiting.move(f"{request_id}.json", self._answered, f"{request_id}.json")
+        else:
+            self.waiting.remove(f"{request_id}.json")
 
     def waiting_requests(self) -> tuple[list[tuple[Message, Message | None]], list[str]]:
         found, problems = [], []
@@ -137,6 +165,7 @@ class MemoryMailFiles:
         self._inbox: dict[str, dict[str, Message]] = {}
         self._done: dict[str, dict[str, Message]] = {}
         self._waiting: dict[str, tuple[Message, Message | None]] = {}
+        self.kept: dict[str, tuple[Message, Message | None]] = {}  # answered/: answers no inbox took
 
     def deliver(self, message: Message) -> None:
         self._inbox.setdefault(message.to, {})[message.id] = message
@@ -174,8 +203,10 @@ class MemoryMailFiles:
     def wait_for_answer(self, request: Message, answer: Message | None = None) -> None:
         self._waiting[request.id] = (request, answer)
 
-    def answered(self, request_id: str) -> None:
-        self._waiting.pop(request_id, None)
+    def answered(self, request_id: str, *, keep: bool = False) -> None:
+        record = self._waiting.pop(request_id, None)
+        if keep and record is not None:
+            self.kept[request_id] = record
 
     def waiting_requests(self) -> tuple[list[tuple[Message, Message | None]], list[str]]:
         return sorted(self._waiting.values(), key=lambda pair: pair[0].id), []

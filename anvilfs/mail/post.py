@@ -85,21 +85,24 @@ class PostOffice:
             raise LimitExceeded(f"mail from {sender} is {size} bytes; at most {self.limits.max_message_bytes} "
                                 "(max_mail_bytes in [limits]); put long text in a file and send its path")
 
-    def check(self, sender: str, draft: Draft) -> None:
-        """Everything that could refuse this message, with nothing changed."""
+    def check(self, sender: str, draft: Draft, writer: str = "") -> Draft:
+        """Everything that could refuse this message, written by the 9P user `writer` to `sender`'s mail, with
+        nothing changed; the draft as it will be sent (an APPROVAL_RESPONSE given the "re" it answers)."""
         self.check_participant(sender, "sender")
-        self.check_participant(draft.to, "recipient")
-        held = len(self._inbox.get(draft.to, {}))
-        if held >= self.limits.max_inbox:
-            raise InboxFull(f"inbox of {draft.to} is full ({held} unacknowledged messages, max_inbox in [limits]): "
-                            f"nothing was sent; {draft.to} must rm some of inbox/ first")
-        self.approvals.check(sender, draft)
+        draft = self.approvals.resolve(sender, draft)
+        if self.approvals.check(sender, draft, writer) is None or self.is_participant(draft.to):
+            self.check_participant(draft.to, "recipient")  # an answer reaches a requester with no inbox too
+            held = len(self._inbox.get(draft.to, {}))
+            if held >= self.limits.max_inbox:
+                raise InboxFull(f"inbox of {draft.to} is full ({held} unacknowledged messages, max_inbox in [limits]): "
+                                f"nothing was sent; {draft.to} must rm some of inbox/ first")
+        return draft
 
-    def send(self, sender: str, draft: Draft) -> Message:
-        self.check(sender, draft)
+    def send(self, sender: str, draft: Draft, writer: str = "") -> Message:
+        draft = self.check(sender, draft, writer)
         message = Message.of(draft, id=self.ids.next(), sender=sender, timestamp=timestamp())
         if message.type is MessageType.APPROVAL_RESPONSE and message.re:
-            self.approvals.answer(message)  # may refuse (the bead's rules): then nothing was sent
+            self.approvals.answer(message, writer)  # may refuse (the bead's rules): then nothing was sent
         else:
             self.deliver(message)
         return message

@@ -245,6 +245,18 @@ class PrivateDir:
         if sync:
             os.fsync(self._fd)
 
+    def remove_empty_dir(self, name: str) -> bool:
+        """Remove the directory `name` if nothing is in it (durably); False if something is."""
+        _check_name(name)
+        try:
+            os.rmdir(name, dir_fd=self._fd)
+        except OSError as exc:
+            if exc.errno in (errno.ENOTEMPTY, errno.EEXIST):
+                return False
+            raise
+        os.fsync(self._fd)
+        return True
+
     # ------------------------------------------------------------ reading
 
     def read(self, name: str) -> bytes | None:

@@ -9,12 +9,10 @@ the same fid; anything else is a bead, whose ctl takes `approve` or
 from __future__ import annotations
 
 import json
-import re
 
 from ..aioclient import AsyncClient, ServerError
-from ..client.mailcmds import answer_plan, not_answerable, sent_id
+from ..client.mailcmds import ANSWERED, answer_plan, not_an_id, not_answerable, sent_id
 
-NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}\Z")  # a request's id (16 digits) or a bead's
 REASON_MOST = 1000  # characters: a ctl line is at most 4000 bytes
 
 
@@ -23,14 +21,15 @@ class BadAnswer(ValueError):
 
 
 def checked(wanted: object, reason: object, approved: bool) -> tuple[str, str]:
-    """The id and the reason (one line; "approved" for an approval, as the CLI's) from the page's JSON, or BadAnswer."""
-    if not isinstance(wanted, str) or not NAME.match(wanted):
-        raise BadAnswer(f"id {wanted!r}: give a waiting request's id (human/approvals) or its bead's")
+    """The id and the reason ("approved" for an approval, as the CLI's) from the page's JSON, or BadAnswer.
+    The reason goes as it is: quoted on a bead's ctl line, a line break included (answer_plan)."""
+    if not isinstance(wanted, str) or not ANSWERED.match(wanted):
+        raise BadAnswer(f"id: {not_an_id(str(wanted))}")
     if approved:
         return wanted, "approved"
     if not isinstance(reason, str):
         raise BadAnswer("reason: give the reason as text")
-    reason = " ".join(reason.split())  # one line: a newline would start a second ctl command
+    reason = reason.strip()
     if not reason:
         raise BadAnswer("reject: say why (the requester gets the reason)")
     if len(reason) > REASON_MOST:

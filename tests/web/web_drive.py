@@ -36,10 +36,11 @@ class Web:
 
 
 @contextlib.contextmanager
-def web_process(srv: AnvilServer, log: Path, *args: str) -> Iterator[Web]:
-    """`anvilfs web ARGS` for srv, once it has printed its login link; ended (SIGTERM, then SIGKILL) after."""
+def web_process(srv: AnvilServer, log: Path, *args: str, env: dict[str, str] | None = None) -> Iterator[Web]:
+    """`anvilfs web ARGS` for srv (`env` added to its environment), once it has printed its login link;
+    ended (SIGTERM, then SIGKILL) after."""
     with open(log, "wb") as err:
-        proc = subprocess.Popen([sys.executable, "-m", "anvilfs", "web", *args], env=srv.env(), cwd=REPO_ROOT,
+        proc = subprocess.Popen([sys.executable, "-m", "anvilfs", "web", *args], env=srv.env() | (env or {}), cwd=REPO_ROOT,
                                 stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=err)
     try:
         yield Web(proc, _link(proc, log), srv, log)

@@ -1,0 +1,22 @@
+"""Test-only fault injection: ANVILFS_TEST_KILL_AT=POINT makes the server SIGKILL itself at POINT.
+
+Never set it in use. It lets a test crash a real server exactly between two
+durable steps, which no timing can hit reliably, and then check what the
+next start makes of them (tests/server/test_approval_crashes.py):
+
+    approval-request   a bead's `complete` is saved (pending_approval); its APPROVAL_REQUEST is not recorded yet
+    approval-answer    a bead's `approve` or `reject` is saved; the record of its request is not answered yet
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+
+ENV = "ANVILFS_TEST_KILL_AT"
+
+
+def kill_point(name: str) -> None:
+    """Die here, at once and without cleanup (as a power cut would), if the test asked for this point."""
+    if os.environ.get(ENV) == name:
+        os.kill(os.getpid(), signal.SIGKILL)
