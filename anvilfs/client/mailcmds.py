@@ -173,23 +173,28 @@ def inbox(client: Client, root: str, args) -> int:
     return 0
 
 
-def answer_plan(approvals: str, wanted: str, approved: bool, reason: str) -> tuple[str, dict | str]:
+def answer_plan(approvals: str, wanted: str, approved: bool, reason: str,
+                as_session: bool = False) -> tuple[str, dict | str, str]:
     """How to answer WANTED (a waiting request's id, or its bead's), given the text of human/approvals:
     ("mail", the APPROVAL_RESPONSE human sends) when a request waits, else ("ctl", the line for
     beads/WANTED/ctl, the reason quoted as one word). `anvilfs approve|reject` and `anvilfs web` both
-    answer this way; CommandError for an id that names no request or bead."""
+    answer this way; CommandError for an id that names no request or bead. The third value is the bead
+    whose ctl takes a "ctl" answer. AS_SESSION (the writer is a session's agent, which the server lets
+    write no mail but its own): a bead's request is answered on the bead's ctl, as that session."""
     if not ANSWERED.match(wanted):
         raise CommandError(not_an_id(wanted))
     for line in approvals.splitlines():
         request_id, sender, bead, _subject = (line.split(" ", 3) + [""])[:4]
         if wanted in (request_id, bead):
+            if as_session and bead != "-":  # a session answers on the bead's ctl as itself, never as human
+                return "ctl", ctl_line("approve") if approved else ctl_line("reject", reason), bead
             first = reason.strip().splitlines()[0] if reason.strip() else reason
             first = "".join(ch if ch.isprintable() else " " for ch in first)  # a subject is one plain line
             subject = "approved" if approved else f"rejected: {first}"  # the body has all of the reason
             return "mail", {"to": sender, "type": "APPROVAL_RESPONSE", "subject": subject[:200], "body": reason,
-                            "re": request_id}
+                            "re": request_id}, ""
     # a bead that waits for approval without a request in human/approvals (its convoy's coordinator was asked)
-    return "ctl", ctl_line("approve") if approved else ctl_line("reject", reason)
+    return "ctl", ctl_line("approve") if approved else ctl_line("reject", reason), wanted
 
 
 def not_an_id(wanted: str) -> str:
@@ -209,12 +214,16 @@ def sent_id(answer: str) -> str:
 
 
 def _answer(client: Client, root: str, wanted: str, approved: bool, reason: str) -> int:
-    kind, what = answer_plan(client.read_file(_join(root, "human/approvals")).decode(), wanted, approved, reason)
+    """As human, or run by a session's agent ($ANVILFS_SESSION: the server lets no session write human's mail)
+    on the bead's ctl as itself; its answer closes human's request all the same."""
+    approvals = client.read_file(_join(root, "human/approvals")).decode()
+    kind, what, bead = answer_plan(approvals, wanted, approved, reason,
+                                   as_session=bool(os.environ.get("ANVILFS_SESSION")))
     if kind == "mail":
         print(send(client, root, HUMAN, what))
         return 0
     try:
-        client.write_file(_join(root, f"beads/{wanted}/ctl"), what.encode())
+        client.write_file(_join(root, f"beads/{bead}/ctl"), what.encode())
     except ServerError as exc:
         raise not_answerable(wanted, exc) from None
     return 0

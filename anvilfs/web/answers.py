@@ -37,16 +37,16 @@ def checked(wanted: object, reason: object, approved: bool) -> tuple[str, str]:
     return wanted, reason
 
 
-async def answer(fs: AsyncClient, wanted: str, approved: bool, reason: str) -> str:
-    """Answer WANTED; what was done, as a sentence for the page."""
+async def answer(fs: AsyncClient, wanted: str, approved: bool, reason: str, as_session: bool = False) -> str:
+    """Answer WANTED; what was done, as a sentence for the page (as_session: the page attached as a session)."""
     approvals = (await fs.read("human/approvals")).decode(errors="replace")
-    kind, what = answer_plan(approvals, wanted, approved, reason)
+    kind, what, bead = answer_plan(approvals, wanted, approved, reason, as_session)
     verb = "approved" if approved else "rejected"
     if kind == "mail":
         sent = sent_id((await fs.ctl("human/mail", json.dumps(what))).strip())
         return f"{verb} {wanted}: the response {sent} went to {what['to']}"
     try:
-        await fs.write(f"beads/{wanted}/ctl", what.encode())
+        await fs.write(f"beads/{bead}/ctl", what.encode())
     except ServerError as exc:
         raise not_answerable(wanted, exc) from None
-    return f"{verb} {wanted}: written to beads/{wanted}/ctl"
+    return f"{verb} {wanted}: written to beads/{bead}/ctl"

@@ -11,6 +11,7 @@ Every path but /login needs the cookie, and a POST the page's own Origin (guard.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 from starlette.applications import Starlette
@@ -71,7 +72,8 @@ async def _answer(live: Live, request: Request, *, approved: bool) -> JSONRespon
         why = str(exc) if isinstance(exc, BadAnswer) else "send a JSON object: {\"id\": ID, \"reason\": TEXT}"
         return JSONResponse({"error": why}, status_code=400)
     try:
-        done = await answer(live.fs, wanted, approved, reason)
+        # the page attaches as $ANVILFS_SESSION when set (aioclient): then it answers as that session
+        done = await answer(live.fs, wanted, approved, reason, as_session=bool(os.environ.get("ANVILFS_SESSION")))
     except (ServerError, ConnectionLost) as exc:
         return JSONResponse({"error": str(exc)}, status_code=409 if isinstance(exc, ServerError) else 502)
     return JSONResponse({"ok": done})
