@@ -31,6 +31,11 @@ def anvilfs_tools(request) -> dict[str, dict]:
     return {name: tool for name, tool in tool_schemas(request).items() if name.startswith(f"mcp__{MCP_SERVER}__")}
 
 
+def results_of(stub, prompt: str) -> list[tuple[str, bool]]:
+    """The tool results of the turn of PROMPT, as Claude Code sent them in its last request of that turn."""
+    return tool_results([request for request in main_requests(stub) if prompt in request.prompt][-1])
+
+
 def json_bytes(value) -> int:
     """Bytes of VALUE as compact JSON, as Claude Code (JSON.stringify) sends it."""
     return len(json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode())
@@ -85,18 +90,20 @@ def test_the_tools_are_in_the_request_small_and_the_brief_is_appended(stub, tmp_
 
 
 def test_a_second_bots_claim_of_the_same_bead_is_an_error_naming_the_winner(stub, tmp_path):
-    plans = Plans({"claim the bead": [call("ready"), lambda said: call("claim", bead=first_word(said))]})
+    state = {}
+    plans = Plans({"claim a ready bead": [call("ready"), lambda said: call("claim", bead=first_word(said))],
+                   "claim the bead you were told of": [lambda said: call("claim", bead=state["bead"])]})
     with tools_server(stub, plans) as srv:
-        bead = new_bead(srv, 'new "Research auth" researcher "Analyze the auth code"')
+        state["bead"] = bead = new_bead(srv, 'new "Research auth" researcher "Analyze the auth code"')
         for name in ("bot1", "bot2"):
             new_session(srv, "claude", tmp_path, name, "role=researcher")
-        turn(srv, "bot1", "claim the bead")
-        turn(srv, "bot2", "claim the bead")  # ready was read before bot1 claimed: the race's loser, made plain
+        turn(srv, "bot1", "claim a ready bead")
+        turn(srv, "bot2", "claim the bead you were told of")  # as if it had read `ready` before bot1's claim
         assert bead_field(srv, bead, "assigned_to") == "bot1"
     assert plans.unoffered == []
-    first, second = (tool_results(request) for request in main_requests(stub) if len(tool_results(request)) == 2)
-    assert first[1] == (f"claimed {bead} for bot1: Research auth", False), first
-    text, error = second[1]
+    first, second = (results_of(stub, prompt) for prompt in plans.plans)
+    assert first[1][0].startswith(f"claimed {bead} for bot1") and not first[1][1], first
+    (text, error), = second
     assert error and f"claim: bead {bead} is already claimed by bot1 (in_progress)" in text, second
 
 
@@ -185,8 +192,7 @@ def test_the_shell_path_claims_as_the_session_and_other_commands_stay_refused(st
         wait_until(lambda: f"Claimed: {state['bead']} by bot1" in messages_in_history(srv.state),
                    "the history's message that bot1 claimed the bead")
     assert not (tmp_path / "pwned").exists()
-    claimed, notify, python, chain = (tool_results(request)[-1] for request in main_requests(stub)
-                                      if request.after_tool)
+    claimed, notify, python, chain = (results_of(stub, prompt)[-1] for prompt in plans.plans)
     assert claimed == ("(Bash completed with no output)", False), claimed
     assert notify == ("This command requires approval", True), notify
     assert python == ("This command requires approval", True), python
