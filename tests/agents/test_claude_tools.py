@@ -197,3 +197,51 @@ def test_the_shell_path_claims_as_the_session_and_other_commands_stay_refused(st
     assert notify == ("This command requires approval", True), notify
     assert python == ("This command requires approval", True), python
     assert chain[1] and "The following part requires approval: python3 -c" in chain[0], chain
+
+
+def test_research_then_development_two_bots_working_the_board_themselves(stub, tmp_path):
+    """IDEAS.md "Research -> Development": the human makes the convoy and its beads and prompts each bot once."""
+    plans = Plans({
+        "do your research": [
+            call("ready"),
+            lambda said: call("claim", bead=first_word(said)),
+            lambda said: call("complete", bead=said.split()[1], result="sessions live in signed cookies; no refresh"),
+        ],
+        "build what is ready": [
+            call("ready"),
+            lambda said: call("claim", bead=first_word(said)),
+            lambda said: call("bead", bead=said.split()[1]),
+            lambda said: call("bead", bead=field(said, "depends_on")),  # what the research found
+        ],
+    })
+    with tools_server(stub, plans) as srv:
+        cli(srv, "write", "agent/convoys/ctl", 'new "Auth" "OAuth login for the web app"')
+        (convoy,) = [line.split()[0] for line in cli(srv, "read", "agent/convoys/list").splitlines()]
+        cli(srv, "write", f"agent/convoys/{convoy}/context", "Keep the existing session cookie name.")
+        research = new_bead(srv, f'new "Research auth" researcher "Analyze the auth code" convoy={convoy}')
+        develop = new_bead(srv, f'new "Implement OAuth" developer "Add OAuth" {research} convoy={convoy}')
+        new_session(srv, "claude", tmp_path, "res", "role=researcher")
+        new_session(srv, "claude", tmp_path, "dev", "role=developer")
+        assert cli(srv, "read", "agent/beads/ready.developer") == ""  # it waits for the research
+        turn(srv, "res", "do your research")
+        assert bead_field(srv, research, "status") == "completed"
+        turn(srv, "dev", "build what is ready")
+        assert (bead_field(srv, develop, "status"), bead_field(srv, develop, "assigned_to")) == ("in_progress", "dev")
+        wait_until(lambda: {f"Claimed: {research} by res", f"Claimed: {develop} by dev"}
+                   <= set(messages_in_history(srv.state)), "the history's messages of both claims")
+    assert plans.unoffered == []
+    found = results_of(stub, "do your research")
+    assert [error for _, error in found] == [False] * 3 and found[0][0].splitlines()[1].startswith(research), found
+    built = results_of(stub, "build what is ready")
+    assert [error for _, error in built] == [False] * 4, built
+    assert built[0][0].splitlines()[1].startswith(f"{develop} pending developer"), built[0]
+    own, dependency = built[2][0], built[3][0]
+    assert f"convoy: {convoy}" in own and "Keep the existing session cookie name." in own, own  # the convoy's context
+    assert "result:\nsessions live in signed cookies; no refresh" in dependency, dependency
+
+
+def field(said: str, name: str) -> str:
+    """The value of NAME in the `bead` tool's answer (its `name: value` lines)."""
+    values = [line.split(": ", 1)[1] for line in said.splitlines() if line.startswith(f"{name}: ")]
+    assert values, f"no {name} in {said!r}"
+    return values[0]
