@@ -19,6 +19,7 @@ from claude_tools_script import Plans, bash, bead_field, call, first_word, new_b
 from drive import TURN_TIMEOUT, cli, new_session, turn, wait_until
 from harness.git_history import messages_in_history
 from stubs.anthropic import tool_results, tool_schemas
+from test_claude_tmux import claude_in_tmux, hook_writes
 
 from anvilfs.backends.agent_tools import MCP_SERVER
 from anvilfs.brief import TOOL_NAMES, brief
@@ -238,6 +239,25 @@ def test_research_then_development_two_bots_working_the_board_themselves(stub, t
     own, dependency = built[2][0], built[3][0]
     assert f"convoy: {convoy}" in own and "Keep the existing session cookie name." in own, own  # the convoy's context
     assert "result:\nsessions live in signed cookies; no refresh" in dependency, dependency
+
+
+def test_claude_code_in_tmux_gets_the_tools_and_its_claim_lands(stub, tmp_path):
+    """claude-tmux: the same flags through the TUI's argv; its hooks still end the turn and hand in the answer."""
+    state = {}
+    plans = Plans({"claim the auth bead": [lambda said: call("claim", bead=state["bead"])]})
+    stub.script = plans
+    with claude_in_tmux(stub, tmp_path) as (srv, _):
+        state["bead"] = bead = new_bead(srv, 'new "Research auth" researcher "Analyze the auth code"')
+        out = turn(srv, "a", "claim the auth bead")
+        assert bead_field(srv, bead, "assigned_to") == "a"
+        # written as uname a, by the MCP server the TUI started
+        assert ("ctl", "claim\n") in hook_writes(srv), hook_writes(srv)
+    # The TUI does not wait for its MCP servers before it takes input (print mode does): the request of a prompt
+    # typed soon after it started may lack the tools (seen here, with ready_seconds 2, even on a second prompt),
+    # and a call of one is run all the same once the server is up. Once it has answered, they are offered.
+    assert sorted(anvilfs_tools(main_requests(stub)[-1])) == sorted(f"mcp__anvilfs__{name}" for name in TOOL_NAMES)
+    assert out.startswith(f"[stub anthropic] claim the auth bead: done; the last tool said: claimed {bead} for a"), out
+    assert results_of(stub, "claim the auth bead") == [(out.split("said: ", 1)[1].rstrip("\n"), False)]
 
 
 def field(said: str, name: str) -> str:
