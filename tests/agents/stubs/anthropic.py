@@ -115,3 +115,20 @@ def _stream_block(http: Handler, index: int, block: dict) -> None:
                     "delta": {"type": "input_json_delta", "partial_json": json.dumps(block["input"])}},
                    "content_block_delta")
     http.event({"type": "content_block_stop", "index": index}, "content_block_stop")
+
+
+def tool_results(request: Request) -> list[tuple[str, bool]]:
+    """(text, is_error) of every tool_result block of the conversation, in order: a refusal the model sees has
+    is_error set (Claude Code's own refusals, a permission's or an unknown tool's, and an MCP tool's error alike)."""
+    results = []
+    for message in request.body.get("messages", []):
+        content = message.get("content")
+        for block in content if isinstance(content, list) else []:
+            if block.get("type") == "tool_result":
+                results.append((_text_of(block.get("content")), bool(block.get("is_error"))))
+    return results
+
+
+def tool_schemas(request: Request) -> dict[str, dict]:
+    """The tools the CLI offered in the request, by name: each as sent (name, description, input_schema)."""
+    return {tool.get("name", ""): tool for tool in request.body.get("tools", [])}
