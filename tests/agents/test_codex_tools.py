@@ -19,6 +19,8 @@ import pytest
 from codex_env import backend_config, codex_env, codex_home
 from drive import agent_server, cli, new_session, turn, wait_until
 from harness.git_history import messages_in_history
+
+from anvilfs.backends.agent_tools import anvilfs_command
 from stubs import Reply, Request, StubModels, Text, ToolCall, directives
 
 DIALECT = "openai-responses"
@@ -279,3 +281,42 @@ def rdwr(srv, path: str, line: str) -> str:
     result = srv.run_cli("rdwr", path, input=line + "\n")
     assert result.returncode == 0 and result.stdout.strip(), result
     return result.stdout.split()[-1]
+
+
+def test_codex_s_shell_cannot_reach_the_tree_so_the_tools_are_the_only_way(stub, tmp_path):
+    """No shell path for codex (docs/backends.md): its login shell resets PATH, and its workspace-write
+    sandbox refuses the tree's socket; the wiring widens neither."""
+    with tools_server(stub, MODELS["search"]) as srv:
+        bead = new_bead(srv, "Research auth system", "researcher", "Analyze existing auth code")
+        claim = f"write agent/beads/{bead}/ctl claim"
+        stub.script = plans({"claim it from the shell": [
+            lambda r: ToolCall("exec_command", {"cmd": f"anvilfs {claim}"}),
+            lambda r: ToolCall("exec_command", {"cmd": f"{anvilfs_command()} {claim}"})]})
+        new_session(srv, "codex", tmp_path, "bot1")
+        turn(srv, "bot1", "claim it from the shell")
+        status = cli(srv, "read", f"agent/beads/{bead}/status").strip()
+    request = stub.wait_for(lambda r: "claim it from the shell" in r.prompt and len(since_prompt(r)) == 4,
+                            what="both shell calls answered")
+    by_name, by_path = [said for role, said in since_prompt(request) if role == "tool"]
+    assert "anvilfs: command not found" in by_name, by_name
+    assert "operation not permitted" in by_path, by_path
+    assert status == "pending"
+
+
+def test_the_brief_follows_codex_s_and_the_user_s_own_developer_instructions(stub, tmp_path):
+    def home(path: Path) -> None:
+        codex_home(stub, MODELS["search"])(path)
+        config = path / ".codex" / "config.toml"
+        config.write_text('developer_instructions = "Answer in haiku."\n' + config.read_text())
+    with agent_server(stub, "codex", env=codex_env(), home=home) as srv:
+        before = (srv.base / "home" / ".codex" / "config.toml").read_text()
+        new_session(srv, "codex", tmp_path, "bot1")
+        turn(srv, "bot1", "hello")
+        after = (srv.base / "home" / ".codex" / "config.toml").read_text()
+    request = stub.wait_for(lambda r: r.prompt.strip() == "hello", what="the turn's request")
+    developer = [part["text"] for item in request.body["input"] if item.get("role") == "developer"
+                 for part in item["content"]]
+    mine = [text for text in developer if "You are the anvilfs session bot1" in text]
+    assert mine and mine[0].startswith("Answer in haiku.\n\n"), developer  # the user's, then the brief
+    assert developer[0].startswith("You are Codex"), developer[0][:80]  # codex's own instructions stay first
+    assert after == before  # nothing written to the user's settings
