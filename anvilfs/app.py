@@ -14,7 +14,7 @@ from .beads import Board, Convoys, Who
 from .domain_events import ApprovalDecided, EventBus, SessionMoved
 from .fs import AgentTree
 from .journal import Journal
-from .mail import DEFAULT_NOTICE, MailFiles, MailLimits, MemoryMailFiles, NoticeRules, Notices, PostOffice
+from .mail import DEFAULT_NOTICE, TOOLS_NOTICE, MailFiles, MailLimits, MemoryMailFiles, NoticeRules, Notices, PostOffice
 from .sessions import Backend, RestartPolicy, SessionLimits, Sessions, SessionStore, State
 from .storage import GitHistory, PrivateDir, TomlObjects
 
@@ -24,6 +24,7 @@ class MailSettings:
     limits: MailLimits = MailLimits()
     notice: str = DEFAULT_NOTICE
     approval_reminder: float = 3600.0  # seconds; 0: never
+    tools_notice: str = TOOLS_NOTICE  # to a session whose agent has anvilfs's tools
 
 
 class App:
@@ -81,7 +82,12 @@ class App:
             s = sessions.find(name)
             return s is not None and s.definition.notify and not s.definition.ephemeral
 
-        notices = Notices(self.bus, NoticeRules(wants=wants, ready=ready, submit=sessions.submit), settings.notice)
+        def has_tools(name: str) -> bool:
+            s = sessions.find(name)
+            return s is not None and s.backend.gives_tools
+
+        rules = NoticeRules(wants=wants, ready=ready, submit=sessions.submit, has_tools=has_tools)
+        notices = Notices(self.bus, rules, settings.notice, settings.tools_notice)
         post.on_arrival = notices.arrived
         post.approvals.reminder = settings.approval_reminder
         post.approvals.bead_title = lambda bead: self.board.get(bead).title

@@ -67,7 +67,7 @@ import trio
 from ..config.model import CommandBackendConfig, placeholders
 from ..sessions.backend import Agent, AgentExited, AgentFailed, Backend, NothingToResume, Output, SessionInfo, TurnFailed
 from .conversation import TurnGate, found_in, look_up
-from .agent_tools import Wiring, wire, with_tools
+from .agent_tools import Wiring, wire, wiring_for, with_tools
 
 KILL_GRACE = 2.0  # seconds between SIGTERM and SIGKILL
 DRAIN_GRACE = 1.0  # seconds to finish reading after exit (a leftover child may hold the pipes)
@@ -102,6 +102,7 @@ class CommandBackend(Backend):
         self.config = config
         self.description = config.description
         self.gate = TurnGate()  # shared by this backend's agents
+        self.gives_tools = config.mcp and wiring_for(config.argv[0]) is not None
 
     def availability(self) -> str:
         return _missing(self.config) or "ready"

@@ -60,7 +60,7 @@ import trio
 from ..config.model import TmuxBackendConfig, placeholders
 from ..sessions.backend import Agent, AgentExited, AgentFailed, Backend, Output, PromptNotSent, SessionInfo
 from .tmuxpane import HOOK_OPTION, PANE_FORMAT, Pane, Tmux, TurnStart, last_line, still_typed
-from .agent_tools import Wiring, wire, with_tools
+from .agent_tools import Wiring, wire, wiring_for, with_tools
 
 POLL = 0.1  # seconds between looks at the pane during a turn
 EXIT_POLL = 0.5  # seconds between looks for a pane that went away
@@ -85,6 +85,7 @@ class TmuxBackend(Backend):
         self.description = config.description
         self.tmux_session = tmux_session
         self.tmux = Tmux(tmux_socket)
+        self.gives_tools = config.mcp and wiring_for(config.argv[0]) is not None
 
     def availability(self) -> str:
         missing = [] if shutil.which("tmux") else ["tmux"]

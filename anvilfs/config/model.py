@@ -186,9 +186,13 @@ class MailConfig(_Strict):
 
     notice: str = ("{count} new message{s}: {list}\n"
                    "Read them with `cat inbox/ID.json` in your anvilfs directory; `rm` one to acknowledge it.")
+    # to a session whose agent has anvilfs's tools (a backend with mcp = true): the tools, not files
+    tools_notice: str = ("{count} new message{s}: {list}\n"
+                         "Read each with the anvilfs tool read_message (mcp__anvilfs__read_message), act on it, then "
+                         "acknowledge it with ack (mcp__anvilfs__ack).")
     approval_reminder: float = Field(default=3600.0, ge=0)  # seconds; 0: never announced again
 
-    @field_validator("notice")
+    @field_validator("notice", "tools_notice")
     @classmethod
     def _placeholders(cls, notice: str) -> str:
         unknown = placeholders([notice]) - {"count", "s", "list"}

@@ -2,8 +2,8 @@
 
 from .files import MailFiles, MemoryMailFiles
 from .message import Draft, Message, MessageType, parse_draft
-from .notices import DEFAULT_NOTICE, NoticeRules, Notices
+from .notices import DEFAULT_NOTICE, TOOLS_NOTICE, NoticeRules, Notices
 from .post import HUMAN, InboxFull, MailLimits, PostOffice
 
 __all__ = ["DEFAULT_NOTICE", "HUMAN", "Draft", "InboxFull", "MailFiles", "MailLimits", "MemoryMailFiles", "Message",
-           "MessageType", "NoticeRules", "Notices", "PostOffice", "parse_draft"]
+           "MessageType", "NoticeRules", "Notices", "PostOffice", "TOOLS_NOTICE", "parse_draft"]

@@ -18,6 +18,10 @@ from .message import Message
 
 DEFAULT_NOTICE = ("{count} new message{s}: {list}\n"
                   "Read them with `cat inbox/ID.json` in your anvilfs directory; `rm` one to acknowledge it.")
+# for a session whose agent has anvilfs's tools (backends/agent_tools.py): it has no directory to cat in
+TOOLS_NOTICE = ("{count} new message{s}: {list}\n"
+                "Read each with the anvilfs tool read_message (mcp__anvilfs__read_message), act on it, then "
+                "acknowledge it with ack (mcp__anvilfs__ack).")
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,11 +31,12 @@ class NoticeRules:
     wants: Callable[[str], bool]
     ready: Callable[[str], bool]  # idle or await, nothing queued
     submit: Callable[[str, str, str], None]  # (session, text, sender): the session manager's public submit
+    has_tools: Callable[[str], bool] = lambda session: False  # its agent reads mail with the tools, not files
 
 
 class Notices:
-    def __init__(self, bus: EventBus, rules: NoticeRules, text: str = DEFAULT_NOTICE):
-        self.bus, self.rules, self.text = bus, rules, text
+    def __init__(self, bus: EventBus, rules: NoticeRules, text: str = DEFAULT_NOTICE, tools_text: str = TOOLS_NOTICE):
+        self.bus, self.rules, self.text, self.tools_text = bus, rules, text, tools_text
         self._pending: dict[str, dict[str, Message]] = {}
         bus.subscribe(SessionMoved, lambda event: self._try(event.session))
         bus.subscribe(MailAcked, self._acked)
@@ -50,14 +55,14 @@ class Notices:
         if not messages or not self.rules.ready(session):
             return
         del self._pending[session]
-        text = self.render(list(messages.values()))
+        text = self.render(list(messages.values()), self.tools_text if self.rules.has_tools(session) else self.text)
         try:
             self.rules.submit(session, text, "mail")
         except AnvilError as exc:  # stopped meanwhile: the mail is in the inbox all the same
             if self.bus.journal is not None:
                 self.bus.journal.append(f"- mail notice for {session} not sent: {exc.message}")
 
-    def render(self, messages: list[Message]) -> str:
+    def render(self, messages: list[Message], text: str | None = None) -> str:
         listing = "; ".join(f"{m.id} {m.type.value} from {m.sender}: {m.subject}" for m in messages)
         count = len(messages)
-        return self.text.format(count=count, s="" if count == 1 else "s", list=listing)
+        return (text or self.text).format(count=count, s="" if count == 1 else "s", list=listing)

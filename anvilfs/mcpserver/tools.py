@@ -35,7 +35,7 @@ __all__ = ["TOOLS", "Tool", "ToolError", "call", "offered"]
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}\Z")  # bead, convoy, session and message ids
 BLOCKING = frozenset({"events", "wait", "stream", "next"})  # files a read would hold: `wait` has its own tool
 INBOX_SHOWN = 50  # messages listed by `inbox` (the count says how many there are)
-WAIT_LONGEST = 3600  # seconds a conductor's `wait` may be asked to wait
+RESULT_LONGEST = 64 << 10  # characters of a tool's answer: a log of megabytes would flood the model's context
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,10 +193,9 @@ def _send_mail(tree: SessionTree, args: dict) -> str:
 
 
 def _request_approval(tree: SessionTree, args: dict) -> str:
-    message = {"to": "human", "type": "APPROVAL_REQUEST", "subject": args["subject"], "body": args["body"]}
-    if args.get("bead"):
-        message["bead"] = _name(args, "bead", "bead")
-    sent = _send(tree, message)
+    # No "bead" field: an answer to a request that names a bead acts on the bead (approves its completion),
+    # and a bead that requires approval asks for it itself at `complete`. This is a question of the bot's own.
+    sent = _send(tree, {"to": "human", "type": "APPROVAL_REQUEST", "subject": args["subject"], "body": args["body"]})
     return (f"sent {sent} to human; end your turn: the APPROVAL_RESPONSE comes to your inbox "
             "(read_message, then ack)")
 
@@ -316,9 +315,9 @@ TOOLS: tuple[Tool, ...] = (
     Tool("inbox", "Your unacknowledged messages", {}, (), _inbox),
     Tool("read_message", "One message of your inbox", {"id": (S, "message id")}, ("id",), _read_message),
     Tool("ack", "Acknowledge a message (it leaves your inbox)", {"id": (S, "message id")}, ("id",), _ack),
-    Tool("request_approval", "Ask human to approve; the answer comes as mail",
-         {"subject": (S, "one line"), "body": (S, "what to approve"), "bead": (S, "bead id")}, ("subject", "body"),
-         _request_approval),
+    Tool("request_approval", "Ask human to approve a step of yours; the answer comes as mail. (A bead that "
+         "requires approval asks at complete.)", {"subject": (S, "one line"), "body": (S, "what to approve")},
+         ("subject", "body"), _request_approval),
     Tool("read", "Read a file of the tree, e.g. beads/list, convoys/ID/context", {"path": (S, "path")}, ("path",),
          _read),
     Tool("list", "List a directory of the tree", {"path": (S, "path, default the root")}, (), _list),
@@ -360,4 +359,8 @@ def call(tree: SessionTree, name: str, args: dict | None) -> str:
     tool = _BY_NAME.get(name)
     if tool is None or (tool.conductor and not tree.identity.conductor):
         raise ToolError(f"no tool {name!r} here; the tools are {', '.join(t.name for t in offered(tree.identity.conductor))}")
-    return tool.run(tree, check_arguments(tool, args or {}))
+    text = tool.run(tree, check_arguments(tool, args or {}))
+    if len(text) > RESULT_LONGEST:
+        cut = len(text) - RESULT_LONGEST
+        text = text[:RESULT_LONGEST] + f"\n[... {cut} more characters not shown: the answer is cut at {RESULT_LONGEST}]"
+    return text

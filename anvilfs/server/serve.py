@@ -184,7 +184,7 @@ def build_app(options: ServerOptions) -> App:
         backends=backends,
         limits=SessionLimits(max_sessions=config.limits.max_sessions, max_prompt_bytes=config.limits.max_prompt_bytes),
         mail=MailSettings(MailLimits(config.limits.max_inbox, config.limits.max_mail_bytes),
-                          config.mail.notice, config.mail.approval_reminder),
+                          config.mail.notice, config.mail.approval_reminder, config.mail.tools_notice),
         restart=RestartPolicy(**config.restart.model_dump()),
         state_dir=options.state_dir, roles=Roles(loaded.directory / "roles"), agent_env=agent_env,
     )

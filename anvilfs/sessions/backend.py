@@ -165,6 +165,7 @@ class Backend(abc.ABC):
     simulated = False
     owner_driven = False  # the session's owner, not a runner, takes its prompts and ends its turns
     hook_driven = False  # its agents' hooks end their turns (status) and may hand in the answer (out)
+    gives_tools = False  # its agents get anvilfs's tools (`anvilfs mcp`): the texts sent to them name the tools
     description = ""
 
     def __init__(self, name: str):

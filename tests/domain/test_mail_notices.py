@@ -83,3 +83,20 @@ async def test_a_waiting_approval_is_announced_again_until_answered_and_only_ann
     await trio.sleep(300)
     assert len([ln for ln in app.events.text().splitlines() if "waiting since" in ln]) == 2
     assert app.post.approvals.waiting() == []
+
+
+async def test_a_session_with_the_tools_is_told_to_use_them(autojump_clock, running, tmp_path):
+    """A backend with mcp = true (here a stand-in `claude`: a shell script that says it is one and echoes its
+    prompt) gets the notice that names the tools; the files' notice would send it to a directory it lacks."""
+    from anvilfs.backends import CommandBackend
+    from anvilfs.config.model import CommandBackendConfig
+
+    (tmp_path / "claude").write_text("#!/bin/sh\necho '[stand-in claude, not the real CLI]'; cat\n")
+    (tmp_path / "claude").chmod(0o755)
+    config = CommandBackendConfig(kind="command", argv=[str(tmp_path / "claude")], mcp=True)
+    app = await running(backends={"claude": CommandBackend("claude", config)})
+    s = app.sessions.new("claude", str(tmp_path), name="bot", notify=True)
+    app.post.send("human", query("bot", "are you there?"))
+    await until(lambda: s.state is State.AWAIT, "the notice turn")
+    assert "read_message (mcp__anvilfs__read_message)" in s.log_text()
+    assert "cat inbox/" not in s.log_text()
