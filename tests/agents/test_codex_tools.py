@@ -177,6 +177,8 @@ def test_a_bot_asks_for_approval_and_goes_on_when_its_notice_brings_the_answer(s
     message = json.loads(read.split("Output:\n", 1)[1])
     assert (message["id"], message["from"], message["type"], message["re"]) == (response_id, "human",
                                                                                "APPROVAL_RESPONSE", request_id)
+    notice = stub.wait_for(lambda r: "APPROVAL_RESPONSE" in r.prompt, what="the notice").prompt
+    assert f"{response_id} APPROVAL_RESPONSE from human" in notice and "mcp__anvilfs__read_message" in notice, notice
     [acked] = outputs(stub, "ack")
     assert acked.endswith(f"{response_id} acknowledged"), acked
     assert inbox == "" and f"{response_id}.json" in done and approvals == "", (inbox, done, approvals)
