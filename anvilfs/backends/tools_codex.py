@@ -36,11 +36,20 @@ STARTUP_TIMEOUT = 30  # s: `anvilfs mcp` starts in about 1 s; a loaded machine g
 CONDUCTOR_TOOL_TIMEOUT = 3600
 
 
-def _toml(value) -> str:
-    """VALUE as TOML for a -c override (codex parses the text after `=` as TOML)."""
+def toml_value(value) -> str:
+    """VALUE as TOML for a -c override. codex parses the text after `=` as TOML, and takes text that does not
+    parse as a plain string: a brief that came out as bad TOML would reach the model with its quotes."""
     if isinstance(value, dict):
-        return "{" + ", ".join(f"{key} = {_toml(item)}" for key, item in value.items()) + "}"
-    return json.dumps(value)  # strings, booleans, numbers and lists of strings read the same in both
+        return "{" + ", ".join(f"{toml_value(key)} = {toml_value(item)}" for key, item in value.items()) + "}"
+    if isinstance(value, list):
+        return "[" + ", ".join(toml_value(item) for item in value) + "]"
+    if isinstance(value, str):  # not json.dumps: its \ud83d\ude00 for a character past U+FFFF is no TOML
+        return '"' + "".join(_CHAR.get(char) or (f"\\u{ord(char):04x}" if ord(char) < 0x20 or char == "\x7f" else char)
+                             for char in value) + '"'
+    return json.dumps(value)  # booleans and numbers read the same in both
+
+
+_CHAR = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\t": "\\t"}
 
 
 def user_developer_instructions(environ=os.environ) -> str:
@@ -60,6 +69,6 @@ def wire(setup: ToolSetup) -> Wiring:
               "tools": {name: {"approval_mode": "approve"} for name in setup.tool_names}}
     if setup.session.conductor:
         server["tool_timeout_sec"] = CONDUCTOR_TOOL_TIMEOUT
-    args = [arg for key, value in server.items() for arg in ("-c", f"mcp_servers.{MCP_SERVER}.{key}={_toml(value)}")]
+    args = [arg for key, value in server.items() for arg in ("-c", f"mcp_servers.{MCP_SERVER}.{key}={toml_value(value)}")]
     instructions = "\n\n".join(filter(None, (user_developer_instructions(), setup.brief)))
-    return Wiring(args=(*args, "-c", f"developer_instructions={_toml(instructions)}"))
+    return Wiring(args=(*args, "-c", f"developer_instructions={toml_value(instructions)}"))

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import re
+import tomllib
 from collections.abc import Callable
 from pathlib import Path
 
@@ -21,6 +22,7 @@ from drive import agent_server, cli, new_session, turn, wait_until
 from harness.git_history import messages_in_history
 
 from anvilfs.backends.agent_tools import anvilfs_command
+from anvilfs.backends.tools_codex import toml_value
 from stubs import Reply, Request, StubModels, Text, ToolCall, directives
 
 DIALECT = "openai-responses"
@@ -322,3 +324,11 @@ def test_the_brief_follows_codex_s_and_the_user_s_own_developer_instructions(stu
     assert mine and mine[0].startswith("Answer in haiku.\n\n"), developer  # the user's, then the brief
     assert developer[0].startswith("You are Codex"), developer[0][:80]  # codex's own instructions stay first
     assert after == before  # nothing written to the user's settings
+
+
+@pytest.mark.parametrize("text", ["plain", 'a "quoted" \\ back\\slash', "two\nlines\tand a tab", "emoji \U0001f600 é",
+                                  "control \x01 and \x7f"])
+def test_a_setting_s_text_reaches_codex_as_the_same_text(text):
+    """codex reads each -c value as TOML, and a value that is no TOML as a plain string (quotes and all)."""
+    value = {"developer_instructions": text, "env": {"ANVILFS_SESSION": text}, "enabled_tools": [text]}
+    assert tomllib.loads(f"x = {toml_value(value)}")["x"] == value
