@@ -32,7 +32,7 @@ TOOL_LIST_MOST = 8192  # bytes: issue 30's bound for the whole tool list as the 
 Step = Callable[[Request], Reply]
 
 
-def tool(name: str, **arguments) -> ToolCall:
+def tool(name: str, /, **arguments) -> ToolCall:
     return ToolCall(f"mcp__anvilfs__{name}", arguments)
 
 
@@ -332,3 +332,25 @@ def test_a_setting_s_text_reaches_codex_as_the_same_text(text):
     """codex reads each -c value as TOML, and a value that is no TOML as a plain string (quotes and all)."""
     value = {"developer_instructions": text, "env": {"ANVILFS_SESSION": text}, "enabled_tools": [text]}
     assert tomllib.loads(f"x = {toml_value(value)}")["x"] == value
+
+
+def test_a_conductor_bot_starts_a_session_gives_it_work_and_waits_for_its_answer(stub, tmp_path):
+    """IDEAS.md's "Conductor as Bot": a codex session made with `conductor` gets prompt, new_session and
+    wait besides the worker's tools, and drives a session of its own through them."""
+    stub.script = plans({"get the helper going": [
+        lambda r: tool("new_session", backend="sim", cwd=".", name="helper"),
+        lambda r: tool("prompt", session="helper", text="count the files"),
+        lambda r: tool("wait", session="helper"),
+        lambda r: tool("read", path="helper/out")]})
+    with tools_server(stub, MODELS["direct"]) as srv:
+        new_session(srv, "codex", tmp_path, "lead", "conductor")
+        turn(srv, "lead", "get the helper going")
+        sessions = cli(srv, "read", "agent/list")
+        helper_cwd = cli(srv, "read", "agent/helper/cwd").strip()
+    request = stub.wait_for(lambda r: "get the helper going" in r.prompt, what="the conductor's turn")
+    offered = set(request.tools)
+    assert {"mcp__anvilfs__prompt", "mcp__anvilfs__new_session", "mcp__anvilfs__wait"} <= offered, offered
+    [made], [waited], [answer] = (outputs(stub, name) for name in ("new_session", "wait", "read"))
+    assert made.endswith("made session helper") and "helper: await" in waited, (made, waited)
+    assert "[simulated]" in answer and "count the files" in answer, answer
+    assert "helper" in sessions and helper_cwd == str(tmp_path)
