@@ -5,6 +5,19 @@ A request's ``input`` is a list of items (codex sends no ``instructions``): mess
 function_call / custom_tool_call and their *_output, reasoning. A streamed
 answer is response.created, per output item response.output_item.added,
 its deltas, response.output_item.done, then response.completed.
+
+MCP tools come as codex 0.171 offers them. To a model without tool search
+they are one ``namespace`` tool per server (``mcp__anvilfs`` holding
+``claim``, ...), and a call names both: a function_call with ``namespace``
+and ``name``. A model that searches (gpt-5.5) is offered ``tool_search``
+(client-executed) instead; what it finds comes back in a
+``tool_search_output`` item, offered from then on. In both cases the
+request's ``tools`` name them ``mcp__anvilfs__claim``, and a script says
+``ToolCall("mcp__anvilfs__claim", ...)``: if the tool is not offered but
+``tool_search`` is, the stub first answers with a ``tool_search_call`` for
+it; the search and its output stay out of ``Request.messages``, so the
+script, asked again once codex has run the search, says the same call,
+which then goes out with its namespace.
 """
 
 from __future__ import annotations
@@ -36,17 +49,43 @@ def _said(item: dict) -> list[tuple[str, str]]:
             return []
         return [(role, text)]
     if kind == "function_call":
-        return [("assistant", f"tool {item.get('name')} {item.get('arguments')}")]
+        name = "__".join(filter(None, (item.get("namespace"), item.get("name"))))
+        return [("assistant", f"tool {name} {item.get('arguments')}")]
     if kind == "custom_tool_call":
         return [("assistant", f"tool {item.get('name')} {item.get('input')}")]
     if kind in ("function_call_output", "custom_tool_call_output"):
-        output = item.get("output")
+        output = item.get("output")  # a text, or content parts (an MCP tool's: "Wall time: ...", then its text)
+        if isinstance(output, list) and all(isinstance(part, dict) and "text" in part for part in output):
+            output = "\n".join(part["text"] for part in output)
         return [("tool", output if isinstance(output, str) else json.dumps(output))]
     return []  # reasoning and the like
 
 
 def _tool_name(tool: dict) -> str:
     return tool.get("name") or tool.get("type", "")
+
+
+def _offered(body: dict) -> dict[str, tuple[str, str]]:
+    """Every tool offered, as its qualified name -> (namespace or "", name): the request's tools, and the
+    namespaces a tool search found earlier in the conversation (codex offers those from then on)."""
+    tools = list(body.get("tools", []))
+    for item in body.get("input", []) if isinstance(body.get("input"), list) else []:
+        if item.get("type") == "tool_search_output":
+            tools += item.get("tools", [])
+    offered = {}
+    for tool in tools:
+        if tool.get("type") == "namespace":
+            for inner in tool.get("tools", []):
+                offered[f"{tool['name']}__{inner.get('name')}"] = (tool["name"], inner.get("name", ""))
+        else:
+            offered[_tool_name(tool)] = ("", _tool_name(tool))
+    return offered
+
+
+def _searched(body: dict) -> bool:
+    """Whether the input ends with a tool search's output (what the search found is offered now)."""
+    items = body.get("input")
+    return isinstance(items, list) and bool(items) and items[-1].get("type") == "tool_search_output"
 
 
 class OpenAIResponses(Dialect):
@@ -60,7 +99,7 @@ class OpenAIResponses(Dialect):
         if isinstance(items, str):
             items = [{"type": "message", "role": "user", "content": items}]
         messages = [pair for item in items for pair in _said(item)]
-        tools = [_tool_name(tool) for tool in body.get("tools", [])]
+        tools = list(_offered(body))
         return Request(self.name, path, body, headers, messages, tools, body.get("model", ""), bool(body.get("stream")))
 
     def answer(self, http: Handler, request: Request, reply: Reply) -> None:
@@ -74,7 +113,7 @@ class OpenAIResponses(Dialect):
                     "output": []}
         http.start_events()
         _event(http, "response.created", response=response)
-        items = [_stream_item(http, index, item) for index, item in enumerate(_items(reply, _custom(request)))]
+        items = [_stream_item(http, index, item) for index, item in enumerate(_items(reply, request))]
         usage = {"input_tokens": 100, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": 20,
                  "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": 120}
         _event(http, "response.completed", response=response | {"status": "completed", "output": items, "usage": usage})
@@ -90,21 +129,34 @@ def _custom(request: Request) -> set[str]:
     return {tool.get("name") for tool in request.body.get("tools", []) if tool.get("type") == "custom"}
 
 
-def _items(reply: Text | ToolCall, custom: set[str]) -> list[dict]:
-    """The output items of a reply: a message, then the tool call (function or custom, as the tool was offered).
+def _message(text: str) -> dict:
+    return {"type": "message", "id": f"msg_stub{next(_ids)}", "role": "assistant", "status": "completed",
+            "content": [{"type": "output_text", "text": text, "annotations": []}]}
+
+
+def _items(reply: Text | ToolCall, request: Request) -> list[dict]:
+    """The output items of a reply: a message, then the tool call (function or custom, as the tool was offered;
+    a tool search first for an MCP tool not offered yet).
 
     A freeform tool's call is ToolCall(name, {"input": TEXT}).
     """
-    text = reply.text
-    items = [{"type": "message", "id": f"msg_stub{next(_ids)}", "role": "assistant", "status": "completed",
-              "content": [{"type": "output_text", "text": text, "annotations": []}]}] if text else []
-    if isinstance(reply, ToolCall):
-        call = {"id": f"fc_stub{next(_ids)}", "call_id": f"call_stub{next(_ids)}", "name": reply.name,
-                "status": "completed"}
-        if reply.name in custom:
-            items.append(call | {"type": "custom_tool_call", "input": str(reply.arguments.get("input", ""))})
-        else:
-            items.append(call | {"type": "function_call", "arguments": json.dumps(reply.arguments)})
+    items = [_message(reply.text)] if reply.text else []
+    if not isinstance(reply, ToolCall):
+        return items
+    offered = _offered(request.body)
+    ids = {"id": f"fc_stub{next(_ids)}", "call_id": f"call_stub{next(_ids)}", "status": "completed"}
+    if reply.name not in offered and "tool_search" in offered:
+        if _searched(request.body):  # searched for it already, and it is still not offered
+            return [_message(f"[stub {request.dialect}] tool_search did not find {reply.name}")]
+        query = reply.name.removeprefix("mcp__").replace("__", " ")  # mcp__anvilfs__claim: "anvilfs claim"
+        return items + [ids | {"type": "tool_search_call", "execution": "client",
+                               "arguments": {"query": query, "limit": 8}}]
+    namespace, name = offered.get(reply.name, ("", reply.name))
+    call = ids | {"name": name} | ({"namespace": namespace} if namespace else {})
+    if reply.name in _custom(request):
+        items.append(call | {"type": "custom_tool_call", "input": str(reply.arguments.get("input", ""))})
+    else:
+        items.append(call | {"type": "function_call", "arguments": json.dumps(reply.arguments)})
     return items
 
 
