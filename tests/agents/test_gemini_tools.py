@@ -292,3 +292,15 @@ def test_a_bot_cannot_complete_a_bead_another_bot_holds(stub, env, tmp_path):
         (told,) = results(last_call(stub, "complete theirs"))
         assert refused(told) and "bot1" in said(told), said(told)
         assert cli(srv, "read", f"agent/beads/{bead}/status").strip() == "in_progress"
+
+
+def test_mcp_false_runs_gemini_as_before_without_the_tools(stub, env, tmp_path):
+    home = GeminiHome(tmp_path)
+    with agent_server(stub, "gemini", env=env, home=home, config=gemini_config(mcp=False)) as srv:
+        new_session(srv, "gemini", tmp_path, "bot1")
+        assert "turn 1: you said hello" in turn(srv, "bot1", "hello")
+        assert not (srv.state / "agents" / "bot1" / "gemini").exists()
+        assert home.chats(tmp_path).parent.parent == home.path / ".gemini" / "tmp"  # the user's own
+    (request,) = [r for r in stub.requests("gemini") if r.stream]
+    assert not [name for name in request.tools if name.startswith(PREFIX)]
+    assert "anvilfs session" not in json.dumps(request.body["systemInstruction"])
