@@ -10,7 +10,9 @@ So the session's agent gets GEMINI_CLI_HOME = STATE/agents/NAME/gemini, whose .g
     settings.json     the user's ~/.gemini/settings.json as it was when the session's agent first ran,
                       plus mcpServers.anvilfs (this anvilfs's `mcp`, the identity in its env) and
                       tools.allowed naming exactly its tools (mcp_anvilfs_claim ...): these run unasked
-                      in auto_edit; the shell and any other MCP server's tools stay as the user set them
+                      in auto_edit (headless, 0.61 does not even offer a tool its policy refuses); the
+                      shell and any other MCP server's tools stay as the user set them. Not `trust`
+                      (any tool of the server), not --allowed-mcp-server-names (it stops the others)
     GEMINI.md         the user's global GEMINI.md, then the brief: 0.61 ends its system prompt with it
     tmp/, projects.json, history/
                       the session's own (gemini makes them): its conversations, kept apart from the
@@ -116,9 +118,8 @@ def _write(path: str, text: str) -> None:
     if os.path.islink(path):
         os.unlink(path)  # once a link (the user's settings were not JSON then): never write through it
     tmp = path + ".new"
-    with open(tmp, "w", encoding="utf-8") as file:
-        file.write(text)
-    os.chmod(tmp, 0o600)
+    with open(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w", encoding="utf-8") as file:
+        file.write(text)  # the identity's token may be in it: the user's alone from the start
     os.replace(tmp, path)
 
 

@@ -108,7 +108,8 @@ def first_id(text: str) -> str:
     return text.splitlines()[1].split()[0]
 
 
-def wired(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, settings: str) -> tuple[Path, Path, dict]:
+def wired(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, settings: str,
+          conductor: bool = False) -> tuple[Path, Path, dict]:
     """tools_gemini.wire for a session bot1 of a user whose ~/.gemini/settings.json is SETTINGS: (user's .gemini,
     the session's Gemini home, the environment added)."""
     from anvilfs.backends.agent_tools import ToolSetup
@@ -128,7 +129,7 @@ def wired(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, settings: str) -> tup
     monkeypatch.delenv("GEMINI_CLI_TRUSTED_FOLDERS_PATH", raising=False)
     session = SessionInfo("bot1", str(tmp_path / "work"), env={"ANVILFS_SESSION": "bot1", "NAMESPACE": "/ns"},
                           home=str(tmp_path / "state" / "agents" / "bot1"))
-    wiring = wire(ToolSetup(session, "/opt/anvilfs", brief("bot1"), tool_names(False)))
+    wiring = wire(ToolSetup(session, "/opt/anvilfs", brief("bot1", conductor=conductor), tool_names(conductor)))
     assert wiring.args == ()
     return user, Path(wiring.env["GEMINI_CLI_HOME"]), dict(wiring.env)
 
@@ -162,6 +163,12 @@ def test_the_session_gets_the_users_settings_with_the_server_and_nothing_of_the_
     memory = (own / "GEMINI.md").read_text()
     assert memory.startswith("Always answer in French.\n\nYou are the anvilfs session bot1.")
     assert "mcp_anvilfs_*" in memory and "mcp__anvilfs__" not in memory
+
+
+def test_a_conductor_session_is_allowed_its_three_tools_more(tmp_path, monkeypatch):
+    _, home, _ = wired(tmp_path, monkeypatch, "", conductor=True)
+    allowed = json.loads((home / ".gemini" / "settings.json").read_text())["tools"]["allowed"]
+    assert allowed[-3:] == [PREFIX + "prompt", PREFIX + "new_session", PREFIX + "wait"] and len(allowed) == 19
 
 
 def test_settings_that_are_not_json_are_left_for_gemini_to_refuse(tmp_path, monkeypatch):
