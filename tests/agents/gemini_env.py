@@ -59,10 +59,21 @@ class GeminiHome:
         (config / "trustedFolders.json").write_text(json.dumps(trust, indent=2))
 
     def chats(self, cwd: Path) -> Path:
-        """Where the CLI keeps the conversations of the sessions run in cwd (one project per folder)."""
+        """Where the CLI keeps the conversations of the session run in cwd (one project per folder).
+
+        A session with anvilfs's tools has a Gemini home of its own (STATE/agents/NAME/gemini, see
+        anvilfs/backends/tools_gemini.py), one without them (mcp = false) this HOME's ~/.gemini.
+        """
         assert self.path is not None, "the server has not been started with this home"
-        projects = json.loads((self.path / ".gemini" / "projects.json").read_text())["projects"]
-        return self.path / ".gemini" / "tmp" / projects[str(cwd.resolve())] / "chats"
+        homes = [self.path / ".gemini", *sorted(self.path.parent.glob("state/agents/*/gemini/.gemini"))]
+        found = []
+        for home in homes:
+            registry = home / "projects.json"
+            projects = json.loads(registry.read_text())["projects"] if registry.exists() else {}
+            if str(cwd.resolve()) in projects:
+                found.append(home / "tmp" / projects[str(cwd.resolve())] / "chats")
+        assert len(found) == 1, f"not one Gemini home has a project for {cwd}: {found} (of {homes})"
+        return found[0]
 
 
 def gemini_config(**changes) -> str:
