@@ -48,13 +48,15 @@ class Tool:
     conductor: bool = False  # offered only to a session made with the `conductor` option
 
     def schema(self) -> dict:
+        """As small as says it all: the list goes into every request (Gemini CLI adds 260 bytes a tool of its own),
+        so a parameter whose name says what it is has no description, and arguments the tool does not take are
+        refused by check_arguments rather than by a schema's additionalProperties."""
         properties = {}
         for name, (kind, description) in self.params.items():
-            properties[name] = {"type": kind, "description": description}
+            properties[name] = {"type": kind} | ({"description": description} if description else {})
             if kind == "array":
                 properties[name]["items"] = {"type": "string"}
-        return {"type": "object", "properties": properties, "required": list(self.required),
-                "additionalProperties": False}
+        return {"type": "object", "properties": properties} | ({"required": list(self.required)} if self.required else {})
 
 
 def _name(args: dict, key: str, what: str) -> str:
@@ -290,43 +292,40 @@ def _text(args: dict, key: str) -> str:
 
 
 S, A, B = "string", "array", "boolean"
-BEAD = ("bead", (S, "bead id"))
+BEAD = ("bead", (S, ""))
 TOOLS: tuple[Tool, ...] = (
-    Tool("ready", "Beads you can claim now (default: your role's)", {"role": (S, "another role")}, (), _ready),
-    Tool("claim", "Claim a bead for yourself: the one named, else the first ready for your role",
-         {"bead": (S, "bead id")}, (), _claim),
+    Tool("ready", "Beads you can claim now (default: your role's)", {"role": (S, "")}, (), _ready),
+    Tool("claim", "Claim a bead for yourself: the one named, else the first ready for your role", dict([BEAD]), (),
+         _claim),
     Tool("my_work", "Your live state: status, the beads you hold (branch, convoy context), inbox count", {}, (),
          _my_work),
     Tool("bead", "One bead's fields", dict([BEAD]), ("bead",), _bead),
-    Tool("result", "Write a bead's result", dict([BEAD, ("text", (S, "the result"))]), ("bead", "text"), _result),
-    Tool("complete", "Complete a bead you hold", dict([BEAD, ("result", (S, "result, if not written"))]), ("bead",),
-         _complete),
-    Tool("fail", "Fail a bead you hold", dict([BEAD, ("reason", (S, "why"))]), ("bead", "reason"), _fail),
+    Tool("result", "Write a bead's result", dict([BEAD, ("text", (S, ""))]), ("bead", "text"), _result),
+    Tool("complete", "Complete a bead you hold", dict([BEAD, ("result", (S, "if not written"))]), ("bead",), _complete),
+    Tool("fail", "Fail a bead you hold", dict([BEAD, ("reason", (S, ""))]), ("bead", "reason"), _fail),
     Tool("new_bead", "Make a bead; returns its id",
          {"title": (S, "one line"), "role": (S, "who should do it"), "description": (S, "what to do"),
-          "depends_on": (A, "bead ids first"), "requires_approval": (B, "human approves"),
-          "owns": (A, "path globs it edits"), "convoy": (S, "convoy id")}, ("title", "role", "description"), _new_bead),
-    Tool("add_to_convoy", "Add a bead to a convoy", {"convoy": (S, "convoy id"), **dict([BEAD])}, ("convoy", "bead"),
+          "depends_on": (A, "bead ids first"), "requires_approval": (B, ""), "owns": (A, "path globs it edits"),
+          "convoy": (S, "")}, ("title", "role", "description"), _new_bead),
+    Tool("add_to_convoy", "Add a bead to a convoy", {"convoy": (S, ""), **dict([BEAD])}, ("convoy", "bead"),
          _add_to_convoy),
     Tool("send_mail", "Send mail from you. type: PROMPT, QUERY, REVIEW or APPROVAL, + _REQUEST or _RESPONSE",
-         {"to": (S, "session or human"), "type": (S, "e.g. QUERY_REQUEST"), "subject": (S, "one line"),
-          "body": (S, "text"), "re": (S, "id answered"), "bead": (S, "bead id")},
-         ("to", "type", "subject", "body"), _send_mail),
+         {"to": (S, "session or human"), "type": (S, ""), "subject": (S, ""), "body": (S, ""), "re": (S, "id answered"),
+          "bead": (S, "")}, ("to", "type", "subject", "body"), _send_mail),
     Tool("inbox", "Your unacknowledged messages", {}, (), _inbox),
-    Tool("read_message", "One message of your inbox", {"id": (S, "message id")}, ("id",), _read_message),
-    Tool("ack", "Acknowledge a message (it leaves your inbox)", {"id": (S, "message id")}, ("id",), _ack),
+    Tool("read_message", "One message of your inbox", {"id": (S, "")}, ("id",), _read_message),
+    Tool("ack", "Acknowledge a message (it leaves your inbox)", {"id": (S, "")}, ("id",), _ack),
     Tool("request_approval", "Ask human to approve a step of yours; the answer comes as mail. (A bead that "
-         "requires approval asks at complete.)", {"subject": (S, "one line"), "body": (S, "what to approve")},
-         ("subject", "body"), _request_approval),
-    Tool("read", "Read a file of the tree, e.g. beads/list, convoys/ID/context", {"path": (S, "path")}, ("path",),
-         _read),
-    Tool("list", "List a directory of the tree", {"path": (S, "path, default the root")}, (), _list),
-    Tool("prompt", "Queue a prompt for a session", {"session": (S, "name"), "text": (S, "prompt")},
-         ("session", "text"), _prompt, conductor=True),
+         "requires approval asks at complete.)", {"subject": (S, ""), "body": (S, "")}, ("subject", "body"),
+         _request_approval),
+    Tool("read", "Read a file of the tree, e.g. beads/list, convoys/ID/context", {"path": (S, "")}, ("path",), _read),
+    Tool("list", "List a directory of the tree", {"path": (S, "default: the root")}, (), _list),
+    Tool("prompt", "Queue a prompt for a session", {"session": (S, ""), "text": (S, "")}, ("session", "text"), _prompt,
+         conductor=True),
     Tool("new_session", "Start a session working inside your directory; returns its name",
-         {"backend": (S, "as `read backends`"), "cwd": (S, "relative to yours"), "name": (S, "name"),
-          "role": (S, "role"), "model": (S, "model")}, ("backend",), _new_session, conductor=True),
-    Tool("wait", "Wait until a session is no longer busy; its state", {"session": (S, "name")}, ("session",), _wait,
+         {"backend": (S, "as `read backends`"), "cwd": (S, "relative to yours"), "name": (S, ""), "role": (S, ""),
+          "model": (S, "")}, ("backend",), _new_session, conductor=True),
+    Tool("wait", "Wait until a session is no longer busy; its state", {"session": (S, "")}, ("session",), _wait,
          conductor=True),
 )
 _BY_NAME = {tool.name: tool for tool in TOOLS}

@@ -256,7 +256,7 @@ def test_a_tool_call_cannot_act_as_another_session_nor_run_a_command(stub, env, 
         told = results(last_call(stub, "misbehave"))
         assert all(refused(result) for result in told), told
         as_other, outside, mail, conductor, shell = [said(result) for result in told]
-        assert as_other == "params must NOT have additional properties"  # gemini checks the schema first
+        assert "claim: no argument 'session'; it takes bead" in as_other, as_other  # anvilfs mcp checks each call
         assert outside.startswith("path: '../../etc/passwd' is no path in the tree"), outside
         assert "no approval request of that id is waiting" in mail, mail
         assert conductor.startswith('Tool "mcp_anvilfs_new_session" not found'), conductor
@@ -282,7 +282,7 @@ def test_the_tools_are_offered_with_the_brief_and_what_they_cost(stub, env, tmp_
     own = len(json.dumps(ours, separators=(",", ":")))
     print(f"anvilfs's tool declarations as gemini 0.61 sends them: {sent} bytes, {own} without gemini's "
           f"wait_for_previous")
-    assert own < 8192, f"anvilfs's {len(ours)} tool declarations take {own} bytes, past 8 KB"
+    assert sent < 8192, f"anvilfs's {len(ours)} tool declarations take {sent} bytes as sent ({own} its own), past 8 KB"
     system = json.dumps(request.body["systemInstruction"])
     assert "You are the anvilfs session bot1" in system and "mcp_anvilfs_*" in system
 
