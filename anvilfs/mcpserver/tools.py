@@ -35,6 +35,8 @@ __all__ = ["TOOLS", "Tool", "ToolError", "call", "offered"]
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}\Z")  # bead, convoy, session and message ids
 BLOCKING = frozenset({"events", "wait", "stream", "next"})  # files a read would hold: `wait` has its own tool
 INBOX_SHOWN = 50  # messages listed by `inbox` (the count says how many there are)
+# s: a `wait` ends by then (a CLI gives up on a tool call of its own accord: codex after 60 s by default)
+WAIT_DEFAULT, WAIT_LONGEST = 50, 600
 RESULT_LONGEST = 64 << 10  # characters of a tool's answer: a log of megabytes would flood the model's context
 
 
@@ -42,10 +44,11 @@ RESULT_LONGEST = 64 << 10  # characters of a tool's answer: a log of megabytes w
 class Tool:
     name: str
     description: str
-    params: dict[str, tuple[str, str]]  # name -> (type, description); type "string", "array" or "boolean"
+    params: dict[str, tuple[str, str]]  # name -> (type, description); "string", "array", "boolean" or "integer"
     required: tuple[str, ...]
     run: Callable[[SessionTree, dict], str]
     conductor: bool = False  # offered only to a session made with the `conductor` option
+    own_connection: bool = False  # waits on a connection of its own: runs beside other calls, may be abandoned
 
     def schema(self) -> dict:
         properties = {}
@@ -279,7 +282,14 @@ def _new_session(tree: SessionTree, args: dict) -> str:
 
 def _wait(tree: SessionTree, args: dict) -> str:
     session = _session(args)
-    return f"{session}: {tree.read(f'{session}/wait').strip()}; its answer is in {session}/out (read)"
+    timeout = args.get("timeout", WAIT_DEFAULT)
+    if not 1 <= timeout <= WAIT_LONGEST:
+        raise ToolError(f"timeout: give whole seconds from 1 to {WAIT_LONGEST} (default {WAIT_DEFAULT}); "
+                        "call wait again to wait longer")
+    state = tree.wait(f"{session}/wait", timeout)
+    if state is None:
+        return f"{session} is still busy after {timeout} s; call wait again to wait longer"
+    return f"{session}: {state.strip()}; its answer is in {session}/out (read)"
 
 
 def _text(args: dict, key: str) -> str:
@@ -289,7 +299,7 @@ def _text(args: dict, key: str) -> str:
     return value
 
 
-S, A, B = "string", "array", "boolean"
+S, A, B, N = "string", "array", "boolean", "integer"
 BEAD = ("bead", (S, "bead id"))
 TOOLS: tuple[Tool, ...] = (
     Tool("ready", "Beads you can claim now (default: your role's)", {"role": (S, "another role")}, (), _ready),
@@ -326,8 +336,9 @@ TOOLS: tuple[Tool, ...] = (
     Tool("new_session", "Start a session working inside your directory; returns its name",
          {"backend": (S, "as `read backends`"), "cwd": (S, "relative to yours"), "name": (S, "name"),
           "role": (S, "role"), "model": (S, "model")}, ("backend",), _new_session, conductor=True),
-    Tool("wait", "Wait until a session is no longer busy; its state", {"session": (S, "name")}, ("session",), _wait,
-         conductor=True),
+    Tool("wait", "Wait until a session is no longer busy; its state", {"session": (S, "name"),
+         "timeout": (N, f"seconds, at most {WAIT_LONGEST} (default {WAIT_DEFAULT})")}, ("session",), _wait,
+         conductor=True, own_connection=True),
 )
 _BY_NAME = {tool.name: tool for tool in TOOLS}
 
@@ -345,9 +356,10 @@ def check_arguments(tool: Tool, args: dict) -> dict:
             raise ToolError(f"{tool.name}: no argument {key!r}; it takes {', '.join(tool.params) or 'none'}")
         kind = tool.params[key][0]
         good = (isinstance(value, str) if kind == S else isinstance(value, bool) if kind == B
+                else isinstance(value, int) and not isinstance(value, bool) if kind == N
                 else isinstance(value, list) and all(isinstance(item, str) for item in value))
         if not good:
-            raise ToolError(f"{tool.name}: {key} must be {'a list of strings' if kind == A else 'a ' + kind}")
+            raise ToolError(f"{tool.name}: {key} must be {'a list of strings' if kind == A else 'an integer' if kind == N else 'a ' + kind}")
     missing = [key for key in tool.required if key not in args]
     if missing:
         raise ToolError(f"{tool.name}: give {', '.join(missing)}")

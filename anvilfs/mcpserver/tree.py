@@ -6,8 +6,10 @@
 
 The identity is the environment's, which the server gave the agent: never
 a tool's argument, so a model cannot act as another session by naming it.
-Every refusal is the server's own text (ServerError); a lost connection (a
-server restarting) is dialled again once before it is reported.
+Every refusal is the server's own text (ServerError). A lost connection (a
+server restarting) is dialled again once before it is reported, but not
+once a write went out: the server may have done it, and doing it again
+would send a second mail or make a second bead.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from ..client.credentials import attach_aname
 from ..client.ctlwords import ctl_line
 from ..client.errors import ConnectionLost, ServerError
 from ..ninep import consts as c
+from ..ninep import messages as m
 
 __all__ = ["Identity", "SessionTree", "ToolError"]
 
@@ -56,6 +59,7 @@ class SessionTree:
         self.identity = identity
         self._connect = connect or self._dial
         self._client: Client | None = None
+        self._sent = False  # a write of this call went out: a lost connection may have lost only its answer
 
     @property
     def me(self) -> str:
@@ -72,15 +76,26 @@ class SessionTree:
         for attempt in (1, 2):
             if self._client is None:
                 self._client = self._connect()
+            self._sent = False
             try:
                 return action(self._client)
             except ConnectionLost:
                 self.close()
+                if self._sent:
+                    raise ToolError("the connection to the anvilfs server broke after the write was sent: it may "
+                                    "have been done; look (my_work, bead, inbox, read) before doing it again") from None
                 if attempt == 2:
                     raise ToolError("the anvilfs server closed the connection twice; is it running?") from None
             except ServerError as exc:
-                raise ToolError(str(exc)) from None
+                raise ToolError(self._explained(str(exc))) from None
         raise AssertionError("unreachable")
+
+    def _explained(self, error: str) -> str:
+        """The server's text, and what it means for the tools when it is their own session that is gone."""
+        if error.startswith(f"'{self.me}' does not exist"):
+            return (f"your session {self.me} no longer exists on this server (it was removed): the tools act as it "
+                    f"and cannot go on ({error})")
+        return error
 
     def close(self) -> None:
         if self._client is not None:
@@ -106,7 +121,7 @@ class SessionTree:
 
     def write(self, path: str, data: str) -> None:
         """Everything on one open: a prompt, a bead's result (submitted at the clunk)."""
-        self._call(lambda client: client.write_file(path, data.encode()))
+        self.rdwr(path, data, answer=False)
 
     def ctl(self, path: str, verb: str, *words: str, answer: bool = False) -> str:
         """One ctl command, its words quoted; with answer, the read-back (a new id) of a readable ctl."""
@@ -116,6 +131,7 @@ class SessionTree:
         """Write on one open fid; with answer, then read what the file answers (a mail's id, or `error: why`)."""
         def run(client: Client) -> str:
             fid = client.open(path, c.ORDWR if answer else c.OWRITE)
+            self._sent = True
             try:
                 client.write_all(fid, data.encode())
                 return client.read_chunk(fid, 0).decode(errors="replace").strip() if answer else ""
@@ -124,4 +140,28 @@ class SessionTree:
         return self._call(run)
 
     def remove(self, path: str) -> None:
-        self._call(lambda client: client.remove(path))
+        def run(client: Client) -> None:
+            fid = client.walk(path)
+            self._sent = True
+            client.rpc(m.Tremove(tag=0, fid=fid))  # the server clunks the fid, removed or not
+        self._call(run)
+
+    def wait(self, path: str, timeout: float) -> str | None:
+        """A blocking file's text (a session's `wait`), or None if it did not answer within TIMEOUT seconds.
+
+        On a connection of its own, so that other calls go on meanwhile and giving up is closing it (the
+        server flushes the read). Not dialled again: a server that went away is reported at once.
+        """
+        client = self._connect()
+        try:
+            client.sock.settimeout(timeout)
+            return client.read_file(path).decode(errors="replace")
+        except ConnectionLost as exc:
+            if isinstance(exc.__context__, TimeoutError):
+                return None
+            raise ToolError(f"the anvilfs server closed the connection during the wait on {path}; is it running?") \
+                from None
+        except ServerError as exc:
+            raise ToolError(self._explained(str(exc))) from None
+        finally:
+            client.close()
