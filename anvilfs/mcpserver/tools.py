@@ -28,11 +28,24 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from ..client.ctlwords import ctl_line
 from .tree import SessionTree, ToolError
 
 __all__ = ["TOOLS", "Tool", "ToolError", "call", "offered"]
 
-_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}\Z")  # bead, convoy, session and message ids
+_ID = re.compile(r"[a-z0-9][a-z0-9-]{0,63}\Z")  # bead and convoy ids (beads/ids.py; a client imports no server code)
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}\Z")  # session, role and backend names, message ids
+# kind -> (pattern, what the refusal says, where the model finds a good one)
+_KINDS = {
+    "bead": (_ID, "id: bead ids are lower-case letters, digits and '-'", "as ready or read beads/list shows it, "
+             "e.g. fix-login-001"),
+    "convoy": (_ID, "id: convoy ids are lower-case letters, digits and '-'", "as read convoys/list shows it"),
+    "message": (_NAME, "id", "as inbox lists it"),
+    "session": (_NAME, "name: 1-64 letters, digits, '.', '_' or '-'", "as read list shows it"),
+    "role": (_NAME, "name", "as read roles shows it"),
+    "backend": (_NAME, "name", "as read backends shows it"),
+}
+MAX_LINE = 4000  # bytes of one ctl line (SPEC §4; tree/ctl.py): a longer text goes in a file, or is refused here
 BLOCKING = frozenset({"events", "wait", "stream", "next"})  # files a read would hold: `wait` has its own tool
 INBOX_SHOWN = 50  # messages listed by `inbox` (the count says how many there are)
 # s: a `wait` ends by then (a CLI gives up on a tool call of its own accord: codex after 60 s by default)
@@ -60,19 +73,18 @@ class Tool:
                 "additionalProperties": False}
 
 
-def _name(args: dict, key: str, what: str) -> str:
+def _name(args: dict, key: str, kind: str) -> str:
     value = args.get(key, "")
-    if not _NAME.match(value):
-        raise ToolError(f"{key}: {value!r} is no {what} id; give one as `list` or `ready` shows it, e.g. auth-001")
+    pattern, rule, where = _KINDS[kind]
+    if not pattern.match(value):
+        raise ToolError(f"{key}: {value!r} is no {kind} {rule}; give one {where}")
     return value
 
 
 # ------------------------------------------------------------ beads
 
 def _ready(tree: SessionTree, args: dict) -> str:
-    role = args.get("role") or tree.read(f"{tree.me}/role").strip()
-    if role and not _NAME.match(role):
-        raise ToolError(f"role: {role!r} is no role; `read roles` lists them")
+    role = _name(args, "role", "role") if args.get("role") else tree.read(f"{tree.me}/role").strip()
     text = tree.read(f"beads/ready.{role}" if role else "beads/ready")
     if not text:
         return f"no bead is ready{' for role ' + role if role else ''} now (pending, with every dependency completed)"
@@ -153,6 +165,9 @@ def _result(tree: SessionTree, args: dict) -> str:
 def _complete(tree: SessionTree, args: dict) -> str:
     bead = _name(args, "bead", "bead")
     result = args.get("result", "")
+    if result and len(ctl_line("complete", result).encode()) > MAX_LINE:
+        tree.write(f"beads/{bead}/result", result)  # too long for the ctl line: the file holds it
+        result = ""
     tree.ctl(f"beads/{bead}/ctl", "complete", *([result] if result else []))
     return f"{bead}: {_field(tree, bead, 'status') or 'completed'}"
 
@@ -163,14 +178,25 @@ def _fail(tree: SessionTree, args: dict) -> str:
     return f"{bead}: failed"
 
 
+NEW_BEAD_OPTIONS = ("requires_approval", "convoy", "owns")  # beads/ctl's `new` takes a word KEY=... as an option
+
+
 def _new_bead(tree: SessionTree, args: dict) -> str:
     words = [_text(args, "title"), _text(args, "role"), _text(args, "description")]
+    for key, word in zip(("title", "role", "description"), words):
+        if word.partition("=")[0] in NEW_BEAD_OPTIONS:
+            raise ToolError(f"{key}: {word!r} would be read as the option {word.partition('=')[0]}=; reword it "
+                            "(a word before the = will do)")
     words += [_name({"dep": dep}, "dep", "bead") for dep in args.get("depends_on", [])]
     words += [f"owns={glob}" for glob in args.get("owns", [])]
     if args.get("requires_approval"):
         words.append("requires_approval=true")
     if args.get("convoy"):
         words.append("convoy=" + _name(args, "convoy", "convoy"))
+    size = len(ctl_line("new", *words).encode())
+    if size > MAX_LINE:
+        raise ToolError(f"new_bead: shorten the description ({len(words[2].encode())} bytes): title, role and "
+                        f"description fit in {MAX_LINE} bytes in all, and they are {size}")
     bead = tree.ctl("beads/ctl", "new", *words, answer=True)
     return f"made bead {bead}"
 
@@ -274,8 +300,11 @@ def _new_session(tree: SessionTree, args: dict) -> str:
     cwd = os.path.join(mine, args.get("cwd", "."))
     if not _inside(cwd, mine):
         raise ToolError(f"cwd: {args.get('cwd')!r} is outside your own directory {mine}; give one inside it")
-    words = [_name(args, "backend", "backend"), os.path.normpath(cwd)]
-    words += [f"{key}={_name(args, key, key)}" for key in ("name", "role", "model") if args.get(key)]
+    # the path as checked, links resolved: a link swapped after the check cannot lead the session out
+    words = [_name(args, "backend", "backend"), os.path.realpath(cwd)]
+    words += [f"{key}={_name(args, key, kind)}" for key, kind in (("name", "session"), ("role", "role")) if args.get(key)]
+    if args.get("model"):
+        words.append(f"model={args['model']}")  # quoted whole; the server checks it
     name = tree.ctl("ctl", "new", *words, answer=True)
     return f"made session {name}"
 

@@ -105,7 +105,15 @@ class SessionTree:
     # ------------------------------------------------------------ files
 
     def read(self, path: str) -> str:
-        return self._call(lambda client: client.read_file(path)).decode(errors="replace")
+        def run(client: Client) -> bytes:
+            fid, qid = client.open_with_qid(path, c.OREAD)
+            try:
+                if qid.type & c.QTDIR:  # its bytes are stat records, nothing a model can read
+                    raise ToolError(f"{path or 'the root'} is a directory: list it")
+                return b"".join(client.read_chunks(fid))
+            finally:
+                client.clunk(fid)
+        return self._call(run).decode(errors="replace")
 
     def exists(self, path: str) -> bool:
         try:
@@ -116,8 +124,11 @@ class SessionTree:
 
     def entries(self, path: str) -> list[tuple[str, bool]]:
         """A directory's (name, is_directory) pairs."""
-        stats = self._call(lambda client: client.list_dir(path))
-        return [(s.name, bool(s.mode & c.DMDIR)) for s in stats]
+        def run(client: Client) -> list[tuple[str, bool]]:
+            if not client.stat(path).mode & c.DMDIR:  # a file's bytes are no stat records
+                raise ToolError(f"{path} is a file: read it")
+            return [(s.name, bool(s.mode & c.DMDIR)) for s in client.list_dir(path)]
+        return self._call(run)
 
     def write(self, path: str, data: str) -> None:
         """Everything on one open: a prompt, a bead's result (submitted at the clunk)."""
