@@ -43,8 +43,11 @@ class ToolSetup:
 
     @property
     def mcp_env(self) -> dict[str, str]:
-        """The MCP server's environment: who it acts as, and where the tree is."""
-        wanted = ("ANVILFS_SESSION", "ANVILFS_ADDRESS", "NAMESPACE", "ANVILFS_CONDUCTOR", "ANVILFS_TOKEN")
+        """The MCP server's environment: who it acts as, and where the tree is.
+
+        Never a token: claude's wiring puts this on its command line, which every local user can read
+        (/proc/PID/cmdline). Agents reach the server by its unix socket, which needs none."""
+        wanted = ("ANVILFS_SESSION", "ANVILFS_ADDRESS", "NAMESPACE", "ANVILFS_CONDUCTOR")
         return {key: value for key, value in self.session.env.items() if key in wanted}
 
     def qualified(self, separator: str = "__") -> list[str]:
