@@ -48,7 +48,9 @@ class ToolSetup:
         Never a token: claude's wiring puts this on its command line, which every local user can read
         (/proc/PID/cmdline). Agents reach the server by its unix socket, which needs none."""
         wanted = ("ANVILFS_SESSION", "ANVILFS_ADDRESS", "NAMESPACE", "ANVILFS_CONDUCTOR")
-        return {key: value for key, value in self.session.env.items() if key in wanted}
+        env = {key: value for key, value in self.session.env.items() if key in wanted}
+        # the role, for the brief in the MCP server's instructions (codex and gemini have no other place for it)
+        return env | ({"ANVILFS_ROLE": self.session.role} if self.session.role else {})
 
     def qualified(self, separator: str = "__") -> list[str]:
         """The tools as the CLI names them: mcp__anvilfs__claim ..."""

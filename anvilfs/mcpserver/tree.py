@@ -1,6 +1,6 @@
 """The tree as one session sees it: reads and writes of its files, attached as that session.
 
-    tree = SessionTree.from_environment()   # $ANVILFS_SESSION, $ANVILFS_ADDRESS (else $NAMESPACE's agent)
+    tree = SessionTree(Identity.from_environment())   # $ANVILFS_SESSION, $ANVILFS_ADDRESS (else $NAMESPACE's)
     tree.read("beads/ready.developer")
     tree.ctl("beads/b1/ctl", "complete", "the result")   # words quoted (client/ctlwords.py)
 
@@ -40,6 +40,7 @@ class Identity:
     session: str
     address: str  # unix!PATH or tcp!HOST!PORT
     conductor: bool = False
+    role: str = ""  # for the brief alone: the tools read the live role from the tree
 
     @classmethod
     def from_environment(cls, environ: dict[str, str] | None = None) -> Identity:
@@ -49,7 +50,7 @@ class Identity:
             raise ToolError("ANVILFS_SESSION is not set: `anvilfs mcp` serves the session an anvilfs server started "
                             "it for, and that server sets ANVILFS_SESSION and ANVILFS_ADDRESS")
         address = env.get("ANVILFS_ADDRESS") or "unix!" + resolve("agent/").address
-        return cls(session, address, env.get("ANVILFS_CONDUCTOR") == "1")
+        return cls(session, address, env.get("ANVILFS_CONDUCTOR") == "1", env.get("ANVILFS_ROLE", ""))
 
 
 class SessionTree:
