@@ -47,6 +47,11 @@ class MailFile(CollectFile):
         self.post, self.owner, self.report = post, owner, report
 
     def open(self, caller: Caller) -> _MailHandle:
+        # A client attached as a session (its agent, through `anvilfs mcp` or the shell path) sends as that
+        # session only: else an agent could answer its own approval request as human, or write as a peer.
+        if caller.uname != self.owner and self.post.is_session(caller.uname):
+            raise NotPermitted(f"{self.owner}/mail: you are attached as session {caller.uname}, which sends mail "
+                               f"from agent/{caller.uname}/mail only")
         self.check(0, caller)
         return _MailHandle(self, caller)
 

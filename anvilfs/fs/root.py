@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 from ..beads import Board, Convoys
 from ..errors import NotPermitted
 from ..journal import Journal
@@ -53,12 +55,27 @@ class AgentTree:
 
     def _new(self, args: Args) -> str:
         backend, cwd = args.words
+        self._check_starter(args.caller, cwd)
         session = self.sessions.new(
             backend, cwd, name=args.options.get("name", ""), role=args.options.get("role", ""),
             model=args.options.get("model", ""), ephemeral="ephemeral" in args.flags, notify="notify" in args.flags,
             conductor="conductor" in args.flags,
         )
         return session.name
+
+    def _check_starter(self, caller: Caller | None, cwd: str) -> None:
+        """A client attached as a session (its agent, through the tools or the shell path) starts sessions only
+        if it is a conductor, and only inside its own cwd: else `new` would be an agent's way out of its
+        directory. A person or a script (any other name) starts them anywhere."""
+        starter = self.sessions.find(caller.uname) if caller is not None else None
+        if starter is None:
+            return
+        if not starter.definition.conductor:
+            raise NotPermitted(f"new: you are attached as session {starter.name}, which is no conductor: sessions are "
+                               "started by the human, or by a session made with `conductor`")
+        mine = os.path.realpath(starter.definition.cwd)
+        if os.path.isabs(cwd) and os.path.commonpath([mine, os.path.realpath(cwd)]) != mine:
+            raise NotPermitted(f"new: {cwd} is outside {mine}: a conductor starts sessions inside its own cwd")
 
     def _list(self) -> str:
         lines = []
