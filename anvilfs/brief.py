@@ -28,13 +28,13 @@ ends it (`fail` with a reason if you cannot). `my_work` shows what you hold and 
 - Beads of others: `new_bead` (with depends_on for order, convoy to group), `add_to_convoy`.
 - Mail: `inbox`, `read_message`, then `ack` each message you have handled. `send_mail` writes to a session or \
 human. For a decision that needs a person, `request_approval`, then end your turn: the APPROVAL_RESPONSE comes \
-to your inbox and you are prompted about it.
+to your inbox (a session made with notify is prompted about it; else `inbox` shows it at your next turn).
 - `read` and `list` show any file of the tree (beads/list, convoys/ID/context, ...).{conductor_part}
 A refused call says why; do not retry it unchanged."""
 
 CONDUCTOR = """
 - You coordinate: `new_session` starts an agent in a directory inside yours, `prompt` gives a session work, \
-`wait` waits for its turn to end (its answer is then in SESSION/out)."""
+`wait` waits for its turn to end, up to its timeout (its answer is then in SESSION/out)."""
 
 
 def brief(name: str, role: str = "", conductor: bool = False) -> str:

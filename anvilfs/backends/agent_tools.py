@@ -43,9 +43,14 @@ class ToolSetup:
 
     @property
     def mcp_env(self) -> dict[str, str]:
-        """The MCP server's environment: who it acts as, and where the tree is."""
-        wanted = ("ANVILFS_SESSION", "ANVILFS_ADDRESS", "NAMESPACE", "ANVILFS_CONDUCTOR", "ANVILFS_TOKEN")
-        return {key: value for key, value in self.session.env.items() if key in wanted}
+        """The MCP server's environment: who it acts as, and where the tree is.
+
+        Never a token: claude's wiring puts this on its command line, which every local user can read
+        (/proc/PID/cmdline). Agents reach the server by its unix socket, which needs none."""
+        wanted = ("ANVILFS_SESSION", "ANVILFS_ADDRESS", "NAMESPACE", "ANVILFS_CONDUCTOR")
+        env = {key: value for key, value in self.session.env.items() if key in wanted}
+        # the role, for the brief in the MCP server's instructions (codex and gemini have no other place for it)
+        return env | ({"ANVILFS_ROLE": self.session.role} if self.session.role else {})
 
     def qualified(self, separator: str = "__") -> list[str]:
         """The tools as the CLI names them: mcp__anvilfs__claim ..."""

@@ -39,21 +39,27 @@ async def _serve(identity: Identity) -> None:
 
     tree = SessionTree(identity)
     lock = anyio.Lock()  # one connection, one call on it at a time
+    own_connection = {tool.name for tool in offered(identity.conductor) if tool.own_connection}
     tools = [types.Tool(name=tool.name, description=tool.description, input_schema=tool.schema())
              for tool in offered(identity.conductor)]
 
     async def list_tools(ctx, params) -> types.ListToolsResult:
         return types.ListToolsResult(tools=tools)
 
-    async def call_tool(ctx, params: types.CallToolRequestParams) -> types.CallToolResult:
+    async def run(name: str, arguments) -> str:
+        if name in own_connection:  # a `wait`: beside other calls, and a cancel abandons it (it ends by its timeout)
+            return await anyio.to_thread.run_sync(call, tree, name, arguments, abandon_on_cancel=True)
         async with lock:
-            try:
-                text = await anyio.to_thread.run_sync(call, tree, params.name, params.arguments)
-            except ToolError as exc:
-                return types.CallToolResult(content=[types.TextContent(text=str(exc))], is_error=True)
+            return await anyio.to_thread.run_sync(call, tree, name, arguments)
+
+    async def call_tool(ctx, params: types.CallToolRequestParams) -> types.CallToolResult:
+        try:
+            text = await run(params.name, params.arguments)
+        except ToolError as exc:
+            return types.CallToolResult(content=[types.TextContent(text=str(exc))], is_error=True)
         return types.CallToolResult(content=[types.TextContent(text=text)])
 
-    server = Server(SERVER_NAME, instructions=brief(identity.session, conductor=identity.conductor),
+    server = Server(SERVER_NAME, instructions=brief(identity.session, identity.role, identity.conductor),
                     on_list_tools=list_tools, on_call_tool=call_tool)
     try:
         async with stdio_server() as (read_stream, write_stream):

@@ -16,25 +16,27 @@ Writes go only through these typed tools, each to the one file it names,
 and the server checks each as it checks the same write from a shell: a
 refusal is the file's own text. No tool writes another session's files
 (but a conductor's `prompt`), human's mail, or agent/ctl (but a conductor's
-`new_session`). Arguments are checked here first (types, ids, paths), so
-a model's mistake is answered with what to write instead.
+`new_session`). Arguments are checked first (arguments.py: types, ids,
+paths), so a model's mistake is answered with what to write instead.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from ..client.ctlwords import ctl_line
+from .arguments import MAX_LINE, A, B, N, S, check_arguments, given_name, given_text, tree_path
 from .tree import SessionTree, ToolError
 
 __all__ = ["TOOLS", "Tool", "ToolError", "call", "offered"]
 
-_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}\Z")  # bead, convoy, session and message ids
 BLOCKING = frozenset({"events", "wait", "stream", "next"})  # files a read would hold: `wait` has its own tool
 INBOX_SHOWN = 50  # messages listed by `inbox` (the count says how many there are)
+# s: a `wait` ends by then (a CLI gives up on a tool call of its own accord: codex after 60 s by default)
+WAIT_DEFAULT, WAIT_LONGEST = 50, 600
 RESULT_LONGEST = 64 << 10  # characters of a tool's answer: a log of megabytes would flood the model's context
 
 
@@ -42,10 +44,11 @@ RESULT_LONGEST = 64 << 10  # characters of a tool's answer: a log of megabytes w
 class Tool:
     name: str
     description: str
-    params: dict[str, tuple[str, str]]  # name -> (type, description); type "string", "array" or "boolean"
+    params: dict[str, tuple[str, str]]  # name -> (type, description); "string", "array", "boolean" or "integer"
     required: tuple[str, ...]
     run: Callable[[SessionTree, dict], str]
     conductor: bool = False  # offered only to a session made with the `conductor` option
+    own_connection: bool = False  # waits on a connection of its own: runs beside other calls, may be abandoned
 
     def schema(self) -> dict:
         """As small as says it all: the list goes into every request (Gemini CLI adds 260 bytes a tool of its own),
@@ -59,19 +62,10 @@ class Tool:
         return {"type": "object", "properties": properties} | ({"required": list(self.required)} if self.required else {})
 
 
-def _name(args: dict, key: str, what: str) -> str:
-    value = args.get(key, "")
-    if not _NAME.match(value):
-        raise ToolError(f"{key}: {value!r} is no {what} id; give one as `list` or `ready` shows it, e.g. auth-001")
-    return value
-
-
 # ------------------------------------------------------------ beads
 
 def _ready(tree: SessionTree, args: dict) -> str:
-    role = args.get("role") or tree.read(f"{tree.me}/role").strip()
-    if role and not _NAME.match(role):
-        raise ToolError(f"role: {role!r} is no role; `read roles` lists them")
+    role = given_name(args, "role", "role") if args.get("role") else tree.read(f"{tree.me}/role").strip()
     text = tree.read(f"beads/ready.{role}" if role else "beads/ready")
     if not text:
         return f"no bead is ready{' for role ' + role if role else ''} now (pending, with every dependency completed)"
@@ -80,7 +74,7 @@ def _ready(tree: SessionTree, args: dict) -> str:
 
 def _claim(tree: SessionTree, args: dict) -> str:
     if args.get("bead"):
-        bead = _name(args, "bead", "bead")
+        bead = given_name(args, "bead", "bead")
         tree.ctl(f"beads/{bead}/ctl", "claim")
         return f"claimed {bead} for {tree.me}; `bead` shows what it asks, `complete` ends it"
     role = tree.read(f"{tree.me}/role").strip()
@@ -114,7 +108,7 @@ BEAD_FIELDS = ("status", "title", "role", "assigned_to", "depends_on", "convoy",
 
 
 def _bead(tree: SessionTree, args: dict) -> str:
-    bead = _name(args, "bead", "bead")
+    bead = given_name(args, "bead", "bead")
     tree.read(f"beads/{bead}/status")  # a bead that does not exist: its refusal, said once
     lines = [f"id: {bead}"]
     for name in BEAD_FIELDS:
@@ -144,38 +138,52 @@ def _my_work(tree: SessionTree, args: dict) -> str:
 
 
 def _result(tree: SessionTree, args: dict) -> str:
-    bead = _name(args, "bead", "bead")
-    tree.write(f"beads/{bead}/result", _text(args, "text"))
+    bead = given_name(args, "bead", "bead")
+    tree.write(f"beads/{bead}/result", given_text(args, "text"))
     return f"{bead}'s result is written"
 
 
 def _complete(tree: SessionTree, args: dict) -> str:
-    bead = _name(args, "bead", "bead")
+    bead = given_name(args, "bead", "bead")
     result = args.get("result", "")
+    if result and len(ctl_line("complete", result).encode()) > MAX_LINE:
+        tree.write(f"beads/{bead}/result", result)  # too long for the ctl line: the file holds it
+        result = ""
     tree.ctl(f"beads/{bead}/ctl", "complete", *([result] if result else []))
     return f"{bead}: {_field(tree, bead, 'status') or 'completed'}"
 
 
 def _fail(tree: SessionTree, args: dict) -> str:
-    bead = _name(args, "bead", "bead")
-    tree.ctl(f"beads/{bead}/ctl", "fail", _text(args, "reason"))
+    bead = given_name(args, "bead", "bead")
+    tree.ctl(f"beads/{bead}/ctl", "fail", given_text(args, "reason"))
     return f"{bead}: failed"
 
 
+NEW_BEAD_OPTIONS = ("requires_approval", "convoy", "owns")  # beads/ctl's `new` takes a word KEY=... as an option
+
+
 def _new_bead(tree: SessionTree, args: dict) -> str:
-    words = [_text(args, "title"), _text(args, "role"), _text(args, "description")]
-    words += [_name({"dep": dep}, "dep", "bead") for dep in args.get("depends_on", [])]
+    words = [given_text(args, "title"), given_text(args, "role"), given_text(args, "description")]
+    for key, word in zip(("title", "role", "description"), words):
+        if word.partition("=")[0] in NEW_BEAD_OPTIONS:
+            raise ToolError(f"{key}: {word!r} would be read as the option {word.partition('=')[0]}=; reword it "
+                            "(a word before the = will do)")
+    words += [given_name({"dep": dep}, "dep", "bead") for dep in args.get("depends_on", [])]
     words += [f"owns={glob}" for glob in args.get("owns", [])]
     if args.get("requires_approval"):
         words.append("requires_approval=true")
     if args.get("convoy"):
-        words.append("convoy=" + _name(args, "convoy", "convoy"))
+        words.append("convoy=" + given_name(args, "convoy", "convoy"))
+    size = len(ctl_line("new", *words).encode())
+    if size > MAX_LINE:
+        raise ToolError(f"new_bead: shorten the description ({len(words[2].encode())} bytes): title, role and "
+                        f"description fit in {MAX_LINE} bytes in all, and they are {size}")
     bead = tree.ctl("beads/ctl", "new", *words, answer=True)
     return f"made bead {bead}"
 
 
 def _add_to_convoy(tree: SessionTree, args: dict) -> str:
-    convoy, bead = _name(args, "convoy", "convoy"), _name(args, "bead", "bead")
+    convoy, bead = given_name(args, "convoy", "convoy"), given_name(args, "bead", "bead")
     tree.ctl(f"convoys/{convoy}/ctl", "add_bead", bead)
     return f"{bead} is in convoy {convoy}"
 
@@ -217,27 +225,16 @@ def _inbox(tree: SessionTree, args: dict) -> str:
 
 
 def _read_message(tree: SessionTree, args: dict) -> str:
-    return tree.read(f"{tree.me}/inbox/{_name(args, 'id', 'message')}.json")
+    return tree.read(f"{tree.me}/inbox/{given_name(args, 'id', 'message')}.json")
 
 
 def _ack(tree: SessionTree, args: dict) -> str:
-    message = _name(args, "id", "message")
+    message = given_name(args, "id", "message")
     tree.remove(f"{tree.me}/inbox/{message}.json")
     return f"{message} acknowledged"
 
 
 # ------------------------------------------------------------ any file
-
-def tree_path(path: str) -> str:
-    """A path in the tree, relative to its root (`agent/` and a leading `/` taken off); never `..`."""
-    path = path.strip().removeprefix("/").removeprefix("agent/").strip("/")
-    if path == "agent":
-        path = ""
-    parts = path.split("/") if path else []
-    if any(part in ("", ".", "..") for part in parts):
-        raise ToolError(f"path: {path!r} is no path in the tree; write one like beads/list or {''}agent/beads")
-    return path
-
 
 def _read(tree: SessionTree, args: dict) -> str:
     path = tree_path(args["path"])
@@ -254,12 +251,12 @@ def _list(tree: SessionTree, args: dict) -> str:
 # ------------------------------------------------------------ a conductor's
 
 def _session(args: dict) -> str:
-    return _name(args, "session", "session")
+    return given_name(args, "session", "session")
 
 
 def _prompt(tree: SessionTree, args: dict) -> str:
     session = _session(args)
-    tree.write(f"{session}/in", _text(args, "text"))
+    tree.write(f"{session}/in", given_text(args, "text"))
     return f"prompt queued for {session}; `wait` waits for its answer"
 
 
@@ -273,25 +270,27 @@ def _new_session(tree: SessionTree, args: dict) -> str:
     cwd = os.path.join(mine, args.get("cwd", "."))
     if not _inside(cwd, mine):
         raise ToolError(f"cwd: {args.get('cwd')!r} is outside your own directory {mine}; give one inside it")
-    words = [_name(args, "backend", "backend"), os.path.normpath(cwd)]
-    words += [f"{key}={_name(args, key, key)}" for key in ("name", "role", "model") if args.get(key)]
+    # the path as checked, links resolved: a link swapped after the check cannot lead the session out
+    words = [given_name(args, "backend", "backend"), os.path.realpath(cwd)]
+    words += [f"{key}={given_name(args, key, kind)}" for key, kind in (("name", "session"), ("role", "role")) if args.get(key)]
+    if args.get("model"):
+        words.append(f"model={args['model']}")  # quoted whole; the server checks it
     name = tree.ctl("ctl", "new", *words, answer=True)
     return f"made session {name}"
 
 
 def _wait(tree: SessionTree, args: dict) -> str:
     session = _session(args)
-    return f"{session}: {tree.read(f'{session}/wait').strip()}; its answer is in {session}/out (read)"
+    timeout = args.get("timeout", WAIT_DEFAULT)
+    if not 1 <= timeout <= WAIT_LONGEST:
+        raise ToolError(f"timeout: give whole seconds from 1 to {WAIT_LONGEST} (default {WAIT_DEFAULT}); "
+                        "call wait again to wait longer")
+    state = tree.wait(f"{session}/wait", timeout)
+    if state is None:
+        return f"{session} is still busy after {timeout} s; call wait again to wait longer"
+    return f"{session}: {state.strip()}; its answer is in {session}/out (read)"
 
 
-def _text(args: dict, key: str) -> str:
-    value = args.get(key, "")
-    if not value.strip():
-        raise ToolError(f"{key}: give a text; it is empty")
-    return value
-
-
-S, A, B = "string", "array", "boolean"
 BEAD = ("bead", (S, ""))
 TOOLS: tuple[Tool, ...] = (
     Tool("ready", "Beads you can claim now (default: your role's)", {"role": (S, "")}, (), _ready),
@@ -325,8 +324,9 @@ TOOLS: tuple[Tool, ...] = (
     Tool("new_session", "Start a session working inside your directory; returns its name",
          {"backend": (S, "as `read backends`"), "cwd": (S, "relative to yours"), "name": (S, ""), "role": (S, ""),
           "model": (S, "")}, ("backend",), _new_session, conductor=True),
-    Tool("wait", "Wait until a session is no longer busy; its state", {"session": (S, "")}, ("session",), _wait,
-         conductor=True),
+    Tool("wait", "Wait until a session is no longer busy; its state", {"session": (S, ""),
+         "timeout": (N, f"seconds, at most {WAIT_LONGEST} (default {WAIT_DEFAULT})")}, ("session",), _wait,
+         conductor=True, own_connection=True),
 )
 _BY_NAME = {tool.name: tool for tool in TOOLS}
 
@@ -335,30 +335,12 @@ def offered(conductor: bool) -> list[Tool]:
     return [tool for tool in TOOLS if conductor or not tool.conductor]
 
 
-def check_arguments(tool: Tool, args: dict) -> dict:
-    """The arguments as the tool's schema says, or ToolError naming what is wrong."""
-    if not isinstance(args, dict):
-        raise ToolError(f"{tool.name}: give the arguments as an object")
-    for key, value in args.items():
-        if key not in tool.params:
-            raise ToolError(f"{tool.name}: no argument {key!r}; it takes {', '.join(tool.params) or 'none'}")
-        kind = tool.params[key][0]
-        good = (isinstance(value, str) if kind == S else isinstance(value, bool) if kind == B
-                else isinstance(value, list) and all(isinstance(item, str) for item in value))
-        if not good:
-            raise ToolError(f"{tool.name}: {key} must be {'a list of strings' if kind == A else 'a ' + kind}")
-    missing = [key for key in tool.required if key not in args]
-    if missing:
-        raise ToolError(f"{tool.name}: give {', '.join(missing)}")
-    return args
-
-
 def call(tree: SessionTree, name: str, args: dict | None) -> str:
     """Run one tool as the tree's session: its text, or ToolError with the refusal the model is to see."""
     tool = _BY_NAME.get(name)
     if tool is None or (tool.conductor and not tree.identity.conductor):
         raise ToolError(f"no tool {name!r} here; the tools are {', '.join(t.name for t in offered(tree.identity.conductor))}")
-    text = tool.run(tree, check_arguments(tool, args or {}))
+    text = tool.run(tree, check_arguments(tool.name, tool.params, tool.required, args or {}))
     if len(text) > RESULT_LONGEST:
         cut = len(text) - RESULT_LONGEST
         text = text[:RESULT_LONGEST] + f"\n[... {cut} more characters not shown: the answer is cut at {RESULT_LONGEST}]"

@@ -1,13 +1,15 @@
 """The tree as one session sees it: reads and writes of its files, attached as that session.
 
-    tree = SessionTree.from_environment()   # $ANVILFS_SESSION, $ANVILFS_ADDRESS (else $NAMESPACE's agent)
+    tree = SessionTree(Identity.from_environment())   # $ANVILFS_SESSION, $ANVILFS_ADDRESS (else $NAMESPACE's)
     tree.read("beads/ready.developer")
     tree.ctl("beads/b1/ctl", "complete", "the result")   # words quoted (client/ctlwords.py)
 
 The identity is the environment's, which the server gave the agent: never
 a tool's argument, so a model cannot act as another session by naming it.
-Every refusal is the server's own text (ServerError); a lost connection (a
-server restarting) is dialled again once before it is reported.
+Every refusal is the server's own text (ServerError). A lost connection (a
+server restarting) is dialled again once before it is reported, but not
+once a write went out: the server may have done it, and doing it again
+would send a second mail or make a second bead.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from ..client.credentials import attach_aname
 from ..client.ctlwords import ctl_line
 from ..client.errors import ConnectionLost, ServerError
 from ..ninep import consts as c
+from ..ninep import messages as m
 
 __all__ = ["Identity", "SessionTree", "ToolError"]
 
@@ -37,6 +40,7 @@ class Identity:
     session: str
     address: str  # unix!PATH or tcp!HOST!PORT
     conductor: bool = False
+    role: str = ""  # for the brief alone: the tools read the live role from the tree
 
     @classmethod
     def from_environment(cls, environ: dict[str, str] | None = None) -> Identity:
@@ -46,7 +50,7 @@ class Identity:
             raise ToolError("ANVILFS_SESSION is not set: `anvilfs mcp` serves the session an anvilfs server started "
                             "it for, and that server sets ANVILFS_SESSION and ANVILFS_ADDRESS")
         address = env.get("ANVILFS_ADDRESS") or "unix!" + resolve("agent/").address
-        return cls(session, address, env.get("ANVILFS_CONDUCTOR") == "1")
+        return cls(session, address, env.get("ANVILFS_CONDUCTOR") == "1", env.get("ANVILFS_ROLE", ""))
 
 
 class SessionTree:
@@ -56,6 +60,7 @@ class SessionTree:
         self.identity = identity
         self._connect = connect or self._dial
         self._client: Client | None = None
+        self._sent = False  # a write of this call went out: a lost connection may have lost only its answer
 
     @property
     def me(self) -> str:
@@ -72,15 +77,26 @@ class SessionTree:
         for attempt in (1, 2):
             if self._client is None:
                 self._client = self._connect()
+            self._sent = False
             try:
                 return action(self._client)
             except ConnectionLost:
                 self.close()
+                if self._sent:
+                    raise ToolError("the connection to the anvilfs server broke after the write was sent: it may "
+                                    "have been done; look (my_work, bead, inbox, read) before doing it again") from None
                 if attempt == 2:
                     raise ToolError("the anvilfs server closed the connection twice; is it running?") from None
             except ServerError as exc:
-                raise ToolError(str(exc)) from None
+                raise ToolError(self._explained(str(exc))) from None
         raise AssertionError("unreachable")
+
+    def _explained(self, error: str) -> str:
+        """The server's text, and what it means for the tools when it is their own session that is gone."""
+        if error.startswith(f"'{self.me}' does not exist"):
+            return (f"your session {self.me} no longer exists on this server (it was removed): the tools act as it "
+                    f"and cannot go on ({error})")
+        return error
 
     def close(self) -> None:
         if self._client is not None:
@@ -90,7 +106,15 @@ class SessionTree:
     # ------------------------------------------------------------ files
 
     def read(self, path: str) -> str:
-        return self._call(lambda client: client.read_file(path)).decode(errors="replace")
+        def run(client: Client) -> bytes:
+            fid, qid = client.open_with_qid(path, c.OREAD)
+            try:
+                if qid.type & c.QTDIR:  # its bytes are stat records, nothing a model can read
+                    raise ToolError(f"{path or 'the root'} is a directory: list it")
+                return b"".join(client.read_chunks(fid))
+            finally:
+                client.clunk(fid)
+        return self._call(run).decode(errors="replace")
 
     def exists(self, path: str) -> bool:
         try:
@@ -101,12 +125,15 @@ class SessionTree:
 
     def entries(self, path: str) -> list[tuple[str, bool]]:
         """A directory's (name, is_directory) pairs."""
-        stats = self._call(lambda client: client.list_dir(path))
-        return [(s.name, bool(s.mode & c.DMDIR)) for s in stats]
+        def run(client: Client) -> list[tuple[str, bool]]:
+            if not client.stat(path).mode & c.DMDIR:  # a file's bytes are no stat records
+                raise ToolError(f"{path} is a file: read it")
+            return [(s.name, bool(s.mode & c.DMDIR)) for s in client.list_dir(path)]
+        return self._call(run)
 
     def write(self, path: str, data: str) -> None:
         """Everything on one open: a prompt, a bead's result (submitted at the clunk)."""
-        self._call(lambda client: client.write_file(path, data.encode()))
+        self.rdwr(path, data, answer=False)
 
     def ctl(self, path: str, verb: str, *words: str, answer: bool = False) -> str:
         """One ctl command, its words quoted; with answer, the read-back (a new id) of a readable ctl."""
@@ -116,6 +143,7 @@ class SessionTree:
         """Write on one open fid; with answer, then read what the file answers (a mail's id, or `error: why`)."""
         def run(client: Client) -> str:
             fid = client.open(path, c.ORDWR if answer else c.OWRITE)
+            self._sent = True
             try:
                 client.write_all(fid, data.encode())
                 return client.read_chunk(fid, 0).decode(errors="replace").strip() if answer else ""
@@ -124,4 +152,28 @@ class SessionTree:
         return self._call(run)
 
     def remove(self, path: str) -> None:
-        self._call(lambda client: client.remove(path))
+        def run(client: Client) -> None:
+            fid = client.walk(path)
+            self._sent = True
+            client.rpc(m.Tremove(tag=0, fid=fid))  # the server clunks the fid, removed or not
+        self._call(run)
+
+    def wait(self, path: str, timeout: float) -> str | None:
+        """A blocking file's text (a session's `wait`), or None if it did not answer within TIMEOUT seconds.
+
+        On a connection of its own, so that other calls go on meanwhile and giving up is closing it (the
+        server flushes the read). Not dialled again: a server that went away is reported at once.
+        """
+        client = self._connect()
+        try:
+            client.sock.settimeout(timeout)
+            return client.read_file(path).decode(errors="replace")
+        except ConnectionLost as exc:
+            if isinstance(exc.__context__, TimeoutError):
+                return None
+            raise ToolError(f"the anvilfs server closed the connection during the wait on {path}; is it running?") \
+                from None
+        except ServerError as exc:
+            raise ToolError(self._explained(str(exc))) from None
+        finally:
+            client.close()

@@ -60,6 +60,17 @@ class ToolClient:
         except TimeoutError:
             raise AssertionError(f"tool {name} did not answer in {CALL_TIMEOUT}s") from None
 
+    def cancel_after(self, seconds: float, name: str, /, **arguments) -> None:
+        """Call NAME and give up on it after SECONDS, as a CLI whose user pressed Esc: the SDK sends the
+        server notifications/cancelled. Fails if the call answered first."""
+        async def call():
+            import anyio
+
+            with anyio.move_on_after(seconds) as scope:
+                await self._session.call_tool(name, arguments)
+            return scope.cancelled_caught
+        assert self._portal.call(call), f"tool {name} answered before it was cancelled"
+
     def call(self, name: str, /, **arguments) -> str:
         result = self.result(name, **arguments)
         text = "\n".join(block.text for block in result.content if getattr(block, "text", None) is not None)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 from harness.git_history import messages_in_history
-from harness.mcp_tools import ToolRefused, bead, client_rdwr, read, team, tool_client
+from harness.mcp_tools import ToolRefused, bead, client_rdwr, identity_env, read, team, tool_client
 
 from anvilfs.brief import tool_names
 from anvilfs.mcpserver.tools import TOOLS, offered
@@ -24,8 +24,8 @@ def test_a_bot_lists_claims_writes_and_completes_its_own_bead():
     with team(("bot1", "developer")) as srv:
         research = bead(srv, "Research auth", "researcher")
         fix = bead(srv, "Fix login", "developer")
-        with tool_client(srv, "bot1") as tools:
-            assert "session bot1" in tools.instructions
+        with tool_client(srv, "bot1", env=identity_env(srv, "bot1") | {"ANVILFS_ROLE": "developer"}) as tools:
+            assert "You are the anvilfs session bot1, role developer." in tools.instructions
             assert tools.list_bytes() < 8192, "the whole tool list stays under 8 KB of JSON"
             assert "prompt" not in tools.names, "a session that is no conductor gets no conductor tools"
             ready = tools.call("ready")

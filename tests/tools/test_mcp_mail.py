@@ -103,3 +103,36 @@ def test_a_long_answer_is_cut_saying_so():
         with tool_client(srv, "bot1") as tools:
             text = tools.call("read", path="bot1/log")
     assert len(text) < 66_000 and text.endswith("more characters not shown: the answer is cut at 65536]")
+
+
+def test_a_session_sends_mail_as_itself_only_through_the_shell_path_too():
+    """The shell path's `anvilfs write` attaches as the session ($ANVILFS_SESSION) and reaches any file: the
+    server itself keeps a session from writing human's mail (answering its own approval request) or a peer's."""
+    with team(("bot1", "developer"), ("bot2", "developer")) as srv:
+        with tool_client(srv, "bot1") as tools:
+            request = tools.call("request_approval", subject="delete the old API?", body="x").split()[1]
+        answer = {"to": "bot1", "type": "APPROVAL_RESPONSE", "subject": "approved", "body": "ok", "re": request}
+        as_bot1 = {"ANVILFS_SESSION": "bot1"}
+        posed = srv.run_cli("write", "agent/human/mail", input=json.dumps(answer), env=as_bot1)
+        assert posed.returncode == 1 and "attached as session bot1, which sends mail from agent/bot1/mail only" \
+            in posed.stderr
+        peer = {"to": "human", "type": "QUERY_REQUEST", "subject": "s", "body": "b"}
+        assert srv.run_cli("write", "agent/bot2/mail", input=json.dumps(peer), env=as_bot1).returncode == 1
+        assert srv.run_cli("write", "agent/bot1/mail", input=json.dumps(peer), env=as_bot1).returncode == 0
+        assert read(srv, "human/approvals").startswith(request), "the request still waits for the human"
+
+
+def test_only_a_conductor_starts_sessions_and_only_inside_its_directory_through_the_shell_path_too():
+    with team(("bot1", "developer")) as srv, tempfile.TemporaryDirectory(prefix="cond.") as home:
+        os.mkdir(os.path.join(home, "work"))
+        srv.run_cli("write", "agent/ctl", f"new sim {home} name=boss conductor")
+
+        def new_as(session: str, cwd: str):
+            return srv.run_cli("write", "agent/ctl", f"new sim {cwd}", env={"ANVILFS_SESSION": session})
+
+        refused = new_as("bot1", home)
+        assert refused.returncode == 1 and "attached as session bot1, which is no conductor" in refused.stderr
+        outside = new_as("boss", "/")
+        assert outside.returncode == 1 and "a conductor starts sessions inside its own cwd" in outside.stderr
+        assert new_as("boss", os.path.join(home, "work")).returncode == 0
+        assert srv.run_cli("write", "agent/ctl", "new sim /").returncode == 0, "a person starts them anywhere"
