@@ -114,7 +114,7 @@ def test_a_session_sends_mail_as_itself_only_through_the_shell_path_too():
         answer = {"to": "bot1", "type": "APPROVAL_RESPONSE", "subject": "approved", "body": "ok", "re": request}
         as_bot1 = {"ANVILFS_SESSION": "bot1"}
         posed = srv.run_cli("write", "agent/human/mail", input=json.dumps(answer), env=as_bot1)
-        assert posed.returncode == 1 and "attached as session bot1, which sends mail from agent/bot1/mail only" \
+        assert posed.returncode == 1 and "session bot1's agent sends mail from its own mail file (bot1/mail)" \
             in posed.stderr
         peer = {"to": "human", "type": "QUERY_REQUEST", "subject": "s", "body": "b"}
         assert srv.run_cli("write", "agent/bot2/mail", input=json.dumps(peer), env=as_bot1).returncode == 1
@@ -131,8 +131,8 @@ def test_only_a_conductor_starts_sessions_and_only_inside_its_directory_through_
             return srv.run_cli("write", "agent/ctl", f"new sim {cwd}", env={"ANVILFS_SESSION": session})
 
         refused = new_as("bot1", home)
-        assert refused.returncode == 1 and "attached as session bot1, which is no conductor" in refused.stderr
+        assert refused.returncode == 1 and "session bot1's agent may not start sessions" in refused.stderr
         outside = new_as("boss", "/")
-        assert outside.returncode == 1 and "a conductor starts sessions inside its own cwd" in outside.stderr
+        assert outside.returncode == 1 and "a conductor session starts sessions inside its own cwd" in outside.stderr
         assert new_as("boss", os.path.join(home, "work")).returncode == 0
         assert srv.run_cli("write", "agent/ctl", "new sim /").returncode == 0, "a person starts them anywhere"
