@@ -192,8 +192,8 @@ def _bead_commands(board: Board, bead_id: str, is_session) -> CommandTable:
 
     def claim(args: Args) -> None:
         lease = args.options.get("lease")
-        if lease is not None and not lease.isdigit():
-            raise InvalidRequest(f"claim: lease={lease}: give whole seconds, e.g. lease=600")
+        if lease is not None and not (lease.isascii() and lease.isdigit()):  # str.isdigit() takes "²" and "٣"
+            raise InvalidRequest(f"claim: lease={lease}: give whole seconds in the digits 0-9, e.g. lease=600")
         board.claim(bead_id, who(args.caller, is_session), args.words[0] if args.words else None,
                     int(lease) if lease is not None else None)
 

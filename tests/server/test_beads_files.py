@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import errno
 import threading
 
 import pytest
 
 from anvilfs.client import ServerError
+from anvilfs.ninep import Dialect
 from anvilfs.ninep import consts as c
+from anvilfs.ninep import messages as m
 from harness.server import AnvilServer
 
 
@@ -89,6 +92,18 @@ def test_bad_input_is_refused_with_what_to_do(anvil_server: AnvilServer):
         assert client.read_file("beads/task-001/status") == b"pending\n"
         with pytest.raises(ServerError, match="does not exist|no bead"):
             client.read_file("beads/ghost-001/status")
+
+
+@pytest.mark.parametrize("lease", ["\u00b2", "\u0663", "\uff16\uff10", "6O", "-5", ""])
+def test_a_lease_in_other_than_the_digits_0_to_9_is_refused_with_einval(anvil_server: AnvilServer, lease: str):
+    # str.isdigit() is true for "²" (then int() fails: EIO "internal error") and for "٣" (Arabic-Indic 3)
+    with anvil_server.connect(dialect=Dialect.P2000U) as client:
+        client.write_file("beads/ctl", b'new "Task" dev "d"\n')
+        fid = client.open("beads/task-001/ctl", c.OWRITE)
+        reply = client.exchange(m.Twrite(tag=0, fid=fid, offset=0, data=f"claim x lease={lease}\n".encode()))
+        assert isinstance(reply, m.Rerror) and reply.errno == errno.EINVAL, reply
+        assert f"lease={lease}: give whole seconds in the digits 0-9" in reply.ename, reply.ename
+        assert client.read_file("beads/task-001/status") == b"pending\n"
 
 
 def test_of_fifty_clients_claiming_one_bead_exactly_one_wins_every_time(anvil_server: AnvilServer):
