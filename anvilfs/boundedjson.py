@@ -22,15 +22,18 @@ class TooDeep(ValueError):
     """The document nests deeper than MAX_DEPTH; the text says how deep and the bound."""
 
 
-def loads(data: bytes | str) -> object:
-    """The document, as json.loads gives it, or TooDeep; json.JSONDecodeError for text that is not JSON."""
+def loads(data: bytes | str, most: int | None = MAX_DEPTH) -> object:
+    """The document, as json.loads gives it, or TooDeep; json.JSONDecodeError for text that is not JSON.
+
+    most=None refuses only what json.loads cannot parse, for a reader that walks no deeper than it looks
+    (the hook, in a transcript whose tool calls may nest deep)."""
     try:
         doc = json.loads(data)
     except RecursionError:
-        raise TooDeep(f"JSON nests arrays and objects more than {MAX_DEPTH} levels deep (far more); "
-                      f"at most {MAX_DEPTH}") from None
-    if (depth := nesting(doc)) > MAX_DEPTH:
-        raise TooDeep(f"JSON nests arrays and objects {depth} levels deep; at most {MAX_DEPTH}")
+        raise TooDeep(f"JSON nests arrays and objects far deeper than {most or MAX_DEPTH} levels; "
+                      f"at most {most or MAX_DEPTH}") from None
+    if most is not None and (depth := nesting(doc)) > most:
+        raise TooDeep(f"JSON nests arrays and objects {depth} levels deep; at most {most}")
     return doc
 
 

@@ -111,7 +111,7 @@ BAD = [
     (json.dumps(MSG | {"re": "yesterday"}).encode(), errno.EINVAL, "16-digit"),
     (json.dumps(MSG | {"type": "APPROVAL_RESPONSE", "re": "0000000000000001"}).encode(), errno.ENOENT, "no approval request"),
     # json.loads recurses once per level: this deep it raised RecursionError (EIO "internal error")
-    (b'{"to": ' + b"[" * 5000 + b"]" * 5000 + b"}", errno.EINVAL, "nests arrays and objects more than 32"),
+    (b'{"to": ' + b"[" * 5000 + b"]" * 5000 + b"}", errno.EINVAL, "nests arrays and objects far deeper than 32"),
     # parsed, but deeper than any message: refused before pydantic walks it
     (b'{"body": ' + b"[" * 900 + b"]" * 900 + b"}", errno.EINVAL, "nests arrays and objects 901 levels"),
 ]

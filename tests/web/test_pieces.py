@@ -121,7 +121,7 @@ def test_a_post_of_json_nested_too_deep_is_refused_as_the_pages_mistake(web) -> 
     # json.loads raised RecursionError on it: 500 "Internal Server Error"
     login = httpx.get(web.login, follow_redirects=False, timeout=START)
     assert login.status_code == 303, login.text
-    for body, words in ((b'{"id": ' + b"[" * 5000 + b"]" * 5000 + b"}", "more than 32 levels"),
+    for body, words in ((b'{"id": ' + b"[" * 5000 + b"]" * 5000 + b"}", "far deeper than 32 levels"),
                         (b'{"id": "x", "reason": ' + b"{\"a\": " * 40 + b"1" + b"}" * 41, "41 levels deep")):
         answer = httpx.post(f"{web.base}/approve", content=body, cookies=login.cookies, timeout=START,
                             headers={"Origin": web.base, "Content-Type": "application/json"})
