@@ -53,9 +53,10 @@ def default_token_path() -> str:
 def parse_tcp_address(address: str) -> tuple[str, int]:
     """A plan9 dial string `tcp!host!port` as host and port; ValueError says how to write one."""
     parts = address.split("!")
-    if len(parts) != 3 or parts[0] != "tcp" or not parts[1] or not parts[2].isdigit() or int(parts[2]) > 65535:
+    port = parts[-1]  # the ASCII digits only: str.isdigit() is true for "²" (which int() refuses) and "٣" (3)
+    if len(parts) != 3 or parts[0] != "tcp" or not parts[1] or not (port.isascii() and port.isdigit()) or int(port) > 65535:
         raise ValueError(f"bad address {address!r}: write tcp!HOST!PORT, e.g. tcp!127.0.0.1!5640")
-    return parts[1], int(parts[2])
+    return parts[1], int(port)
 
 
 def is_loopback(host: str) -> bool:

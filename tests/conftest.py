@@ -5,7 +5,8 @@
 
 Each test gets pytest-timeout's backstop (pyproject.toml): ``SLOW`` seconds for
 vm, clients, agents and web tests, which build guest assets, client venvs, install agent CLIs or
-start Chromium on first use.
+start Chromium on first use, and for the tests of plan9port's tools (fixture ``p9bin``), which build
+them on first use: a build waited for under the 120 s backstop failed every one of them on a busy machine.
 A hung trio test is ended by the thread method (stacks dumped, the run
 stopped), since a signal raised inside trio's run loop breaks it; a hung sync
 test by a signal, which fails that test alone. Missing programs skip a test
@@ -31,7 +32,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if item.get_closest_marker("timeout") is not None:
             continue  # the test chose its own
-        slow = any(item.get_closest_marker(mark) for mark in ("vm", "clients", "agents", "web"))
+        slow = any(item.get_closest_marker(mark) for mark in ("vm", "clients", "agents", "web")) \
+            or "p9bin" in getattr(item, "fixturenames", ())  # builds plan9port on first use (about 40 s alone)
         method = "thread" if inspect.iscoroutinefunction(getattr(item, "obj", None)) else "signal"
         item.add_marker(pytest.mark.timeout(SLOW if slow else None, method=method))
 

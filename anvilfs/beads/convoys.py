@@ -2,8 +2,10 @@
 
 Membership lives in one place, each bead's `convoy` field, so a convoy's
 bead list can never disagree with its beads. A convoy hears of its beads
-through the event bus and completes itself in the same step as its last
-bead (before that bead's write is answered), never while it has none.
+through the event bus and completes itself in the same step as the bead
+whose completion (or removal) leaves none open (before that bead's write is
+answered), never while it has none, and never at add_bead: a convoy given
+beads completed already waits for an open one, or for `complete`.
 
     planning ──first bead claimed──> in_progress ──all beads completed──> completed
         └──────────── abandon ────────────┴─> abandoned
@@ -25,6 +27,7 @@ from .model import Convoy, ConvoyStatus as CS, convoy_from_toml
 from .states import Status
 
 _CLOSED = (CS.COMPLETED, CS.FAILED, CS.ABANDONED)
+_COMPLETING = ("complete", "approve")  # the verbs of a bead's board.py that may leave it completed
 
 
 class Convoys:
@@ -134,19 +137,21 @@ class Convoys:
 
     def _bead_changed(self, event: BeadChanged) -> None:
         convoy = self._convoys.get(event.convoy)
-        if convoy is not None:
-            self._follow_beads(convoy, event.bead)
+        if convoy is not None and event.verb != "convoy":  # joining (add_bead) neither starts nor completes it
+            self._follow_beads(convoy, event.bead, claimed=event.verb == "claim",
+                               completed=event.verb in _COMPLETING and event.status == Status.COMPLETED.value)
 
-    def _follow_beads(self, convoy: Convoy, because: str) -> None:
-        """The convoy's status as its beads make it: started once one is taken, completed when all are, and
-        back in progress when one of a completed convoy's beads is not completed any more."""
+    def _follow_beads(self, convoy: Convoy, because: str, *, claimed: bool = True, completed: bool = True) -> None:
+        """The convoy's status as its beads make it: started once one is claimed in it, completed when the
+        completion of one leaves none open, and back in progress when one of a completed convoy's beads is not
+        completed any more. `because` is the bead that changed; "" at start, which looks at them all."""
         beads = self.beads_of(convoy.id)
-        taken = [b for b in beads if b.status is not Status.PENDING]
+        taken = [b for b in beads if b.status is not Status.PENDING] if claimed else []
         if convoy.status == CS.PLANNING and taken:
             self._react(convoy.copy(status=CS.IN_PROGRESS), f"Convoy started: {convoy.id} (bead {because or taken[0].id} "
                         "taken)", "start", because or taken[0].id)
             convoy = self._convoys[convoy.id]
-        if convoy.status in CS.OPEN:
+        if convoy.status in CS.OPEN and completed:
             self._check_completion(convoy, because)
         elif convoy.status == CS.COMPLETED and (open_bead := next((b for b in beads if b.status is not Status.COMPLETED), None)):
             self._react(convoy.copy(status=CS.IN_PROGRESS), f"Convoy reopened: {convoy.id} (bead {open_bead.id} "
@@ -160,8 +165,14 @@ class Convoys:
                         f"{len(beads)} beads done", "complete", self.progress(convoy.id))
 
     def recheck(self) -> None:
-        """At start: bring each convoy to what its beads say, where a convoy write that failed (or a crash) left it."""
+        """At start: bring each convoy to what its beads say, where a convoy write that failed (or a crash) left it.
+
+        Not a convoy still planning whose beads are all pending or completed: none of them was taken in it,
+        so its completed ones were given to it completed (add_bead), which starts and completes nothing."""
         for convoy in list(self._convoys.values()):
+            beads = self.beads_of(convoy.id)
+            if convoy.status == CS.PLANNING and all(b.status in (Status.PENDING, Status.COMPLETED) for b in beads):
+                continue
             self._follow_beads(convoy, "")
 
     def _react(self, convoy: Convoy, message: str, verb: str, detail: str) -> None:

@@ -9,7 +9,8 @@
 
 The input is the JSON Claude Code gives its Stop hook: `last_assistant_message`,
 else the last assistant text in the transcript at `transcript_path` (after
-the turn's prompt: never an earlier turn's). Other agents' hooks, whose input
+the turn's prompt: never an earlier turn's; its last TRANSCRIPT_TAIL bytes, of a
+regular file only). Other agents' hooks, whose input
 is not that (or a terminal, or nothing), end the turn with `await` alone.
 
 No `await` follows an answer the server took: the answer ended the turn, and a
@@ -47,6 +48,7 @@ NOT_SAVED = "taken, but not on disk"  # the server's EIO when its save failed (S
 EXIT_KEEP = 1  # as when no server answers: hooks/anvilfs-status keeps the word in the pane for a next server
 EXIT_REFUSED = 3  # the server answered, and refused the word: hooks/anvilfs-status keeps nothing in the pane
 INPUT_WAIT = 5.0  # seconds the hook's input may take to end (Claude Code writes it at once and closes it)
+INPUT_MOST = 16 << 20  # bytes of the hook's input at most: more is no hook's input (`< /dev/zero` would fill memory)
 TRANSCRIPT_TAIL = 8 << 20  # bytes of the transcript read, from its end: a long session's is large
 
 
@@ -115,7 +117,8 @@ COMMANDS = {"hook": hook}
 
 
 def read_input(stream) -> bytes:
-    """The hook's input: all of it once it ends, or b"" for a terminal or an input that does not end in time."""
+    """The hook's input: all of it once it ends, or b"" for a terminal, or an input that does not end in time or
+    within INPUT_MOST bytes."""
     import select  # noqa: PLC0415 - here: every client command imports this module, few of them read a hook's input
     import time  # noqa: PLC0415
 
@@ -130,15 +133,17 @@ def read_input(stream) -> bytes:
         if not chunk:
             return bytes(data)
         data += chunk
-    return b""  # never ended: not a hook's input to read
+        if len(data) > INPUT_MOST:
+            break
+    return b""  # never ended, or too long: not a hook's input to read
 
 
 def answer_of(data: bytes) -> str:
     """The turn's answer in a hook's JSON input, ending in a newline; "" if it has none."""
-    import json  # noqa: PLC0415 - as in read_input
+    from .. import boundedjson  # noqa: PLC0415 - as in read_input
 
     try:
-        event = json.loads(data)
+        event = boundedjson.loads(data, most=None)
     except ValueError:
         return ""
     if not isinstance(event, dict):
@@ -152,12 +157,12 @@ def answer_of(data: bytes) -> str:
 
 def transcript_answer(path: str) -> str:
     """The text of the last assistant message after the last prompt in a Claude Code transcript (JSONL)."""
-    import json  # noqa: PLC0415
+    from .. import boundedjson  # noqa: PLC0415
 
     message_id, texts, at_end = None, [], False
     for line in _tail_lines(path):
         try:
-            entry = json.loads(line)
+            entry = boundedjson.loads(line, most=None)  # ValueError too for a line too deep for json.loads
         except ValueError:
             continue
         message = entry.get("message") if isinstance(entry, dict) and not entry.get("isSidechain") else None
@@ -180,11 +185,20 @@ def transcript_answer(path: str) -> str:
 
 
 def _tail_lines(path: str) -> list[bytes]:
+    """The lines of the last TRANSCRIPT_TAIL bytes of a regular file; none of anything else.
+
+    The path comes from the hook's input: a FIFO would hold the hook in open() until a writer came (so
+    O_NONBLOCK), and a device such as /dev/zero has no end to seek to and never ends a read.
+    """
+    import stat  # noqa: PLC0415 - as in read_input
+
     try:
-        with open(path, "rb") as f:
+        with open(os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY), "rb") as f:
+            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+                return []
             size = f.seek(0, os.SEEK_END)
             f.seek(max(size - TRANSCRIPT_TAIL, 0))
-            data = f.read()
+            data = f.read(TRANSCRIPT_TAIL)  # and no more should it grow meanwhile
     except OSError:
         return []
     lines = data.split(b"\n")

@@ -211,8 +211,8 @@ def _bead_commands(board: Board, bead_id: str, is_session, is_worker) -> Command
 
     def claim(args: Args) -> None:
         lease = args.options.get("lease")
-        if lease is not None and not lease.isdigit():
-            raise InvalidRequest(f"claim: lease={lease}: give whole seconds, e.g. lease=600")
+        if lease is not None and not (lease.isascii() and lease.isdigit()):  # str.isdigit() takes "²" and "٣"
+            raise InvalidRequest(f"claim: lease={lease}: give whole seconds in the digits 0-9, e.g. lease=600")
         named = args.words[0] if args.words else None
         if named is not None and args.caller is not None and named != args.caller.uname and is_worker(args.caller.uname):
             raise NotPermitted(f"claim: session {args.caller.uname}'s agent claims for itself: write claim alone")

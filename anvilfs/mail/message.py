@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from .. import boundedjson
 from ..errors import InvalidRequest
 from ..journal import has_line_breakers
 
@@ -114,7 +115,10 @@ class Message:
 def parse_draft(data: bytes) -> Draft:
     """The draft in what was written, or an InvalidRequest that says what is wrong and how to write it."""
     try:
-        doc = json.loads(data)
+        doc = boundedjson.loads(data)
+    except boundedjson.TooDeep as exc:
+        raise InvalidRequest(f"mail: {exc}; write one flat object: "
+                             '{"to":"human","type":"QUERY_REQUEST","subject":"...","body":"..."}') from None
     except UnicodeDecodeError as exc:
         raise InvalidRequest(f"mail is not UTF-8 at byte {exc.start}; write a JSON object") from None
     except json.JSONDecodeError as exc:

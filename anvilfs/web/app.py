@@ -19,6 +19,7 @@ from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse, PlainTextResponse, RedirectResponse, StreamingResponse
 from starlette.routing import Route
 
+from .. import boundedjson
 from ..aioclient import ConnectionLost, ServerError
 from .answers import BadAnswer, answer, checked
 from .guard import COOKIE, Guard, Keys
@@ -66,11 +67,12 @@ async def _answer(live: Live, request: Request, *, approved: bool) -> JSONRespon
     if request.headers.get("content-type", "").split(";")[0].strip() != "application/json":
         return JSONResponse({"error": "send JSON: {\"id\": ID, \"reason\": TEXT}"}, status_code=415)
     try:
-        body = json.loads(await request.body())
+        body = boundedjson.loads(await request.body())
         wanted, reason = checked(body.get("id"), body.get("reason", ""), approved)
-    except (ValueError, AttributeError) as exc:  # BadAnswer, bad JSON, JSON that is no object
-        why = str(exc) if isinstance(exc, BadAnswer) else "send a JSON object: {\"id\": ID, \"reason\": TEXT}"
-        return JSONResponse({"error": why}, status_code=400)
+    except (BadAnswer, boundedjson.TooDeep) as exc:
+        return JSONResponse({"error": str(exc)}, status_code=400)
+    except (ValueError, AttributeError):  # bad JSON, JSON that is no object
+        return JSONResponse({"error": "send a JSON object: {\"id\": ID, \"reason\": TEXT}"}, status_code=400)
     try:
         # the page attaches as $ANVILFS_SESSION when set (aioclient): then it answers as that session
         done = await answer(live.fs, wanted, approved, reason, as_session=bool(os.environ.get("ANVILFS_SESSION")))

@@ -67,7 +67,7 @@ def test_a_bot_lists_claims_writes_its_result_and_completes_its_bead(stub, tmp_p
     assert results[3][0] == f"{bead}: completed", results
     assert out.startswith("[stub anthropic] work on your beads: done"), out
     assert f"Created: Research auth ({bead}, role researcher)" in history, history
-    assert f"Completed: Research auth ({bead})" in history, history
+    assert f"Completed: Research auth ({bead}) by bot1" in history, history
 
 
 def test_the_tools_are_in_the_request_small_and_the_brief_is_appended(stub, tmp_path):

@@ -143,3 +143,14 @@ def _unmount(mnt: Path, env: dict[str, str]) -> None:
         with contextlib.suppress(OSError, subprocess.TimeoutExpired):
             if subprocess.run(argv, capture_output=True, env=env, timeout=30).returncode == 0:
                 return
+
+
+if __name__ == "__main__":  # .ci/run: `python3 tests/harness/plan9port.py build`, before the tests
+    import sys
+
+    if sys.argv[1:] != ["build"]:
+        sys.exit("usage: plan9port.py build   (builds 9p and 9pfuse into the cache, once)")
+    try:
+        print(f"plan9port's 9p and 9pfuse: {plan9port_bin()}")
+    except Unavailable as exc:
+        sys.exit(f"plan9port: {exc}")

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import errno
 import threading
 
 import pytest
 
 from anvilfs.client import ServerError
+from anvilfs.ninep import Dialect
 from anvilfs.ninep import consts as c
-from harness.server import AnvilServer
+from anvilfs.ninep import messages as m
+from harness.server import AnvilServer, start_server
 
 
 def run(srv: AnvilServer, *args: str, input: str | None = None, ok: bool = True) -> str:
@@ -91,6 +94,18 @@ def test_bad_input_is_refused_with_what_to_do(anvil_server: AnvilServer):
             client.read_file("beads/ghost-001/status")
 
 
+@pytest.mark.parametrize("lease", ["\u00b2", "\u0663", "\uff16\uff10", "6O", "-5", ""])
+def test_a_lease_in_other_than_the_digits_0_to_9_is_refused_with_einval(anvil_server: AnvilServer, lease: str):
+    # str.isdigit() is true for "²" (then int() fails: EIO "internal error") and for "٣" (Arabic-Indic 3)
+    with anvil_server.connect(dialect=Dialect.P2000U) as client:
+        client.write_file("beads/ctl", b'new "Task" dev "d"\n')
+        fid = client.open("beads/task-001/ctl", c.OWRITE)
+        reply = client.exchange(m.Twrite(tag=0, fid=fid, offset=0, data=f"claim x lease={lease}\n".encode()))
+        assert isinstance(reply, m.Rerror) and reply.errno == errno.EINVAL, reply
+        assert f"lease={lease}: give whole seconds in the digits 0-9" in reply.ename, reply.ename
+        assert client.read_file("beads/task-001/status") == b"pending\n"
+
+
 def test_of_fifty_clients_claiming_one_bead_exactly_one_wins_every_time(anvil_server: AnvilServer):
     srv = anvil_server
     clients = [srv.connect(uname=f"w{k}") for k in range(50)]
@@ -139,3 +154,40 @@ def test_a_field_that_ends_inside_a_character_is_refused_not_an_internal_error(a
             client.write_file("beads/task-001/result", b"ok \xc3")  # the second byte of an \xc3\xa9 never comes
         assert client.read_file("beads/task-001/result") == b""
         assert b"internal error" not in client.read_file("errors")
+
+
+def test_a_convoy_given_a_completed_bead_does_not_complete_and_keeps_taking_beads(tmp_path):
+    # it completed at add_bead, and then refused every add_bead and remove_bead: a convoy completes when the
+    # completion of one of its beads leaves none open, or by `complete`; after a restart too
+    def new(srv: AnvilServer, what: str, title: str, *, done: bool = False) -> str:
+        made = run(srv, "rdwr", f"agent/{what}/ctl", input=f'new "{title}" {"dev " if what == "beads" else ""}"d"\n').strip()
+        for verb in ("claim ci-bot lease=600", "complete") if done else ():
+            run(srv, "write", f"agent/beads/{made}/ctl", verb)
+        return made
+
+    base = tmp_path / "srv"
+    base.mkdir()
+    srv = start_server(base, trace=False)
+    try:
+        done, convoy = new(srv, "beads", "Done before", done=True), new(srv, "convoys", "Later")
+        ctl = f"agent/convoys/{convoy}/ctl"
+        run(srv, "write", ctl, f"add_bead {done}")
+        assert run(srv, "read", f"agent/convoys/{convoy}/status") == "planning\n"
+        still_open = new(srv, "beads", "Still open")
+        run(srv, "write", ctl, f"add_bead {still_open}")
+        run(srv, "write", ctl, f"remove_bead {still_open}")  # removing the last open one completes it, as before
+        assert run(srv, "read", f"agent/convoys/{convoy}/status") == "completed\n"
+        done_too, second = new(srv, "beads", "Done too", done=True), new(srv, "convoys", "Again")
+        run(srv, "write", f"agent/convoys/{second}/ctl", f"add_bead {done_too}")
+        srv.stop()
+        srv = start_server(base, trace=False)  # the start's re-check completes no convoy given completed beads
+        assert run(srv, "read", f"agent/convoys/{second}/status") == "planning\n"
+        assert run(srv, "read", f"agent/convoys/{second}/progress") == "1/1 completed\n"
+        last = new(srv, "beads", "Last one")
+        run(srv, "write", f"agent/convoys/{second}/ctl", f"add_bead {last}")
+        run(srv, "write", f"agent/beads/{last}/ctl", "claim ci-bot lease=600")
+        assert run(srv, "read", f"agent/convoys/{second}/status") == "in_progress\n"
+        run(srv, "write", f"agent/beads/{last}/ctl", "complete")  # its completion leaves none open
+        assert run(srv, "read", f"agent/convoys/{second}/status") == "completed\n"
+    finally:
+        srv.stop()

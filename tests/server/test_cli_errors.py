@@ -66,6 +66,14 @@ def test_refused_tcp_connection_is_one_clear_line() -> None:
     assert r.stdout == ""
 
 
+@pytest.mark.parametrize("port", ["\u00b2", "\u0663", "5640x", "70000"])
+def test_a_port_in_other_than_the_digits_0_to_9_is_a_bad_address(port: str) -> None:
+    # str.isdigit() is true for "²" (then int() failed: "invalid literal for int()") and "٣" (dialled port 3)
+    r = _cli("-a", f"tcp!127.0.0.1!{port}", "read", "list")
+    assert (r.returncode, r.stdout) == (1, ""), r
+    assert r.stderr == f"anvilfs: bad address 'tcp!127.0.0.1!{port}': write tcp!HOST!PORT, e.g. tcp!127.0.0.1!5640\n", r.stderr
+
+
 def test_a_server_that_does_not_speak_9p_is_one_clear_line() -> None:
     import threading
 

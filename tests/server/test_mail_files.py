@@ -110,10 +110,14 @@ BAD = [
     (json.dumps(MSG | {"priority": "P0"}).encode(), errno.EINVAL, "priority"),
     (json.dumps(MSG | {"re": "yesterday"}).encode(), errno.EINVAL, "16-digit"),
     (json.dumps(MSG | {"type": "APPROVAL_RESPONSE", "re": "0000000000000001"}).encode(), errno.ENOENT, "no approval request"),
+    # json.loads recurses once per level: this deep it raised RecursionError (EIO "internal error")
+    (b'{"to": ' + b"[" * 5000 + b"]" * 5000 + b"}", errno.EINVAL, "nests arrays and objects far deeper than 32"),
+    # parsed, but deeper than any message: refused before pydantic walks it
+    (b'{"body": ' + b"[" * 900 + b"]" * 900 + b"}", errno.EINVAL, "nests arrays and objects 901 levels"),
 ]
 
 
-@pytest.mark.parametrize("data,code,words", BAD, ids=[w for _, _, w in BAD])
+@pytest.mark.parametrize("data,code,words", BAD, ids=[w[:40] for _, _, w in BAD])
 def test_every_bad_message_is_refused_clearly_and_changes_nothing(srv, data, code, words):
     with srv.connect(dialect=Dialect.P2000U) as client:
         # one Twrite that completes the JSON is checked at that Twrite, with the errno that fits

@@ -327,3 +327,18 @@ def test_a_convoy_that_could_not_follow_a_reopened_bead_is_brought_back_at_the_n
     path.rmdir()
     convoys.recheck()
     assert convoys.get(c.id).status == "in_progress"
+
+
+def test_a_completed_beads_later_changes_do_not_complete_a_convoy_it_joined_completed(tmp_path):
+    board, convoys, *_ = make(tmp_path)
+    a = board.new("Done before", "dev", "d")
+    board.claim(a.id, Who("bot1", "bot1"))
+    board.complete(a.id)
+    c = convoys.new("Auth", "goal")
+    convoys.add_bead(c.id, a.id)
+    board.set_text(a.id, "result", "notes.md")  # a change of the bead, but no completion
+    assert convoys.get(c.id).status == "planning" and convoys.progress(c.id) == "1/1 completed"
+    convoys.recheck()  # what the next start does
+    assert convoys.get(c.id).status == "planning"
+    convoys.complete(c.id)  # by hand
+    assert convoys.get(c.id).status == "completed"

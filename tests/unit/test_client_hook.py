@@ -229,3 +229,52 @@ def test_the_answer_is_kept_in_tmux_before_any_server_is_asked(tmp_path, monkeyp
 def test_the_client_does_not_load_trio():
     code = "import sys, anvilfs.cli; assert 'trio' not in sys.modules and 'anvilfs.client.hook' in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+# `anvilfs hook await` in a child whose address space is bounded: an unbounded read fails there, not on the machine
+BOUNDED_HOOK = ("import resource, sys; resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30)); "
+                "from anvilfs.cli import run; run()")
+
+
+def bounded_hook_await(tmp_path: Path, stdin, what: str) -> subprocess.CompletedProcess:
+    env = {"PATH": "/usr/bin:/bin", "ANVILFS_SESSION": "a", "HOME": str(tmp_path)}
+    try:
+        return subprocess.run([sys.executable, "-c", BOUNDED_HOOK, "-a", f"unix!{tmp_path}/no-server", "hook", "await"],
+                              stdin=stdin, capture_output=True, text=True, timeout=30, env=env, cwd=tmp_path)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"`anvilfs hook await` with {what} did not end within 30 s")
+
+
+@pytest.mark.parametrize("kind", ["/dev/zero", "a FIFO", "a directory"])
+def test_a_transcript_path_that_is_no_regular_file_gives_no_answer_at_once(tmp_path, kind):
+    # /dev/zero has no end to seek to, and read whole it was a MemoryError; a FIFO's open waited for a writer
+    path = {"/dev/zero": "/dev/zero", "a directory": str(tmp_path)}.get(kind, str(tmp_path / "fifo"))
+    if kind == "a FIFO":
+        os.mkfifo(path)
+    with open(transcript(tmp_path, json.dumps(STOP | {"last_assistant_message": "", "transcript_path": path})), "rb") as stdin:
+        r = bounded_hook_await(tmp_path, stdin, f"{kind} as the transcript")
+    assert r.returncode == 1 and "no-server" in r.stderr and "Error" not in r.stderr, r.stderr  # no server, no traceback
+    assert hook.transcript_answer(path) == ""
+
+
+def test_an_input_that_never_ends_is_read_up_to_input_most_bytes(tmp_path):
+    # read for INPUT_WAIT (5 s) whatever came: /dev/zero gave gigabytes, a MemoryError
+    with open("/dev/zero", "rb") as stdin:
+        r = bounded_hook_await(tmp_path, stdin, "/dev/zero as its input")
+    assert r.returncode == 1 and "no-server" in r.stderr and "Error" not in r.stderr, r.stderr
+
+
+def test_input_most_bounds_what_is_read(monkeypatch):
+    monkeypatch.setattr(hook, "INPUT_MOST", 10)
+    read, write = os.pipe()
+    with os.fdopen(read, "rb") as stream:
+        os.write(write, b'{"last_assistant_message": "hi"}')
+        os.close(write)
+        assert hook.read_input(stream) == b""  # more than INPUT_MOST: no hook's input to read
+
+
+def test_json_nested_too_deep_is_no_answer_and_no_traceback(tmp_path):
+    deep = "[" * 100000 + "]" * 100000  # json.loads raised RecursionError on it
+    path = transcript(tmp_path, entry("user", "now"), deep, entry("assistant", [{"type": "text", "text": "the end"}], "m9"))
+    assert hook.transcript_answer(path) == "the end"
+    assert hook.answer_of(f'{{"last_assistant_message": {deep}}}'.encode()) == ""

@@ -6,6 +6,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import httpx
 import pytest
 from web_drive import START, web_process
 
@@ -114,3 +115,14 @@ def test_it_ends_when_the_server_goes_away(srv: AnvilServer, tmp_path) -> None:
         srv.stop()
         assert web.proc.wait(timeout=START) == 1, "anvilfs web must end (status 1) when its server stops"
         assert "the server closed the connection" in web.log.read_text(), web.log.read_text()
+
+
+def test_a_post_of_json_nested_too_deep_is_refused_as_the_pages_mistake(web) -> None:
+    # json.loads raised RecursionError on it: 500 "Internal Server Error"
+    login = httpx.get(web.login, follow_redirects=False, timeout=START)
+    assert login.status_code == 303, login.text
+    for body, words in ((b'{"id": ' + b"[" * 5000 + b"]" * 5000 + b"}", "far deeper than 32 levels"),
+                        (b'{"id": "x", "reason": ' + b"{\"a\": " * 40 + b"1" + b"}" * 41, "41 levels deep")):
+        answer = httpx.post(f"{web.base}/approve", content=body, cookies=login.cookies, timeout=START,
+                            headers={"Origin": web.base, "Content-Type": "application/json"})
+        assert answer.status_code == 400 and words in answer.json()["error"], (answer.status_code, answer.text)
