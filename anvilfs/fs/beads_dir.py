@@ -143,7 +143,8 @@ def _bead_directory(board: Board, convoys: Convoys, bead_id: str, is_session, st
             return _text_of(getattr(board.get(bead_id), name))
         return own(CollectFile(
             name, f"{key}/{name}",
-            check=lambda size, caller: (_check_holder(board, bead_id, caller, is_worker, name),
+            # the holder's rule at the writes only: the open (size 0) may be a read, which anyone may do
+            check=lambda size, caller: (size and _check_holder(board, bead_id, caller, is_worker, name),
                                         _check_size(board, bead_id, name, size)),
             submit=lambda data, caller: board.set_text(bead_id, name, decoded_text(data, f"{name} of bead {bead_id}"),
                                                        by=who(caller, is_session).session or ""),

@@ -195,7 +195,7 @@ def test_a_tool_call_acts_only_as_its_session_and_refusals_reach_the_model(stub,
         lambda r: tool("read", path="../../etc/passwd"),  # paths stay in the tree
         lambda r: ToolCall("mcp__anvilfs__write", {"path": "ctl", "text": f"new codex {tmp_path}"}),  # no such tool
         lambda r: tool("new_session", backend="codex", cwd="."),  # a conductor's tool: not this session's
-        lambda r: tool("result", bead=bead, text=f"$(touch {secret})"),  # text is data, never run
+        lambda r: tool("result", bead=bead, text=f"$(touch {secret})"),  # not its bead; text is data, never run
     ]})
     with tools_server(stub, MODELS["direct"]) as srv:
         bead = new_bead(srv, "Research auth system", "researcher", "Analyze existing auth code")
@@ -209,7 +209,7 @@ def test_a_tool_call_acts_only_as_its_session_and_refusals_reach_the_model(stub,
         mail = [json.loads(cli(srv, "read", f"agent/bot2/inbox/{name}")) for name in bot2_inbox]
         stored = cli(srv, "read", f"agent/beads/{bead}/result")
     # codex 0.171 hands the model a refusal as the tool's output text, with no error flag: the words must say it
-    said = {name: outputs(stub, name) for name in ("read", "ack", "claim")}
+    said = {name: outputs(stub, name) for name in ("read", "ack", "claim", "result")}
     assert f"bot1/inbox/{theirs}.json: '{theirs}.json' does not exist" in said["ack"][0] and f"{theirs}.json" in bot2_inbox, (said["ack"], bot2_inbox)
     assert "no argument 'session'" in said["claim"][0] and status == "pending", (said["claim"], status)
     assert [m["from"] for m in mail if m["subject"] == "who am I"] == ["bot1"], mail
@@ -217,7 +217,7 @@ def test_a_tool_call_acts_only_as_its_session_and_refusals_reach_the_model(stub,
     unsupported = [text for text in (outputs(stub, "write") + outputs(stub, "new_session")) if text]
     assert len(unsupported) == 2 and all("unsupported call" in text for text in unsupported), unsupported
     assert "bot3" not in sessions and not secret.exists()
-    assert stored.strip() == f"$(touch {secret})", stored  # data in a file, never run
+    assert "works on the beads it holds" in said["result"][0] and stored == "", (said["result"], stored)
 
 
 def _claimed(request: Request) -> str:

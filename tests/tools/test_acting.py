@@ -71,6 +71,8 @@ def test_an_agent_works_only_on_the_beads_it_holds():
         for line in (b"complete\n", b"fail no\n", b"unclaim\n"):
             refused(srv, "bot1", lambda c: c.write_file(f"beads/{fix}/ctl", line), held)
         refused(srv, "bot1", lambda c: c.write_file(f"beads/{fix}/result", b"mine now"), held)
+        with srv.connect("bot1") as bot1:  # reading another's bead is anyone's right: the research a developer needs
+            assert bot1.read_file(f"beads/{fix}/result") == b"" and bot1.read_file(f"beads/{fix}/description")
         refused(srv, "bot1", lambda c: c.write_file(f"beads/{free}/ctl", b"claim bot2\n"), "claims for itself")
         srv.run_cli("write", "agent/ctl", "new sim /tmp name=lead conductor")
         with srv.connect("lead") as lead:  # a conductor coordinates: it may finish another's bead
