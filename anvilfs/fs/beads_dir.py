@@ -117,6 +117,11 @@ def _text_of(value: str) -> str:
 
 
 def _bead_directory(board: Board, convoys: Convoys, bead_id: str, is_session, stamps: Stamps) -> Directory:
+    """Its files are made when first walked to or listed: `ls beads/` makes no bead's files."""
+    return Directory(bead_id, f"bead/{bead_id}", lambda: _bead_files(board, convoys, bead_id, is_session, stamps))
+
+
+def _bead_files(board: Board, convoys: Convoys, bead_id: str, is_session, stamps: Stamps) -> list:
     key = f"bead/{bead_id}"
 
     def own(file):
@@ -161,7 +166,7 @@ def _bead_directory(board: Board, convoys: Convoys, bead_id: str, is_session, st
         context_file,
         CtlFile("ctl", f"{key}/ctl", _bead_commands(board, bead_id, is_session)),
     ]
-    return Directory(bead_id, key, files)
+    return files
 
 
 def _updated(thing: Bead | Convoy) -> int:
@@ -232,6 +237,11 @@ def convoys_directory(convoys: Convoys) -> Directory:
 
 
 def _convoy_directory(convoys: Convoys, convoy_id: str, stamps: Stamps) -> Directory:
+    """Its files are made when first walked to or listed, as a bead's."""
+    return Directory(convoy_id, f"convoy/{convoy_id}", lambda: _convoy_files(convoys, convoy_id, stamps))
+
+
+def _convoy_files(convoys: Convoys, convoy_id: str, stamps: Stamps) -> list:
     key = f"convoy/{convoy_id}"
     board = convoys.board
 
@@ -269,7 +279,7 @@ def _convoy_directory(convoys: Convoys, convoy_id: str, stamps: Stamps) -> Direc
             Command("abandon", _quiet(lambda args: convoys.abandon(convoy_id)), "abandon"),
         ])),
     ]
-    return Directory(convoy_id, key, files)
+    return files
 
 
 def _check_convoy_size(convoys: Convoys, convoy_id: str, size: int) -> None:

@@ -26,7 +26,7 @@ class AgentTree:
         """`agent/`; roles come from sessions.roles (name -> prompt text)."""
         self.sessions = sessions
         self._sessions = ObjectDirectories(sessions.find, sessions.all, lambda s: s.name,
-                                           lambda s: session_directory(sessions, s, mailbox_entries(post, s.name, report)))
+                                           lambda s: session_directory(sessions, s, lambda: mailbox_entries(post, s.name, report)))
         files = [
             CtlFile("ctl", "ctl", CommandTable([
                 Command("new", self._new, NEW_USAGE, min_words=2, max_words=2,

@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from ..sessions import Session, Sessions
 from ..tree import CollectFile, Command, CommandTable, CtlFile, Directory, Node, StreamFile, TextFile, decoded_text
 from .cursors import NextCursor, StreamCursor, WaitCursor
 from .stamps import epoch
 
 
-def session_directory(sessions: Sessions, session: Session, mailbox: list[Node] = ()) -> Directory:
-    """A session's files; `mailbox` adds its mail, inbox/ and done/ (mail_dir.py)."""
+def session_directory(sessions: Sessions, session: Session, mailbox: Callable[[], list[Node]] = list) -> Directory:
+    """A session's files, made when first walked to or listed (`ls /` makes none); `mailbox()` adds its mail,
+    inbox/ and done/ (mail_dir.py)."""
+    return Directory(session.name, f"session/{session.name}", lambda: _session_files(sessions, session, mailbox()))
+
+
+def _session_files(sessions: Sessions, session: Session, mailbox: list[Node]) -> list[Node]:
     name = session.name
     key = f"session/{name}"
     d = session.definition
@@ -50,7 +57,7 @@ def session_directory(sessions: Sessions, session: Session, mailbox: list[Node] 
         _moves_with_queue(session, TextFile("queue", f"{key}/queue", lambda: _queue(session))),
         *mailbox,
     ]
-    return Directory(name, key, files)
+    return files
 
 
 def _moves_with(session: Session, node: Node) -> Node:
