@@ -129,6 +129,7 @@ class App:
                 await nursery.start(self.sessions.run)
                 for problem in self.post.load():  # after sessions restore: who is a participant is known
                     self.record_error("mail", problem)
+                nursery.start_soon(self.tree.build_ahead)
                 task_status.started()
         finally:
             if self.history is not None:

@@ -31,8 +31,9 @@ def bead_line(board: Board, bead: Bead) -> str:
     return f"{bead.id} {bead.status.value} {bead.role} {bead.assigned_to or '-'} {bead.title}\n"
 
 
-def beads_directory(board: Board, convoys: Convoys, is_session) -> Directory:
-    """The files drawn from every bead move at each change of the board that changes them (stamps.py)."""
+def beads_directory(board: Board, convoys: Convoys, is_session, objects: list[ObjectDirectories] | None = None) -> Directory:
+    """The files drawn from every bead move at each change of the board that changes them (stamps.py).
+    `objects` gets the beads' directories, for the start to build them a slice at a time (root.py)."""
     stamps = Stamps()  # a bead's directory is built again at each change of the bead: its files' stamps stay
 
     def listing() -> str:
@@ -52,6 +53,8 @@ def beads_directory(board: Board, convoys: Convoys, is_session) -> Directory:
 
     beads = ObjectDirectories(board.find, board.all, lambda b: b.id,
                               lambda b: _bead_directory(board, convoys, b.id, is_session, stamps))
+    if objects is not None:
+        objects.append(beads)
     files = [
         CtlFile("ctl", "beads/ctl", CommandTable([
             Command("new", lambda args: _new_bead(board, args), BEAD_NEW, min_words=3, max_words=None,
@@ -215,7 +218,7 @@ def _bead_commands(board: Board, bead_id: str, is_session) -> CommandTable:
     ])
 
 
-def convoys_directory(convoys: Convoys) -> Directory:
+def convoys_directory(convoys: Convoys, objects: list[ObjectDirectories] | None = None) -> Directory:
     """A convoy's files move when what they show does: its fields at a change of the convoy, the files drawn
     from its beads (`beads`, `progress`, its line of `list`) at a change of the board."""
     board, stamps = convoys.board, Stamps()  # a convoy's directory is built again at each change of the convoy
@@ -226,6 +229,8 @@ def convoys_directory(convoys: Convoys) -> Directory:
         return "".join(lines + [f"{i} broken - - {why}\n" for i, why in convoys.broken.items()])
 
     dirs = ObjectDirectories(convoys.find, convoys.all, lambda c: c.id, lambda c: _convoy_directory(convoys, c.id, stamps))
+    if objects is not None:
+        objects.append(dirs)
     files = [
         CtlFile("ctl", "convoys/ctl", CommandTable([
             Command("new", lambda args: convoys.new(*args.words).id, CONVOY_NEW, min_words=2, max_words=2),

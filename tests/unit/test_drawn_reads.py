@@ -99,3 +99,19 @@ def test_convoys_list_counts_each_convoys_beads_as_they_are():
     board.complete(made[0])
     assert read(listing).decode().split("\n")[:2] == [f"{convoys.all()[0].id} in_progress 1/9 - Convoy",
                                                       f"{other} planning 0/1 - Other"]
+
+
+def test_the_start_builds_directories_a_slice_at_a_time_and_listings_find_them_built():
+    board, convoys, _, made = tree(25)
+    objects: list = []
+    directory = beads_dir.beads_directory(board, convoys, is_session=lambda name: False, objects=objects)
+    (beads,) = objects
+    slices = 0
+    while beads.build_some(10):
+        slices += 1
+    assert slices == 2 and not beads.build_some(10)
+    built = {name: node for name, (_, node) in beads._built.items()}
+    assert sorted(built) == sorted(made)
+    assert all(directory.lookup(name) is node for name, node in built.items())
+    board.claim(made[0], Who("tester"), "someone", lease=60)  # a new Bead object: its directory is built again
+    assert beads.build_some(10) is False and directory.lookup(made[0]) is not built[made[0]]
