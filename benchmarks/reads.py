@@ -149,10 +149,10 @@ def restart(base: Path, proc: subprocess.Popen, sessions: int) -> tuple[subproce
 
 
 class Changer:
-    """A change every `every` seconds on its own connection: a bead claimed, then completed; a prompt."""
+    """Changes on a connection of their own: a bead claimed (refused while it waits on its chain), a prompt."""
 
-    def __init__(self, base: Path, beads: list[str], every: float):
-        self.client, self.beads, self.every = connect(base, time.monotonic() + 10), beads, every
+    def __init__(self, base: Path, beads: list[str], sessions: int):
+        self.client, self.beads, self.sessions = connect(base, time.monotonic() + 10), beads, min(sessions, 100)
         self.next = 0
 
     def change(self) -> None:
@@ -164,7 +164,7 @@ class Changer:
         except ServerError:
             pass  # not ready (waits on its chain): a refused claim is no change, the prompt below is
         self.client.clunk(fid)
-        self.client.write_file(f"s{self.next % 100:04d}/in", b"hello\n")
+        self.client.write_file(f"s{self.next % self.sessions:04d}/in", b"hello\n")
 
 
 def reads(client: Client, paths: list[str], changer: Changer | None = None) -> dict[str, float]:
@@ -242,7 +242,7 @@ def main() -> None:
         proc, took = restart(base, proc, args.sessions)
         print(f"restart: {took:.2f} s to the first `list` with every session{'' if took < 2 else '   MISS'}")
         paths = files(beads, convoys)
-        changer = Changer(base, [b for i, b in enumerate(beads) if i % max(args.beads // 10, 1) >= args.beads // 100], 0.05)
+        changer = Changer(base, [b for i, b in enumerate(beads) if i % max(args.beads // 10, 1) >= args.beads // 100], args.sessions)
         with connect(base, time.monotonic() + 10) as client:
             read_phase(base, client, paths, changer, "reads (first Tread to EOF):", cold=True)
             if not args.no_web:
