@@ -149,21 +149,18 @@ def restart(base: Path, proc: subprocess.Popen, sessions: int) -> tuple[subproce
 
 
 class Changer:
-    """Changes on a connection of their own: a bead claimed (refused while it waits on its chain), a prompt."""
+    """Changes on a connection of their own, each a change of the board and of a session: a ready bead
+    claimed, or unclaimed again (so every file drawn from the beads moves), and a prompt to a sim session."""
 
     def __init__(self, base: Path, beads: list[str], sessions: int):
         self.client, self.beads, self.sessions = connect(base, time.monotonic() + 10), beads, min(sessions, 100)
         self.next = 0
 
     def change(self) -> None:
-        bead = self.beads[self.next % len(self.beads)]
+        bead = self.beads[(self.next // 2) % len(self.beads)]
+        verb = b"claim bench lease=3600\n" if self.next % 2 == 0 else b"unclaim\n"
         self.next += 1
-        fid = self.client.open(f"beads/{bead}/ctl", c.OWRITE)
-        try:
-            self.client.write_chunk(fid, 0, b"claim bench lease=3600\n")
-        except ServerError:
-            pass  # not ready (waits on its chain): a refused claim is no change, the prompt below is
-        self.client.clunk(fid)
+        self.client.write_file(f"beads/{bead}/ctl", verb)
         self.client.write_file(f"s{self.next % self.sessions:04d}/in", b"hello\n")
 
 
@@ -242,7 +239,9 @@ def main() -> None:
         proc, took = restart(base, proc, args.sessions)
         print(f"restart: {took:.2f} s to the first `list` with every session{'' if took < 2 else '   MISS'}")
         paths = files(beads, convoys)
-        changer = Changer(base, [b for i, b in enumerate(beads) if i % max(args.beads // 10, 1) >= args.beads // 100], args.sessions)
+        chain = max(args.beads // 10, 1)
+        ready = [b for i, b in enumerate(beads) if i % chain == chain // 10]  # the first open bead of each chain
+        changer = Changer(base, ready, args.sessions)
         with connect(base, time.monotonic() + 10) as client:
             read_phase(base, client, paths, changer, "reads (first Tread to EOF):", cold=True)
             if not args.no_web:
