@@ -79,9 +79,14 @@ class _ReadyFiles:
 
     def __init__(self, board: Board):
         self.board, self.made, self._kept = board, now(), {}
+        self._ready: tuple[int, list[Bead]] = (-1, [])  # (the board's version, its ready beads then)
 
     def text(self, role: str | None) -> str:
-        return "".join(bead_line(self.board, b) for b in self.board.ready(role))
+        """`ready` and each `ready.<role>` share one look through the board per change of it."""
+        version = self.board.changes.version
+        if self._ready[0] != version:
+            self._ready = (version, self.board.ready())
+        return "".join(bead_line(self.board, b) for b in self._ready[1] if role is None or b.role == role)
 
     def file(self, role: str) -> TextFile:
         file = self._kept.get(role)
