@@ -167,6 +167,7 @@ class App:
                 for problem in self.post.load():  # after sessions restore: who is a participant is known
                     self.record_error("mail", problem)
                 self.agree_on_approvals()
+                nursery.start_soon(self.tree.build_ahead)
                 task_status.started()
         finally:
             if self.history is not None:

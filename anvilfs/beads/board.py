@@ -290,25 +290,28 @@ def _by(session: str) -> str:
 
 
 def find_cycles(beads: dict[str, Bead]) -> list[list[str]]:
-    """Each dependency cycle once, as the ids around it (first id repeated at the end)."""
-    cycles, state = [], {}  # state: 1 on the current path, 2 done
+    """Each dependency cycle once, as the ids around it (first id repeated at the end).
 
-    def visit(bead_id: str, path: list[str]) -> None:
-        state[bead_id] = 1
-        path.append(bead_id)
-        for dep in beads[bead_id].depends_on:
-            if dep not in beads:
-                continue
-            if state.get(dep) == 1:
+    A depth-first walk with its own stack, not Python's: a chain of beads as long as a client likes
+    (1,100 made one after the other) must not reach the recursion limit at load (issue 32)."""
+    cycles: list[list[str]] = []
+    state: dict[str, int] = {}  # 1 on the current path, 2 done
+    for root in sorted(beads):
+        if root in state:
+            continue
+        path, stack = [root], [iter(beads[root].depends_on)]
+        state[root] = 1
+        while stack:
+            dep = next(stack[-1], None)
+            if dep is None:  # every dependency of the bead on top seen: it is done
+                stack.pop()
+                state[path.pop()] = 2
+            elif dep in beads and state.get(dep) == 1:
                 cycles.append(path[path.index(dep):] + [dep])
-            elif dep not in state:
-                visit(dep, path)
-        path.pop()
-        state[bead_id] = 2
-
-    for bead_id in sorted(beads):
-        if bead_id not in state:
-            visit(bead_id, [])
+            elif dep in beads and dep not in state:
+                state[dep] = 1
+                path.append(dep)
+                stack.append(iter(beads[dep].depends_on))
     return cycles
 
 

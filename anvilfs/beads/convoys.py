@@ -36,6 +36,7 @@ class Convoys:
         self.board = board
         self._store = Collection("convoy", files, convoy_from_toml, history=history, listing="convoys/list")
         self._convoys = self._store.items  # the same dict: reads here, changes through the store
+        self._members: tuple[int, dict[str, list]] = (-1, {})  # (the board's version, convoy -> its beads then)
         self.version = 0  # counts changes of convoys (not of their beads: the board counts those), for files' stamps
         self.changed_at = int(time.time())  # and the epoch second of the last
         board.convoy_check = self._check_open
@@ -60,10 +61,22 @@ class Convoys:
         return list(self._convoys.values())
 
     def beads_of(self, convoy_id: str) -> list:
-        return [b for b in self.board.all() if b.convoy == convoy_id]
+        return list(self._by_convoy().get(convoy_id, ()))
+
+    def _by_convoy(self) -> dict[str, list]:
+        """Every convoy's beads, sorted out once per change of the board: `convoys/list` asks for each
+        convoy's (1,000 convoys of 10,000 beads took 0.5 s when each looked through every bead, issue 32)."""
+        version = self.board.changes.version
+        if self._members[0] != version:
+            members: dict[str, list] = {}
+            for bead in self.board.all():
+                if bead.convoy:
+                    members.setdefault(bead.convoy, []).append(bead)
+            self._members = (version, members)
+        return self._members[1]
 
     def progress(self, convoy_id: str) -> str:
-        beads = self.beads_of(convoy_id)
+        beads = self._by_convoy().get(convoy_id, ())
         done = sum(b.status is Status.COMPLETED for b in beads)
         return f"{done}/{len(beads)} completed"
 

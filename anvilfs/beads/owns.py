@@ -10,6 +10,7 @@ over a file, while a wrong "yes" only makes one wait.
 from __future__ import annotations
 
 import fnmatch
+from functools import lru_cache
 import re
 
 _MAGIC = re.compile(r"[*?\[]")
@@ -32,6 +33,7 @@ def _segments(entry: str) -> list[str]:
     return parts
 
 
+@lru_cache(maxsize=4096)  # a long entry repeats its segments: each pair is matched once
 def _segment_overlap(a: str, b: str) -> bool:
     a_magic, b_magic = bool(_MAGIC.search(a)), bool(_MAGIC.search(b))
     if not a_magic and not b_magic:
@@ -49,14 +51,26 @@ def _segment_overlap(a: str, b: str) -> bool:
 
 
 def _overlap(a: list[str], b: list[str]) -> bool:
-    if not a or not b:
-        # one pattern is used up: the other can still match nothing more only through '**'
-        return all(s == "**" for s in a + b) or (not a and not b)
-    if a[0] == "**":
-        return _overlap(a[1:], b) or _overlap(a, b[1:])
-    if b[0] == "**":
-        return _overlap(a, b[1:]) or _overlap(a[1:], b)
-    return _segment_overlap(a[0], b[0]) and _overlap(a[1:], b[1:])
+    """Could some path match both segment lists? `meets[j]` answers it for a[i:] and b[j:], from the ends
+    back: each pair of tails is decided once (len(a) x len(b) steps, no recursion), where trying both ways
+    at each '**' took exponential time ("**/**/.../x" against "**/**/.../y": minutes, issue 32)."""
+    n, m = len(a), len(b)
+    # a[i:] against nothing (and nothing against b[j:]) meet when what is left is all '**'
+    rest_a = [True] * (n + 1)
+    for i in range(n - 1, -1, -1):
+        rest_a[i] = rest_a[i + 1] and a[i] == "**"
+    meets = [True] * (m + 1)  # the row for i == n: nothing of a left
+    for j in range(m - 1, -1, -1):
+        meets[j] = meets[j + 1] and b[j] == "**"
+    for i in range(n - 1, -1, -1):
+        below = meets  # the row for i + 1
+        meets = [False] * m + [rest_a[i]]
+        for j in range(m - 1, -1, -1):
+            if a[i] == "**" or b[j] == "**":
+                meets[j] = below[j] or meets[j + 1]  # a '**' takes one more segment of the other, or none
+            else:
+                meets[j] = below[j + 1] and _segment_overlap(a[i], b[j])
+    return meets[0]
 
 
 def overlap(a: str, b: str) -> bool:

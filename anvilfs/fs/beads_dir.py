@@ -40,8 +40,10 @@ def bead_line(board: Board, bead: Bead) -> str:
     return f"{bead.id} {bead.status.value} {bead.role} {bead.assigned_to or '-'} {bead.title}\n"
 
 
-def beads_directory(board: Board, convoys: Convoys, is_session, is_worker=lambda uname: False) -> Directory:
-    """The files drawn from every bead move at each change of the board that changes them (stamps.py)."""
+def beads_directory(board: Board, convoys: Convoys, is_session, is_worker=lambda uname: False,
+                    objects: list[ObjectDirectories] | None = None) -> Directory:
+    """The files drawn from every bead move at each change of the board that changes them (stamps.py).
+    `objects` gets the beads' directories, for the start to build them a slice at a time (root.py)."""
     stamps = Stamps()  # a bead's directory is built again at each change of the bead: its files' stamps stay
 
     def listing() -> str:
@@ -61,6 +63,8 @@ def beads_directory(board: Board, convoys: Convoys, is_session, is_worker=lambda
 
     beads = ObjectDirectories(board.find, board.all, lambda b: b.id,
                               lambda b: _bead_directory(board, convoys, b.id, is_session, stamps, is_worker))
+    if objects is not None:
+        objects.append(beads)
     files = [
         CtlFile("ctl", "beads/ctl", CommandTable([
             Command("new", lambda args: _new_bead(board, args), BEAD_NEW, min_words=3, max_words=None,
@@ -85,9 +89,14 @@ class _ReadyFiles:
 
     def __init__(self, board: Board):
         self.board, self.made, self._kept = board, now(), {}
+        self._ready: tuple[int, list[Bead]] = (-1, [])  # (the board's version, its ready beads then)
 
     def text(self, role: str | None) -> str:
-        return "".join(bead_line(self.board, b) for b in self.board.ready(role))
+        """`ready` and each `ready.<role>` share one look through the board per change of it."""
+        version = self.board.changes.version
+        if self._ready[0] != version:
+            self._ready = (version, self.board.ready())
+        return "".join(bead_line(self.board, b) for b in self._ready[1] if role is None or b.role == role)
 
     def file(self, role: str) -> TextFile:
         file = self._kept.get(role)
@@ -127,6 +136,12 @@ def _text_of(value: str) -> str:
 
 def _bead_directory(board: Board, convoys: Convoys, bead_id: str, is_session, stamps: Stamps,
                     is_worker) -> Directory:
+    """Its files are made when first walked to or listed: `ls beads/` makes no bead's files."""
+    return Directory(bead_id, f"bead/{bead_id}",
+                     lambda: _bead_files(board, convoys, bead_id, is_session, stamps, is_worker))
+
+
+def _bead_files(board: Board, convoys: Convoys, bead_id: str, is_session, stamps: Stamps, is_worker) -> list:
     key = f"bead/{bead_id}"
 
     def own(file):
@@ -174,7 +189,7 @@ def _bead_directory(board: Board, convoys: Convoys, bead_id: str, is_session, st
         context_file,
         CtlFile("ctl", f"{key}/ctl", _bead_commands(board, bead_id, is_session, is_worker)),
     ]
-    return Directory(bead_id, key, files)
+    return files
 
 
 def _updated(thing: Bead | Convoy) -> int:
@@ -234,7 +249,7 @@ def _bead_commands(board: Board, bead_id: str, is_session, is_worker) -> Command
     ])
 
 
-def convoys_directory(convoys: Convoys) -> Directory:
+def convoys_directory(convoys: Convoys, objects: list[ObjectDirectories] | None = None) -> Directory:
     """A convoy's files move when what they show does: its fields at a change of the convoy, the files drawn
     from its beads (`beads`, `progress`, its line of `list`) at a change of the board."""
     board, stamps = convoys.board, Stamps()  # a convoy's directory is built again at each change of the convoy
@@ -245,6 +260,8 @@ def convoys_directory(convoys: Convoys) -> Directory:
         return "".join(lines + [f"{i} broken - - {why}\n" for i, why in convoys.broken.items()])
 
     dirs = ObjectDirectories(convoys.find, convoys.all, lambda c: c.id, lambda c: _convoy_directory(convoys, c.id, stamps))
+    if objects is not None:
+        objects.append(dirs)
     files = [
         CtlFile("ctl", "convoys/ctl", CommandTable([
             Command("new", lambda args: convoys.new(*args.words).id, CONVOY_NEW, min_words=2, max_words=2),
@@ -256,6 +273,11 @@ def convoys_directory(convoys: Convoys) -> Directory:
 
 
 def _convoy_directory(convoys: Convoys, convoy_id: str, stamps: Stamps) -> Directory:
+    """Its files are made when first walked to or listed, as a bead's."""
+    return Directory(convoy_id, f"convoy/{convoy_id}", lambda: _convoy_files(convoys, convoy_id, stamps))
+
+
+def _convoy_files(convoys: Convoys, convoy_id: str, stamps: Stamps) -> list:
     key = f"convoy/{convoy_id}"
     board = convoys.board
 
@@ -293,7 +315,7 @@ def _convoy_directory(convoys: Convoys, convoy_id: str, stamps: Stamps) -> Direc
             Command("abandon", _quiet(lambda args: convoys.abandon(convoy_id)), "abandon"),
         ])),
     ]
-    return Directory(convoy_id, key, files)
+    return files
 
 
 def _check_convoy_size(convoys: Convoys, convoy_id: str, size: int) -> None:

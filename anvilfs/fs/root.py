@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import trio
+
 from ..beads import Board, Convoys
 from ..errors import NotPermitted
 from ..journal import Journal
@@ -27,7 +29,8 @@ class AgentTree:
         """`agent/`; roles come from sessions.roles (name -> prompt text)."""
         self.sessions = sessions
         self._sessions = ObjectDirectories(sessions.find, sessions.all, lambda s: s.name,
-                                           lambda s: session_directory(sessions, s, mailbox_entries(post, s.name, report)))
+                                           lambda s: session_directory(sessions, s, lambda: mailbox_entries(post, s.name, report)))
+        self._objects = [self._sessions]  # the directories of sessions, beads, convoys: built ahead (build_ahead)
         files = [
             CtlFile("ctl", "ctl", CommandTable([
                 Command("new", self._new, NEW_USAGE, min_words=2, max_words=2,
@@ -40,12 +43,19 @@ class AgentTree:
             _compared(TextFile("roles", "roles", lambda: "".join(f"{name}\n" for name in sorted(sessions.roles())))),
             _journal(TextFile("errors", "errors", errors.text), errors),
             beads_directory(board, convoys, is_session=lambda name: sessions.find(name) is not None,
-                            is_worker=lambda uname: is_worker(sessions.find, uname)),
-            convoys_directory(convoys),
+                            is_worker=lambda uname: is_worker(sessions.find, uname), objects=self._objects),
+            convoys_directory(convoys, self._objects),
             human_directory(post, report),
         ]
         self.root = Directory("/", "/", files, more=self._sessions.children, find=self._sessions.lookup,
                               remove=self._remove_session)
+
+    async def build_ahead(self, slice_size: int = 200) -> None:
+        """Build the directories of every session, bead and convoy a slice at a time, letting other tasks run
+        between slices, so that no first listing (10,000 beads) builds them all while a client waits."""
+        for objects in self._objects:
+            while objects.build_some(slice_size):
+                await trio.sleep(0)
 
     def _remove_session(self, node: Node, caller: Caller) -> None:
         """rm of a session's directory is its ctl's `remove` (a stopped or exited session)."""

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from ..sessions import Session, Sessions
 from ..sessions.acting import check_drive, check_prompt_text
 from ..tree import CollectFile, Command, CommandTable, CtlFile, Directory, Node, StreamFile, TextFile, decoded_text
@@ -9,8 +11,13 @@ from .cursors import NextCursor, StreamCursor, WaitCursor
 from .stamps import epoch
 
 
-def session_directory(sessions: Sessions, session: Session, mailbox: list[Node] = ()) -> Directory:
-    """A session's files; `mailbox` adds its mail, inbox/ and done/ (mail_dir.py)."""
+def session_directory(sessions: Sessions, session: Session, mailbox: Callable[[], list[Node]] = list) -> Directory:
+    """A session's files, made when first walked to or listed (`ls /` makes none); `mailbox()` adds its mail,
+    inbox/ and done/ (mail_dir.py)."""
+    return Directory(session.name, f"session/{session.name}", lambda: _session_files(sessions, session, mailbox()))
+
+
+def _session_files(sessions: Sessions, session: Session, mailbox: list[Node]) -> list[Node]:
     name = session.name
     key = f"session/{name}"
     d = session.definition
@@ -51,7 +58,7 @@ def session_directory(sessions: Sessions, session: Session, mailbox: list[Node] 
         _moves_with_queue(session, TextFile("queue", f"{key}/queue", lambda: _queue(session))),
         *mailbox,
     ]
-    return Directory(name, key, files)
+    return files
 
 
 def _check_prompt(sessions: Sessions, name: str, size: int, caller) -> None:

@@ -16,6 +16,7 @@ from collections.abc import Callable
 
 from ..journal import Journal
 from ..tree import Node, TextFile
+from ..tree.snapshots import SnapshotSource
 
 Stamp = tuple[int, int]
 _NEVER = object()  # the count before a first look: unequal to any
@@ -39,22 +40,33 @@ class Follows:
     found the checksum changed (the domain's time of its last change, else the look's own second).
 
     `count()` must move with every change that could change the text; the text is summed again only
-    when it has, so a stat of an unchanged file costs a call and a compare.
+    when it has, so a stat of an unchanged file costs a call and a compare. For the same reason the
+    text is rendered once per move of `count()`, not once per look: `text` is what the file's stat,
+    length and reads all use (a graph of 10,000 beads is rendered once per change, not three times a
+    read, issue 32).
     """
 
-    __slots__ = ("count", "render", "when", "_seen", "_sum", "_stamp")
+    __slots__ = ("count", "render", "when", "_seen", "_sum", "_stamp", "_text", "_text_seen")
 
     def __init__(self, count: Callable[[], object], render: Callable[[], str], when: Callable[[], int] = now):
         self.count, self.render, self.when = count, render, when
         self._seen: object = _NEVER
         self._sum: int | None = None
         self._stamp: Stamp = (0, 0)
+        self._text, self._text_seen = "", _NEVER
+
+    def text(self) -> str:
+        """The file's text, rendered again only once `count()` has moved."""
+        seen = self.count()
+        if seen != self._text_seen:
+            self._text, self._text_seen = self.render(), seen
+        return self._text
 
     def __call__(self) -> Stamp:
         seen = self.count()
         if seen != self._seen:
             self._seen = seen
-            total = zlib.crc32(self.render().encode("utf-8", "surrogatepass"))
+            total = zlib.crc32(self.text().encode("utf-8", "surrogatepass"))
             if total != self._sum:
                 self._sum, self._stamp = total, (total, self.when())
         return self._stamp
@@ -83,10 +95,13 @@ def follows(node: Node, count: Callable[[], object], when: Callable[[], int] = n
 
 
 def _stamped(node: Node, stamp: Follows) -> Node:
-    """A TextFile is also sized by the stamp's count (TextFile.sized_by): a stat of it renders nothing either."""
+    """A TextFile is also sized by the stamp's count (TextFile.sized_by): a stat of it renders nothing either;
+    and its reads take the stamp's text, rendered once per change."""
     node.stamp = stamp
     if isinstance(node, TextFile) and node.sized_by is None:
         node.sized_by = stamp.count
+        node.render = stamp.text
+        node.snapshots = SnapshotSource(stamp.text)
     return node
 
 

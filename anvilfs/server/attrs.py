@@ -107,12 +107,34 @@ def getattr_of(node: Node, size: int) -> tuple:
             2 if node.is_dir else 1, 0, size, 4096, blocks, mtime, 0, mtime, 0, mtime, 0, 0, 0, 0, 0)
 
 
+# A directory read sends a stat record per entry, and `ls beads/` has 10,000: each is encoded once
+# for what it shows (name, qid, mode, mtime, length; the owner is the server's, for ever) and kept,
+# the least recently used dropped past _RECORDS_KEPT (a bead's directory never changes its record).
+_RECORDS_KEPT = 1 << 15
+
+
+@lru_cache(maxsize=_RECORDS_KEPT)
+def _record(name: str, path: int, version: int, mtime: int, mode: int, is_dir: bool, length: int,
+            dialect: Dialect) -> bytes:
+    owner, uid, gid = _owner()
+    stat = Stat(qid=_qid_pair(path, version, is_dir)[0], mode=mode | (c.DMDIR if is_dir else 0), atime=mtime,
+                mtime=mtime, length=length, name=name, uid=owner, gid=owner, muid=owner,
+                n_uid=uid, n_gid=gid, n_muid=uid)
+    return encode_stat(stat, dialect)
+
+
+def stat_record(node: Node, dialect: Dialect) -> bytes:
+    """encode_stat(stat_of(node)), from the records kept."""
+    version, mtime = _stamp(node)
+    return _record(node.name, node.path, version, mtime, node.mode, node.is_dir, node.size(), dialect)
+
+
 def pack_stats(nodes: list[Node], start: int, count: int, dialect: Dialect) -> tuple[bytes, int]:
     """9P2000 directory read: whole stat records from entry `start` that fit in count."""
     out = bytearray()
     index = start
     while index < len(nodes):
-        record = encode_stat(stat_of(nodes[index]), dialect)
+        record = stat_record(nodes[index], dialect)
         if len(out) + len(record) > count:
             _check_fits(out, len(record), count)
             break

@@ -25,6 +25,7 @@ from .connection import Connection
 from .dispatch import Limits
 from ..places import default_namespace
 from .listen import ListenError, prepare_namespace, tcp_listeners, unix_listener
+from . import stalls
 from .refusal import refuse
 from .token import Token, TokenError, load_or_create
 
@@ -194,7 +195,7 @@ def run_server(options: ServerOptions) -> int:
     """Serve until SIGINT or SIGTERM; the exit status for the command line."""
     try:
         server = Server(build_app(options), options)
-        trio.run(server.run)
+        trio.run(server.run, instruments=stalls.from_environment())
     except (ListenError, ConfigError, StorageError, TokenError) as exc:
         print(f"anvilfs: {exc}", file=sys.stderr)
         return 1

@@ -83,16 +83,19 @@ class Directory(Node):
     ``find`` looks one of them up by name without listing them all.
     ``remove`` makes entries removable (Tremove, Tunlinkat): it is handed the
     entry and the caller, and refuses by raising; such a directory is 0700.
+    ``fixed`` may be a function that makes the entries: it is called the first
+    time they are needed, so that listing 10,000 beads makes 10,000 directories,
+    not their 130,000 files.
     """
 
     is_dir = True
-    __slots__ = ("_fixed", "_more", "_find", "_remove")
+    __slots__ = ("_made", "_make", "_more", "_find", "_remove")
 
     def __init__(
         self,
         name: str,
         key: str,
-        fixed: Iterable[Node] = (),
+        fixed: Iterable[Node] | Callable[[], Iterable[Node]] = (),
         *,
         more: Callable[[], Iterable[Node]] | None = None,
         find: Callable[[str], Node | None] | None = None,
@@ -100,17 +103,25 @@ class Directory(Node):
         mode: int | None = None,
     ):
         super().__init__(name, key, mode if mode is not None else CHANGEABLE_DIRECTORY if remove else DIRECTORY)
-        self._fixed = {node.name: node for node in fixed}
+        self._make = fixed if callable(fixed) else None
+        self._made = None if callable(fixed) else {node.name: node for node in fixed}
         self._more = more
         self._find = find
         self._remove = remove
+
+    @property
+    def _fixed(self) -> dict[str, Node]:
+        if self._made is None:
+            self._made = {node.name: node for node in self._make()}
+            self._make = None
+        return self._made
 
     def fixed_names(self) -> frozenset[str]:
         """The names of the entries given at construction (not those `more` adds)."""
         return frozenset(self._fixed)
 
     def lookup(self, name: str) -> Node | None:
-        node = self._fixed.get(name)
+        node = (self._made if self._made is not None else self._fixed).get(name)  # every walk: no property call
         if node is None and self._find is not None:
             node = self._find(name)
         return node

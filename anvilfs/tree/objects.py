@@ -39,6 +39,20 @@ class ObjectDirectories(Generic[T]):
             return known[1]
         return self._dir(obj)
 
+    def build_some(self, most: int) -> bool:
+        """Build up to `most` of the directories not built yet; whether some are left. A start builds them
+        a slice at a time between other work, so that the first listing of 10,000 beads does not build
+        them all in one go, holding every other client (issue 32)."""
+        built = 0
+        for obj in self._every():
+            known = self._built.get(self._name_of(obj))
+            if known is None or known[0] is not obj:
+                if built == most:
+                    return True
+                self._dir(obj)
+                built += 1
+        return False
+
     def children(self) -> list[Node]:
         objects = list(self._every())
         if len(self._built) > len(objects):  # some are gone: forget their directories

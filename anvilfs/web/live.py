@@ -2,8 +2,10 @@
 
 One task follows `events` and hands its lines to another, which reads the
 view again and moves a version that the pages' streams wait on. Events that
-come while a view is being read are taken together for the next one, so a
-turn's several lines cost one or two reads, however fast they come.
+come while a view is being read, or within PACE seconds of the last read, are
+taken together for the next one, so a turn's several lines cost one or two
+reads, however fast they come; and a read reads again only what changed
+(kept.py).
 """
 
 from __future__ import annotations
@@ -15,9 +17,10 @@ import trio
 
 from ..aioclient import AsyncClient, ConnectionLost, ServerError
 from ..client.top import remember
-from .view import Inbox, read_view
+from .view import Reading, read_view
 
 RECENT = 100  # `events` lines the page shows
+PACE = 0.25  # seconds at least between two reads of the view: a busy tree is read 4 times a second at most
 
 
 class Live:
@@ -28,9 +31,10 @@ class Live:
         self.view: dict = {}
         self.version = 0
         self._changed = trio.Event()
+        self._read_at = -math.inf
         self._last: dict[str, str] = {}  # session -> "HH:MM:SS what", as `anvilfs top` shows it
         self._recent: deque[str] = deque(maxlen=RECENT)
-        self._inbox = Inbox()
+        self._kept = Reading()
 
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
         """Follow `events` (opened before the first view, so nothing is missed); started once there is a view."""
@@ -41,6 +45,7 @@ class Live:
             nursery.start_soon(self._pump, lines, send)
             async for line in receive:
                 self._note(line)
+                await trio.sleep(max(self._read_at + PACE - trio.current_time(), 0))
                 while True:  # the rest of the burst, without waiting
                     try:
                         self._note(receive.receive_nowait())
@@ -58,10 +63,12 @@ class Live:
     def _note(self, line: str) -> None:
         remember(self._last, line)
         self._recent.append(line)
+        self._kept.queues.named(line.split(" ", 2)[1] if line.count(" ") > 1 else "")
 
     async def refresh(self) -> None:
+        self._read_at = trio.current_time()
         try:
-            view = await read_view(self.fs, self._last, self._inbox) | {"error": ""}
+            view = await read_view(self.fs, self._last, self._kept) | {"error": ""}
         except ServerError as exc:  # a file the page needs refused (ConnectionLost ends the command instead)
             view = self.view | {"error": f"the tree could not be read: {exc}"}
         self.view = view | {"events": list(self._recent)}

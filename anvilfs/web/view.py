@@ -1,6 +1,6 @@
 """What the page shows, read from the tree's files: sessions, beads in waves, convoys, human's mail.
 
-    sessions   list, and each session's queue       name status role queue last-event ...
+    sessions   list, each session's queue, backend    name status role queue last-event ...
     beads      beads/graph (the waves), beads/list   (role, claims)
     convoys    convoys/list                          id status completed/total coordinator title
     human      human/approvals, human/inbox/*.json
@@ -15,10 +15,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable
+from functools import partial
 
 import trio
 
 from ..aioclient import AsyncClient, ServerError
+from .kept import Backends, Files, Queues
 
 INBOX_SHOWN = 200  # the newest messages shown; the page says how many there are in all
 BODY_SHOWN = 4000  # characters of a message's body (a body may be 64 KiB)
@@ -45,20 +47,23 @@ async def gather(calls: dict[str, Callable[[], Awaitable]]) -> dict:
     return results
 
 
-def _text(fs: AsyncClient, path: str) -> Callable[[], Awaitable[str]]:
-    async def read() -> str:
-        return (await fs.read(path)).decode(errors="replace")
-    return read
+class Reading:
+    """What one `anvilfs web` keeps from view to view (kept.py): big files, queues, backends, the inbox."""
+
+    def __init__(self) -> None:
+        self.files, self.queues, self.backends, self.inbox = Files(), Queues(), Backends(), Inbox()
 
 
-async def read_view(fs: AsyncClient, last: dict[str, str], inbox: Inbox) -> dict:
+async def read_view(fs: AsyncClient, last: dict[str, str], kept: Reading) -> dict:
     """One snapshot of everything the page shows (last: each session's last event, from `events`)."""
     files = ("list", "beads/graph", "beads/list", "convoys/list", "human/approvals")
-    texts = await gather({path: _text(fs, path) for path in files} | {"inbox": lambda: inbox.read(fs)})
-    names = [line.split()[0] for line in texts["list"].splitlines() if line.split()]
-    queues = await gather({name: _queue(fs, name) for name in names})
+    texts = await gather({path: kept.files.reader(fs, path) for path in files} | {"inbox": lambda: kept.inbox.read(fs)})
+    listing = texts["list"]
+    learn = {f"backend {b}": partial(kept.backends.learn, fs, b, name) for b, name in kept.backends.unknown(listing).items()}
+    read = await gather({name: _queue(fs, name) for name in kept.queues.stale(listing)} | learn)
+    queues = kept.queues.update(listing, {name: text for name, text in read.items() if not name.startswith("backend ")})
     return {
-        "sessions": sessions(texts["list"], queues, last),
+        "sessions": sessions(listing, queues, last, kept.backends.simulated()),
         "waves": waves(texts["beads/graph"], texts["beads/list"]),
         "convoys": convoys(texts["convoys/list"]),
         "approvals": approvals(texts["human/approvals"]),
@@ -75,17 +80,21 @@ def _queue(fs: AsyncClient, name: str) -> Callable[[], Awaitable[str | None]]:
     return read
 
 
-def sessions(listing: str, queues: dict[str, str | None], last: dict[str, str]) -> list[dict]:
-    """`list` lines (name backend status role cwd [simulated]) with each queue's length and last event."""
+def sessions(listing: str, queues: dict[str, int], last: dict[str, str], simulated: dict[str, bool]) -> list[dict]:
+    """`list` lines (name backend status role cwd [simulated]) with each queue's length and last event.
+
+    The cwd is the rest of the line, and may end in " simulated" itself: whether the word is the mark
+    is the backend's to say (`simulated`, from kept.Backends), not the line's."""
     rows = []
     for line in listing.splitlines():
-        words = line.split(" ")
-        if len(words) < 5 or queues.get(words[0]) is None:
+        words = line.split(" ", 4)
+        if len(words) < 5 or words[0] not in queues:
             continue
-        simulated = words[-1] == "simulated" and len(words) > 5
-        rows.append({"name": words[0], "backend": words[1], "status": words[2], "role": words[3],
-                     "cwd": " ".join(words[4:-1] if simulated else words[4:]), "simulated": simulated,
-                     "queue": len(queues[words[0]].splitlines()), "last": last.get(words[0], "-")})
+        name, backend, status, role, rest = words
+        marked = simulated.get(backend, False)
+        rows.append({"name": name, "backend": backend, "status": status, "role": role,
+                     "cwd": rest.removesuffix(" simulated") if marked else rest, "simulated": marked,
+                     "queue": queues[name], "last": last.get(name, "-")})
     return rows
 
 
@@ -102,17 +111,22 @@ def _beads_by_id(listing: str) -> dict[str, dict]:
 def waves(graph: str, listing: str) -> list[dict]:
     """The groups of beads/graph (wave 1, wave 2 ..., done, blocked), each bead with its list line's fields.
 
-    A bead of `list` that the graph leaves out (a broken file) comes last, in a group of its own."""
+    A graph line is "  ID STATUS  TITLE[  <- ID ...]". The title is known from `list` (the rest of its
+    line), so what follows it is the arrow, whatever the title holds (a title "x  <- other-001" waits on
+    nothing). A bead of `list` that the graph leaves out (a broken file) comes last, in a group of its own."""
     beads, groups = _beads_by_id(listing), []
     for line in graph.splitlines():
         if not line.startswith("  "):
             groups.append({"name": line.partition(" (")[0], "why": line.partition(" (")[2].rstrip(")"), "beads": []})
             continue
-        ident, _, rest = line.strip().partition(" ")
-        bead = beads.pop(ident, None) or {"id": ident, "status": rest.split(" ")[0], "role": "-",
-                                           "assigned_to": "-", "title": ""}
-        waiting = rest.rpartition("  <- ")[2] if "  <- " in rest else ""
-        bead["waits_on"] = waiting.split()
+        ident, _, rest = line[2:].partition(" ")
+        status, _, shown = rest.partition("  ")
+        bead = beads.pop(ident, None)
+        if bead is None or not shown.startswith(bead["title"]):  # made between the two reads: the graph's line alone
+            title = shown.rpartition("  <- ")[0] if "  <- " in shown else shown
+            bead = {"id": ident, "status": status, "role": "-", "assigned_to": "-", "title": title}
+        arrow = shown[len(bead["title"]):]
+        bead["waits_on"] = arrow.removeprefix("  <- ").split() if arrow.startswith("  <- ") else []
         if groups:
             groups[-1]["beads"].append(bead)
     if beads:

@@ -62,3 +62,13 @@ def test_the_flush_probe_times_durable_writes(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert " samples, median " in proc.stdout and " p99 " in proc.stdout, proc.stdout
     assert list(tmp_path.iterdir()) == []
+
+
+def test_reads_runs_on_a_small_tree_and_reads_the_servers_own_stall_log():
+    """benchmarks/reads.py end to end on a tree of 40 beads, without the web (its figures are not checked)."""
+    proc = subprocess.run([sys.executable, str(BENCHMARKS / "reads.py"), "--beads", "40", "--convoys", "4",
+                           "--sessions", "3", "--no-web"], capture_output=True, text=True, timeout=300,
+                          cwd=BENCHMARKS.parent)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    for words in ("built 3 sessions, 4 convoys, 40 beads", "restart:", "beads/graph", "longest stall of the server's loop"):
+        assert words in proc.stdout, proc.stdout

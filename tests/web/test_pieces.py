@@ -10,7 +10,7 @@ import httpx
 import pytest
 from web_drive import START, web_process
 
-from anvilfs.web import guard, view
+from anvilfs.web import guard, kept, view
 from harness.server import REPO_ROOT, AnvilServer
 
 # ------------------------------------------------------------ the guard
@@ -90,7 +90,7 @@ def test_beads_come_in_the_graphs_waves_with_the_lists_claims() -> None:
 
 def test_sessions_convoys_and_approvals_from_their_lines() -> None:
     rows = view.sessions("bot1 sim await - /tmp/my dir simulated\ndev claude idle developer /src\ngone sim idle - /\n",
-                         {"bot1": "1 human 6 hello\n2 human 5 again\n", "dev": "", "gone": None}, {"bot1": "09:00:01 await"})
+                         {"bot1": 2, "dev": 0}, {"bot1": "09:00:01 await"}, {"sim": True, "claude": False})
     assert [(r["name"], r["cwd"], r["simulated"], r["queue"], r["last"]) for r in rows] == [
         ("bot1", "/tmp/my dir", True, 2, "09:00:01 await"), ("dev", "/src", False, 0, "-")]
     assert view.convoys("oauth-001 in_progress 1/3 lead OAuth for all\n") == [
@@ -98,6 +98,39 @@ def test_sessions_convoys_and_approvals_from_their_lines() -> None:
     assert view.approvals("1796 dev - merge it now\n1797 dev impl-oauth-002 approve bead\n") == [
         {"id": "1796", "from": "dev", "bead": "", "subject": "merge it now"},
         {"id": "1797", "from": "dev", "bead": "impl-oauth-002", "subject": "approve bead"}]
+
+
+def test_a_title_that_looks_like_an_arrow_waits_on_nothing() -> None:
+    graph = ("wave 1\n  fake-001 pending  Fake  <- other-002\n  other-002 pending  Other\n"
+             "wave 2\n  real-003 pending  Real  <- x  <- fake-001\n")
+    listing = ("fake-001 pending dev - Fake  <- other-002\nother-002 pending dev - Other\n"
+               "real-003 pending dev - Real  <- x\n")
+    groups = view.waves(graph, listing)
+    waits = {b["id"]: (b["title"], b["waits_on"]) for g in groups for b in g["beads"]}
+    assert waits == {"fake-001": ("Fake  <- other-002", []), "other-002": ("Other", []),
+                     "real-003": ("Real  <- x", ["fake-001"])}
+
+
+def test_a_cwd_ending_in_simulated_is_a_cwd_when_the_backend_is_not_simulated() -> None:
+    listing = "real claude idle - /home/me/not simulated\nsim1 sim idle - /home/me/not simulated simulated\n"
+    rows = view.sessions(listing, {"real": 0, "sim1": 0}, {}, {"claude": False, "sim": True})
+    assert [(r["name"], r["cwd"], r["simulated"]) for r in rows] == [
+        ("real", "/home/me/not simulated", False), ("sim1", "/home/me/not simulated", True)]
+
+
+def test_queues_are_read_again_only_for_sessions_an_event_named_or_whose_line_changed() -> None:
+    queues = kept.Queues()
+    listing = "a sim idle - /\nb sim idle - /\n"
+    assert queues.stale(listing) == ["a", "b"]
+    assert queues.update(listing, {"a": "1 human 5 hello\n", "b": ""}) == {"a": 1, "b": 0}
+    assert queues.stale(listing) == []
+    queues.named("b")
+    queues.named("bead:")  # an event about a bead names no session
+    assert queues.stale(listing) == ["b"]
+    assert queues.update(listing, {"b": None}) == {"a": 1}  # removed meanwhile
+    changed = "a sim busy - /\n"
+    assert queues.stale(changed) == ["a"]
+    assert queues.update(changed, {"a": ""}) == {"a": 0}
 
 
 # ------------------------------------------------------------ the process

@@ -1,0 +1,48 @@
+"""Event-loop stalls, measured inside the server: for benchmarks, off unless asked for.
+
+    ANVILFS_STALLS=PATH [ANVILFS_STALLS_MS=5] anvilfs serve ...
+
+One trio task step runs with the loop held: while it runs no other client is
+answered. With ANVILFS_STALLS set, each step that took longer than
+ANVILFS_STALLS_MS milliseconds (default 5) appends a line to PATH:
+
+    EPOCH_SECONDS MILLISECONDS TASK_NAME
+
+(benchmarks/reads.py reads the longest of a time window). The line is
+written after the step, outside any measured time; nothing else is timed.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+import trio
+
+ENV, ENV_MS = "ANVILFS_STALLS", "ANVILFS_STALLS_MS"
+
+
+class StallLog(trio.abc.Instrument):
+    """Times each task step; the ones over `threshold` seconds go to `path`, one line each."""
+
+    def __init__(self, path: str, threshold: float):
+        self.path, self.threshold = path, threshold
+        self._began = 0.0
+        self._clock = time.perf_counter
+
+    def before_task_step(self, task) -> None:
+        self._began = self._clock()
+
+    def after_task_step(self, task) -> None:
+        took = self._clock() - self._began
+        if took > self.threshold:
+            with open(self.path, "a") as out:
+                out.write(f"{time.time():.3f} {took * 1000:.1f} {task.name}\n")
+
+
+def from_environment() -> list[trio.abc.Instrument]:
+    """The instruments trio.run should get: a StallLog when ANVILFS_STALLS names a file, else none."""
+    path = os.environ.get(ENV)
+    if not path:
+        return []
+    return [StallLog(path, float(os.environ.get(ENV_MS, "5")) / 1000)]

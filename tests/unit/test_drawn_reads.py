@@ -1,0 +1,117 @@
+"""Reads of the files drawn from all beads cost one render per change, and a listing makes no bead's files
+(issue 32, item 6). The cost itself is measured by benchmarks/reads.py; here, what is done and how often."""
+
+from __future__ import annotations
+
+from anvilfs.beads import Board, Convoys, Who
+from anvilfs.client.protocol import directory_entries
+from anvilfs.domain_events import EventBus
+from anvilfs.fs import beads_dir
+from anvilfs.journal import Journal
+from anvilfs.ninep import Dialect
+from anvilfs.server.attrs import length_of, pack_stats
+from anvilfs.tree import Caller
+
+
+def tree(beads: int = 30):
+    bus = EventBus(Journal())
+    board = Board(None, bus, is_session=lambda name: False)
+    convoys = Convoys(None, bus, board)
+    convoy = convoys.new("Convoy", "goal").id
+    made: list[str] = []
+    for i in range(beads):
+        made.append(board.new(f"Task {i}", "worker", "do", made[-1:], convoy=convoy).id)
+    return board, convoys, beads_directory(board, convoys), made
+
+
+def beads_directory(board, convoys):
+    return beads_dir.beads_directory(board, convoys, is_session=lambda name: False)
+
+
+def read(node) -> bytes:
+    handle = node.open(Caller("tester"))
+    data = handle.read(0, 1 << 20)
+    handle.clunk()
+    return data
+
+
+def look(node) -> bytes:
+    """What a client's read costs the server: a walk's qid, a stat (its length), the read."""
+    node.stamp()
+    length_of(node)
+    return read(node)
+
+
+def test_the_graph_is_rendered_once_per_change_of_the_board_however_often_it_is_read(monkeypatch):
+    renders = []
+    real = beads_dir.render_graph
+    monkeypatch.setattr(beads_dir, "render_graph", lambda beads: renders.append(1) or real(beads))
+    board, _, directory, made = tree()
+    graph = directory.lookup("graph")
+    first = look(graph)
+    for _ in range(5):
+        assert look(graph) == first
+    assert len(renders) == 1
+    board.claim(made[0], Who("tester"), "someone", lease=60)
+    after = look(graph)
+    assert after != first and look(graph) == after and len(renders) == 2
+
+
+def test_listing_the_beads_makes_none_of_their_files(monkeypatch):
+    made_files = []
+    real = beads_dir._bead_commands
+    monkeypatch.setattr(beads_dir, "_bead_commands", lambda *args: made_files.append(args) or real(*args))
+    board, _, directory, made = tree()
+    names = [node.name for node in directory.children()]
+    assert set(made) <= set(names) and made_files == []
+    assert read(directory.lookup(made[3]).lookup("status")) == b"pending\n"
+    assert len(made_files) == 1
+
+
+def test_a_listing_shows_each_entry_as_it_is_now_though_records_are_kept():
+    board, convoys, _, made = tree()
+    directory = beads_dir.convoys_directory(convoys)
+    convoy = directory.children()[-1]
+
+    def progress_entry() -> tuple[int, int]:
+        data, _ = pack_stats(convoy.children(), 0, 1 << 16, Dialect.P2000U)
+        (entry,) = [e for e in directory_entries(data, Dialect.P2000U) if e.name == "progress"]
+        return entry.qid.version, entry.length
+
+    before = progress_entry()
+    assert progress_entry() == before
+    board.claim(made[0], Who("tester"), "someone", lease=60)
+    board.complete(made[0])
+    after = progress_entry()
+    assert after != before and read(convoy.lookup("progress")) == b"1/30 completed\n"
+    assert after[1] == len(b"1/30 completed\n")
+
+
+def test_convoys_list_counts_each_convoys_beads_as_they_are():
+    board, convoys, _, made = tree(10)
+    other = convoys.new("Other", "goal").id
+    listing = beads_dir.convoys_directory(convoys).lookup("list")
+    assert read(listing).decode().split("\n")[:2] == [f"{convoys.all()[0].id} planning 0/10 - Convoy",
+                                                      f"{other} planning 0/0 - Other"]
+    convoys.remove_bead(convoys.all()[0].id, made[9])
+    convoys.add_bead(other, made[9])
+    board.claim(made[0], Who("tester"), "someone", lease=60)
+    board.complete(made[0])
+    assert read(listing).decode().split("\n")[:2] == [f"{convoys.all()[0].id} in_progress 1/9 - Convoy",
+                                                      f"{other} planning 0/1 - Other"]
+
+
+def test_the_start_builds_directories_a_slice_at_a_time_and_listings_find_them_built():
+    board, convoys, _, made = tree(25)
+    objects: list = []
+    directory = beads_dir.beads_directory(board, convoys, is_session=lambda name: False, objects=objects)
+    (beads,) = objects
+    slices = 0
+    while beads.build_some(10):
+        slices += 1
+    assert slices == 2 and not beads.build_some(10)
+    built = {name: node for name, (_, node) in beads._built.items()}
+    assert sorted(built) == sorted(made)
+    assert all(directory.lookup(name) is node for name, node in built.items())
+    board.claim(made[0], Who("tester"), "someone", lease=60)  # a new Bead object: its directory is built again
+    assert beads.build_some(10) is False and directory.lookup(made[0]) is not built[made[0]]
