@@ -287,9 +287,10 @@ PINNED = "ANVILFS_PINNED"  # set in an agent's environment (backends/agent_tools
 
 
 def _run_client_command(args) -> int:
-    if os.environ.get(PINNED) and any(getattr(args, key, None) is not None for key in ("address", "aname", "token_file")):
-        return _fail("an agent's anvilfs talks to its own server only (-a, -A and --token-file are refused "
-                     f"where {PINNED} is set); name the file as agent/PATH")
+    if os.environ.get(PINNED) and (getattr(args, "address", None) not in (None, os.environ.get("ANVILFS_ADDRESS"))
+                                   or any(getattr(args, key, None) is not None for key in ("aname", "token_file"))):
+        return _fail("an agent's anvilfs talks to its own server only (-a other than $ANVILFS_ADDRESS, -A and "
+                     f"--token-file are refused where {PINNED} is set); name the file as agent/PATH")
     if args.command in ROOT_COMMANDS:
         args.name = "/" if args.address else "agent/"
     elif args.command == "rm":

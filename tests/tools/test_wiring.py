@@ -105,7 +105,10 @@ def test_mcp_true_on_a_program_anvilfs_cannot_wire_is_refused_at_start():
 def test_an_agents_anvilfs_talks_to_its_own_server_only():
     """ANVILFS_PINNED (in every wired agent's environment): a shell rule allowing `anvilfs read` must not let the
     agent send a file to another host as a token (--token-file) or read another server."""
-    env = os.environ | {"ANVILFS_PINNED": "1"}
+    env = os.environ | {"ANVILFS_PINNED": "1", "ANVILFS_ADDRESS": "unix!/nonexistent/agent"}
+    own = subprocess.run([sys.executable, "-m", "anvilfs", "-a", "unix!/nonexistent/agent", "read", "list"], env=env,
+                         capture_output=True, text=True, timeout=30)
+    assert "talks to its own server only" not in own.stderr, "its own address is its own (the tmux hook gives -a)"
     for extra in (["-a", "tcp!127.0.0.1!9"], ["-A", "x"], ["--token-file", "/etc/hostname"]):
         run = subprocess.run([sys.executable, "-m", "anvilfs", "read", *extra, "agent/list"], env=env,
                              capture_output=True, text=True, timeout=30)
