@@ -161,6 +161,9 @@ def _add_serve(sub) -> None:
     serve.add_argument("--tmux-socket", default=None, metavar="NAME",
                        help="run tmux agents on this tmux server (tmux -L NAME)")
     serve.add_argument("--trace", action="store_true", help="print every 9P message to standard error")
+    serve.add_argument("--paused", action="store_true",
+                       help="bring back every per-turn session (command, sim, openai) exited, its queue kept, "
+                            "instead of going on where it was: `restart` on its ctl runs it")
     serve.add_argument("--msize", type=int, default=None, metavar="BYTES",
                        help="largest message size offered to clients (default: the server's limit, 1048576)")
     serve.add_argument("--max-connections", type=int, default=256, metavar="N",
@@ -343,7 +346,7 @@ def _serve(parser: argparse.ArgumentParser, args) -> int:
         state_dir=args.state or default_state_dir(),
         listen=tuple(args.listen), allow_remote=args.allow_remote, trace=args.trace,
         config_path=args.config, tmux_socket=args.tmux_socket, token=not args.no_token,
-        max_connections=args.max_connections, limits=Limits(max_msize=msize),
+        max_connections=args.max_connections, limits=Limits(max_msize=msize), paused=args.paused,
     )
     return run_server(options)
 

@@ -20,6 +20,7 @@ from ..sessions.backend import Agent, AgentExited, Backend, Output, SessionInfo,
 
 class SimBackend(Backend):
     kind = "sim"
+    per_turn = True
     simulated = True
 
     def __init__(self, name: str = "sim", *, step_delay: float = 0.02):

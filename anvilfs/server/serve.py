@@ -43,6 +43,7 @@ class ServerOptions:
     tmux_socket: str | None = None  # tmux -L name for tmux agents (default: the user's tmux server)
     max_connections: int = 256
     limits: Limits = Limits()
+    paused: bool = False  # per-turn sessions come back exited, not where they were (docs/using.md)
 
     @property
     def socket_path(self) -> str:
@@ -187,6 +188,7 @@ def build_app(options: ServerOptions) -> App:
                           config.mail.notice, config.mail.approval_reminder, config.mail.tools_notice),
         restart=RestartPolicy(**config.restart.model_dump()),
         state_dir=options.state_dir, roles=Roles(loaded.directory / "roles"), agent_env=agent_env,
+        paused=options.paused,
     )
 
 
