@@ -29,7 +29,7 @@ from .control import Control, Halted
 from .journal import Journal
 from .lanes import NEXT, At, Flow, run_lanes
 from .markers import marker
-from .model import CheckStep, EachStep, GateStep, PromptStep, RepeatStep, Step, WaitStep, Workflow
+from .model import BeadStep, CheckStep, EachStep, GateStep, PromptStep, RepeatStep, Step, WaitStep, Workflow
 from .report import NullReporter, Reporter
 from .sessions import check_existing, ensure_sessions, expand
 from .templates import placeholders, render
@@ -43,6 +43,7 @@ class Engine:
         self.reporter = reporter or NullReporter()
         self.control = Control()
         self.beads: dict[str, str] = {}  # `bead new` step id (ID[LANE] in a lane) -> its bead (the latest)
+        self.claims: dict[str, tuple[str, int | None]] = {}  # bead -> (session, lease) of this run's claim of it
         self._sure_lanes: set[str | None] = set()  # after a resume, the lanes past their first fresh prompt
 
     async def run(self) -> tuple[str, str]:
@@ -138,6 +139,8 @@ class Engine:
     def _learn(self, step: Step, result, at: At) -> None:
         if isinstance(result, dict) and "bead" in result:
             self.beads[at.local(step.id)] = result["bead"]
+        if isinstance(result, dict) and "claimed" in result and isinstance(step, BeadStep):
+            self.claims[result["claimed"]] = (at.name(step.session), step.lease)
 
     def bead(self, ref: str, at: At) -> str:
         """The bead a step names: the one its lane's `bead new` made, else that of a step outside, else an id."""
@@ -195,7 +198,9 @@ class Engine:
     async def _wait_one(self, name: str, accept: tuple[str, ...]) -> None:
         while (word := await self.access.state(name)) not in accept:
             if word == "exited" and self.workflow.sessions[name].backend is not None:
-                # a restarted server brings sessions back exited, their queue kept: run it
+                # a server restarted --paused brings sessions back exited, their queue kept (and the beads
+                # they held released): claim them again, and run it
+                await beadsteps.claim_again(self, name)
                 self.access.say(f"{name} is exited: restarting it")
                 await self.access.command(f"{name}/ctl", "restart")
                 continue

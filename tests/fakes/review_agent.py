@@ -8,6 +8,9 @@ Deterministic, so that a run killed and restarted answers exactly as an uninterr
 read from the prompt (the first "round N" in it), and a reviewer reports issues in the rounds listed
 in $REVIEW_AGENT_ISSUE_ROUNDS (comma-separated, default "1"), else the phrase "NO ISSUES". The answer
 repeats the prompt's first line, so a transcript shows which prompt it answered.
+
+A prompt whose first line is `hold PATH` opens PATH (a FIFO) for reading first: the turn runs until a writer
+opens it, or the process is killed (a test stops the server during the turn).
 """
 
 from __future__ import annotations
@@ -41,7 +44,11 @@ def main() -> int:
         sys.stderr.write("usage: review_agent.py reviewer|developer  (the prompt on stdin)\n")
         return 2
     name = os.environ.get("ANVILFS_SESSION", "?")
-    sys.stdout.write(answer(sys.argv[1], sys.stdin.read(), name))
+    prompt = sys.stdin.read()
+    if prompt.startswith("hold "):
+        with open(prompt.splitlines()[0].removeprefix("hold ")) as fifo:
+            fifo.read()
+    sys.stdout.write(answer(sys.argv[1], prompt, name))
     return 0
 
 
