@@ -37,6 +37,7 @@ from .client import (
     resolve,
 )
 from .client import hook, mailcmds, top
+from .client.commands import whole
 from .ninep import RemoteProtocolError
 from .places import default_state_dir
 
@@ -308,7 +309,10 @@ def _run_client_command(args) -> int:
 
         args.connect = connect
         with connect() as client:
-            return {**COMMANDS, **ROOT_COMMANDS}[args.command](client, target.path, args)
+            try:
+                return {**COMMANDS, **ROOT_COMMANDS}[args.command](client, target.path, args)
+            except ServerError as exc:  # plan9port's 127 bytes of it: the whole text is in `errors`
+                raise ServerError(whole(client, target.path, str(exc))) from None
     except ServerError as exc:
         return _fail(f"{args.name}: {exc}")
     except (AddressError, CommandError) as exc:
