@@ -36,7 +36,7 @@ from .client import (
     dial,
     resolve,
 )
-from .client import hook, mailcmds, top
+from .client import hook, mailcmds, mountline, top
 from .client.commands import whole
 from .ninep import RemoteProtocolError
 from .places import default_state_dir
@@ -205,6 +205,8 @@ def _parser() -> argparse.ArgumentParser:
         add_arguments(_add_command(sub, name, summary, detail, examples))
     _add_web(sub)
     _add_mcp(sub)
+    for name, (summary, detail, examples, add_arguments) in mountline.PARSERS.items():
+        add_arguments(_add_command(sub, name, summary, detail, examples))
     for name in ("read", "stat", "rdwr"):
         commands[name].add_argument("name", metavar="NAME", help="the file, e.g. agent/list")
     commands["rm"].add_argument("names", nargs="+", metavar="NAME", help="a file to remove, e.g. agent/bot1/inbox/ID.json")
@@ -257,6 +259,11 @@ def _dispatch(parser: argparse.ArgumentParser, args) -> int:
 
         return install(args.serve_args, print_only=args.print_only)
     _take_sigint()
+    if args.command == "mountline":  # names the socket; no connection
+        try:
+            return mountline.mountline(args)
+        except AddressError as exc:
+            return _fail(str(exc))
     if args.command == "web":
         from .web import main as web  # noqa: PLC0415 - trio and the web libraries, for this command alone
 
