@@ -35,6 +35,10 @@ from .sessions import check_existing, ensure_sessions, expand
 from .templates import placeholders, render
 
 
+# after the first failure's text: the record keeps the run failed, and a `run` again only says so
+FAILED_HINT = " (the run is over: `run` again only repeats this; `--again` starts a new one)"
+
+
 class Engine:
     def __init__(self, workflow: Workflow, base: Path, access: Access, journal: Journal,
                  reporter: Reporter | None = None, override: list[str] | None = None):
@@ -70,6 +74,8 @@ class Engine:
         why = flow.why or f"all steps of {self.workflow.name} done"
         self.journal.end(outcome, why)
         await self.reporter.finish(outcome, why)
+        if outcome == "failed":  # a run again (with another --backend, say) would only repeat it: say so now
+            return outcome, f"{why}{FAILED_HINT}"
         return outcome, why
 
     async def _walk(self) -> Flow:
