@@ -9,8 +9,8 @@ read from the prompt (the first "round N" in it), and a reviewer reports issues 
 in $REVIEW_AGENT_ISSUE_ROUNDS (comma-separated, default "1"), else the phrase "NO ISSUES". The answer
 repeats the prompt's first line, so a transcript shows which prompt it answered.
 
-A prompt whose first line is `hold PATH` opens PATH (a FIFO) for reading first: the turn runs until a writer
-opens it, or the process is killed (a test stops the server during the turn).
+A prompt with a line `hold PATH` opens PATH (a FIFO), if it is there, for reading first: the turn runs until
+a writer opens it, or the process is killed (a test stops the server during the turn, then removes PATH).
 """
 
 from __future__ import annotations
@@ -45,9 +45,10 @@ def main() -> int:
         return 2
     name = os.environ.get("ANVILFS_SESSION", "?")
     prompt = sys.stdin.read()
-    if prompt.startswith("hold "):
-        with open(prompt.splitlines()[0].removeprefix("hold ")) as fifo:
-            fifo.read()
+    for line in prompt.splitlines():
+        if line.startswith("hold ") and os.path.exists(line.removeprefix("hold ")):
+            with open(line.removeprefix("hold ")) as fifo:
+                fifo.read()
     sys.stdout.write(answer(sys.argv[1], prompt, name))
     return 0
 
