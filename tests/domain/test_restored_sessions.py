@@ -9,7 +9,7 @@ import trio
 
 from anvilfs.app import App
 from anvilfs.sessions import Agent, Backend, RestartPolicy, State
-from harness.apps import until
+from harness.apps import started, until
 
 
 async def stopped_mid_turn(tmp_path) -> str:
@@ -43,6 +43,18 @@ async def test_a_restarted_server_carries_on_a_per_turn_session_where_it_was(aut
         assert log.count("\nsim:hang\n") == 1, log  # the lost turn's prompt is not run again
         assert "bot1 kept await" not in second.events.text() and "bot1 kept error" in second.events.text()
         nursery.cancel_scope.cancel()
+
+
+async def test_an_ephemeral_per_turn_session_whose_one_turn_was_cut_short_ends_stopped(autojump_clock, tmp_path):
+    """Its one turn was the lost one (error): it does no other, and stops, as after any turn of its own."""
+    async with started(tmp_path) as first:
+        s = first.sessions.new("sim", "/tmp", name="e1", ephemeral=True)
+        first.sessions.submit("e1", "sim:hang", "glenda")
+        await until(lambda: s.state is State.RUNNING)
+    async with started(tmp_path) as second:
+        r = second.sessions.get("e1")
+        await until(lambda: r.state is State.STOPPED)
+        assert r.turn_count == 1 and "--- failed 1 at " in r.log_text(), r.log_text()
 
 
 async def test_a_server_started_paused_restores_per_turn_sessions_as_exited_with_their_queue(autojump_clock, tmp_path):
