@@ -40,6 +40,7 @@ class App:
         roles: Callable[[], dict[str, str]] = dict,
         agent_env: Callable[[str], dict[str, str]] | None = None,
         mail: MailSettings = MailSettings(),
+        paused: bool = False,
     ):
         self.events = Journal(keep=1000)
         self.errors = Journal(keep=200)
@@ -49,7 +50,7 @@ class App:
         state = self._state = PrivateDir(state_dir) if state_dir is not None else None
         self.sessions = Sessions(
             backends, self.events, limits=limits, restart=restart, roles=roles,
-            store=SessionStore(state) if state is not None else None, publish=self.bus.publish,
+            store=SessionStore(state) if state is not None else None, publish=self.bus.publish, paused=paused,
             **({"agent_env": agent_env} if agent_env else {}),
             # each session's private directory for the files its CLI reads (backends/agent_tools.py)
             **({"agent_home": lambda name, agents=state.subdir("agents").path: os.path.join(agents, name)}

@@ -36,7 +36,8 @@ from .client import (
     dial,
     resolve,
 )
-from .client import hook, mailcmds, top
+from .client import hook, mailcmds, mountline, top
+from .client.commands import whole
 from .ninep import RemoteProtocolError
 from .places import default_state_dir
 
@@ -161,6 +162,9 @@ def _add_serve(sub) -> None:
     serve.add_argument("--tmux-socket", default=None, metavar="NAME",
                        help="run tmux agents on this tmux server (tmux -L NAME)")
     serve.add_argument("--trace", action="store_true", help="print every 9P message to standard error")
+    serve.add_argument("--paused", action="store_true",
+                       help="bring back every per-turn session (command, sim, openai) exited, its queue kept, "
+                            "instead of going on where it was: `restart` on its ctl runs it")
     serve.add_argument("--msize", type=int, default=None, metavar="BYTES",
                        help="largest message size offered to clients (default: the server's limit, 1048576)")
     serve.add_argument("--max-connections", type=int, default=256, metavar="N",
@@ -201,6 +205,8 @@ def _parser() -> argparse.ArgumentParser:
         add_arguments(_add_command(sub, name, summary, detail, examples))
     _add_web(sub)
     _add_mcp(sub)
+    for name, (summary, detail, examples, add_arguments) in mountline.PARSERS.items():
+        add_arguments(_add_command(sub, name, summary, detail, examples))
     for name in ("read", "stat", "rdwr"):
         commands[name].add_argument("name", metavar="NAME", help="the file, e.g. agent/list")
     commands["rm"].add_argument("names", nargs="+", metavar="NAME", help="a file to remove, e.g. agent/bot1/inbox/ID.json")
@@ -253,6 +259,11 @@ def _dispatch(parser: argparse.ArgumentParser, args) -> int:
 
         return install(args.serve_args, print_only=args.print_only)
     _take_sigint()
+    if args.command == "mountline":  # names the socket; no connection
+        try:
+            return mountline.mountline(args)
+        except AddressError as exc:
+            return _fail(str(exc))
     if args.command == "web":
         from .web import main as web  # noqa: PLC0415 - trio and the web libraries, for this command alone
 
@@ -306,7 +317,10 @@ def _run_client_command(args) -> int:
 
         args.connect = connect
         with connect() as client:
-            return {**COMMANDS, **ROOT_COMMANDS}[args.command](client, target.path, args)
+            try:
+                return {**COMMANDS, **ROOT_COMMANDS}[args.command](client, target.path, args)
+            except ServerError as exc:  # plan9port's 127 bytes of it: the whole text is in `errors`
+                raise ServerError(whole(client, target.path, str(exc))) from None
     except ServerError as exc:
         return _fail(f"{args.name}: {exc}")
     except (AddressError, CommandError) as exc:
@@ -344,7 +358,7 @@ def _serve(parser: argparse.ArgumentParser, args) -> int:
         state_dir=args.state or default_state_dir(),
         listen=tuple(args.listen), allow_remote=args.allow_remote, trace=args.trace,
         config_path=args.config, tmux_socket=args.tmux_socket, token=not args.no_token,
-        max_connections=args.max_connections, limits=Limits(max_msize=msize),
+        max_connections=args.max_connections, limits=Limits(max_msize=msize), paused=args.paused,
     )
     return run_server(options)
 

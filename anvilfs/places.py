@@ -9,6 +9,7 @@ from __future__ import annotations
 import ipaddress
 import os
 import pwd
+import shlex
 
 
 def default_namespace() -> str:
@@ -67,3 +68,12 @@ def is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
+
+
+def mount_commands(socket_path: str, where: str = "/mnt/agent") -> tuple[str, str]:
+    """The commands that mount the tree of the server at `socket_path` on `where`: with the kernel's 9p
+    (v9fs), and with plan9port's 9pfuse where the kernel has none. The real path, never a guess at
+    $USER and $DISPLAY (with USER unset, `/tmp/ns.$USER.:0` is `/tmp/ns..:0`)."""
+    kernel = (f"sudo mount -t 9p -o trans=unix,version=9p2000.L,access={os.getuid()} "
+              f"{shlex.quote(socket_path)} {shlex.quote(where)}")
+    return kernel, f"9pfuse {shlex.quote('unix!' + socket_path)} {shlex.quote(where)}"

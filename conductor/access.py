@@ -21,6 +21,7 @@ from .tree import Tree, TreeError, Unavailable
 
 T = TypeVar("T")
 BUSY = ("starting", "running")
+HALTED = ("exited", "stopped")  # states whose queued prompts wait for a `restart` (SPEC §5)
 
 
 class StepFailed(Exception):
@@ -165,6 +166,6 @@ class Access:
             # the queue before the status: a prompt queued then started is seen in one or the other
             queue = await self.text(f"{name}/queue")
             word = ((await self.text(f"{name}/status")).split() or ["?"])[0]
-            if not queue.strip() and word not in BUSY:
-                return word
+            if (not queue.strip() and word not in BUSY) or word in HALTED:
+                return word  # as `wait` answers: a halted session's queue runs only after a restart
             await trio.sleep(self.poll)  # --poll: the user asked for a fixed interval

@@ -8,6 +8,11 @@
 - `bead claim` / `complete`: looked at first (a bead already held by that
   session, or already completed, is done), and an "already" refusal after a
   crash is read the same way.
+- A bead this run claimed that the end of its holder's session released (a
+  server restarted `--paused`, or a tmux agent gone with the old server:
+  the session came back exited) is claimed again for that session, when
+  the wait step restarts it and before `complete`: the work it goes on
+  with is still its own.
 - `mail`: the body ends with the marker line; a message a killed conductor
   may have sent is looked for in the recipient's inbox/ and done/.
 """
@@ -65,32 +70,52 @@ async def _made(engine: Engine, title: str, line: str) -> str | None:
 
 
 async def _claim(engine: Engine, step: BeadStep, session: str, bead: str) -> dict:
+    await _take(engine, bead, session, step.lease)
+    return {"claimed": bead}
+
+
+async def _take(engine: Engine, bead: str, session: str, lease: int | None) -> None:
+    """`claim` for the session, unless it holds the bead already."""
     async def held() -> bool:
-        status = (await engine.access.text(f"beads/{bead}/status")).strip()
         holder = (await engine.access.text(f"beads/{bead}/assigned_to")).strip()
-        return status == "in_progress" and holder == session
+        return await _status(engine, bead) == "in_progress" and holder == session
 
     if not await held():
-        lease = f" lease={step.lease}" if step.lease else ""
         try:
-            await engine.access.command(f"beads/{bead}/ctl", f"claim {quote(session)}{lease}")
+            await engine.access.command(f"beads/{bead}/ctl", f"claim {quote(session)}{f' lease={lease}' if lease else ''}")
         except StepFailed:
             if not await held():  # "already claimed by <us>" after a crash is success; anything else is not
                 raise
-    return {"claimed": bead}
+
+
+async def _status(engine: Engine, bead: str) -> str:
+    return (await engine.access.text(f"beads/{bead}/status")).strip()
+
+
+async def claim_again(engine: Engine, session: str | None = None, bead: str | None = None) -> None:
+    """The beads this run claimed (for `session`, or `bead`) that are pending again: their holder's session
+    ended (a server restarted --paused brings sessions back exited), which released them. Claimed again for
+    the same session, so that its work, resumed, is still done on a bead it holds."""
+    for claimed, (holder, lease) in engine.claims.items():
+        if session not in (None, holder) or bead not in (None, claimed):
+            continue
+        if await _status(engine, claimed) == "pending":
+            engine.access.say(f"bead {claimed} was released when {holder} ended: claiming it again for {holder}")
+            await _take(engine, claimed, holder, lease)
 
 
 async def _complete(engine: Engine, step: BeadStep, bead: str, at: At) -> dict:
     access = engine.access
     finished = ("completed", "pending_approval")
-    if (await access.text(f"beads/{bead}/status")).strip() not in finished:
+    if await _status(engine, bead) not in finished:
+        await claim_again(engine, bead=bead)
         if step.result:
             text = (await engine.render(step.result, at)).encode()
             await access.retry(f"beads/{bead}/result", lambda: access.tree.write(f"beads/{bead}/result", text))
         try:
             await access.command(f"beads/{bead}/ctl", "complete")
         except StepFailed:
-            if (await access.text(f"beads/{bead}/status")).strip() not in finished:
+            if await _status(engine, bead) not in finished:
                 raise
     return {"completed": bead}
 

@@ -28,11 +28,15 @@ from .access import Access, StepFailed, beside, each
 from .control import Control, Halted
 from .journal import Journal
 from .lanes import NEXT, At, Flow, run_lanes
-from .markers import marker
-from .model import CheckStep, EachStep, GateStep, PromptStep, RepeatStep, Step, WaitStep, Workflow
+from .markers import in_queue, lost_prompt, marker
+from .model import BeadStep, CheckStep, EachStep, GateStep, PromptStep, RepeatStep, Step, WaitStep, Workflow
 from .report import NullReporter, Reporter
 from .sessions import check_existing, ensure_sessions, expand
 from .templates import placeholders, render
+
+
+# after the first failure's text: the record keeps the run failed, and a `run` again only says so
+FAILED_HINT = " (the run is over: `run` again only repeats this; `--again` starts a new one)"
 
 
 class Engine:
@@ -43,6 +47,7 @@ class Engine:
         self.reporter = reporter or NullReporter()
         self.control = Control()
         self.beads: dict[str, str] = {}  # `bead new` step id (ID[LANE] in a lane) -> its bead (the latest)
+        self.claims: dict[str, tuple[str, int | None]] = {}  # bead -> (session, lease) of this run's claim of it
         self._sure_lanes: set[str | None] = set()  # after a resume, the lanes past their first fresh prompt
 
     async def run(self) -> tuple[str, str]:
@@ -69,6 +74,8 @@ class Engine:
         why = flow.why or f"all steps of {self.workflow.name} done"
         self.journal.end(outcome, why)
         await self.reporter.finish(outcome, why)
+        if outcome == "failed":  # a run again (with another --backend, say) would only repeat it: say so now
+            return outcome, f"{why}{FAILED_HINT}"
         return outcome, why
 
     async def _walk(self) -> Flow:
@@ -138,6 +145,8 @@ class Engine:
     def _learn(self, step: Step, result, at: At) -> None:
         if isinstance(result, dict) and "bead" in result:
             self.beads[at.local(step.id)] = result["bead"]
+        if isinstance(result, dict) and "claimed" in result and isinstance(step, BeadStep):
+            self.claims[result["claimed"]] = (at.name(step.session), step.lease)
 
     def bead(self, ref: str, at: At) -> str:
         """The bead a step names: the one its lane's `bead new` made, else that of a step outside, else an id."""
@@ -195,12 +204,37 @@ class Engine:
     async def _wait_one(self, name: str, accept: tuple[str, ...]) -> None:
         while (word := await self.access.state(name)) not in accept:
             if word == "exited" and self.workflow.sessions[name].backend is not None:
-                # a restarted server brings sessions back exited, their queue kept: run it
+                # a server restarted --paused brings sessions back exited, their queue kept (and the beads
+                # they held released): claim them again, ask again what the stop cut short, and run it
+                await beadsteps.claim_again(self, name)
+                await self._ask_again(name)
                 self.access.say(f"{name} is exited: restarting it")
                 await self.access.command(f"{name}/ctl", "restart")
                 continue
+            if word == "error" and await self._ask_again(name):
+                continue
             status = (await self.access.text(f"{name}/status")).strip()
             raise StepFailed(f"session {name} is {status!r}, not {' or '.join(accept)}")
+
+    async def _ask_again(self, name: str) -> bool:
+        """A prompt of this run's whose turn a server stop cut short (SPEC §5: not run again unasked) is sent
+        again: the step waits for its answer, which never came. True if one was."""
+        text = lost_prompt(await self.access.text(f"{name}/log"))
+        if text is None or not text.startswith(f"[conductor {self.workflow.name} run {self.journal.run}"):
+            return False
+        line = text.splitlines()[0]
+
+        async def sent() -> bool | None:  # a send that broke off may have landed: in the queue, or run since
+            queue = await self.access.text(f"{name}/queue")
+            return True if in_queue(queue, line) or lost_prompt(await self.access.text(f"{name}/log")) is None else None
+
+        self.access.say(f"{name}: the turn on {line} was cut short by a server stop: asking again")
+        return await self.access.once(f"prompt {line} to {name} again", lambda: self._send(name, text), sent,
+                                      uncertain=False)
+
+    async def _send(self, name: str, text: str) -> bool:
+        await self.access.tree.write(f"{name}/in", text.encode())
+        return True
 
     async def check(self, step: CheckStep, at: At) -> str:
         which = "every" if step.every is not None else "any" if step.any is not None else "none"

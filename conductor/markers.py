@@ -22,6 +22,10 @@ from __future__ import annotations
 import re
 
 _PROMPT_HEADER = re.compile(r"^--- prompt \d+ from \S+ at \S+$")
+# SPEC §5: the end of a turn that a server stop cut short ("failed" as the server goes on with the session,
+# "ended" when it brought it back exited)
+LOST = "lost: the server stopped during the turn"
+_LOST_END = re.compile(rf"^--- (?:failed|ended) (\d+) at \S+: {re.escape(LOST)}$", re.MULTILINE)
 
 
 def marker(workflow: str, run: str, rounds: tuple[int, ...], step: str, lane: str | None = None) -> str:
@@ -43,3 +47,17 @@ def prompts_in_log(log: str) -> list[str]:
     """The first line of each prompt in a transcript, in order (what the tests count)."""
     lines = log.splitlines()
     return [nxt for head, nxt in zip(lines, lines[1:]) if _PROMPT_HEADER.match(head)]
+
+
+def lost_prompt(log: str) -> str | None:
+    """The text of the prompt of the transcript's last turn, if a server stop cut that turn short."""
+    ends = list(_LOST_END.finditer(log))
+    if not ends:
+        return None
+    number, end = ends[-1].group(1), ends[-1].start()
+    header = None
+    for found in re.finditer(rf"^--- prompt {number} from \S+ at \S+\n", log, re.MULTILINE):
+        header = found
+    if header is None or header.end() > end or re.search(r"^--- prompt \d+ from ", log[end:], re.MULTILINE):
+        return None  # not the last turn: a prompt after it ran (or began) since
+    return log[header.end():end]

@@ -96,6 +96,7 @@ def _missing(config: CommandBackendConfig) -> str | None:
 
 class CommandBackend(Backend):
     kind = "command"
+    per_turn = True
 
     def __init__(self, name: str, config: CommandBackendConfig):
         super().__init__(name)

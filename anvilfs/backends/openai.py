@@ -25,6 +25,7 @@ from ..sessions.backend import Agent, Backend, SessionInfo
 
 class OpenAIBackend(Backend):
     kind = "openai"
+    per_turn = True
 
     def __init__(self, name: str, config: OpenAIBackendConfig):
         super().__init__(name)

@@ -7,19 +7,27 @@ A prompt may ask for behaviour a test needs:
   sim:fail  the turn fails (session goes to error)
   sim:hang  the turn never ends until the session is stopped
   sim:exit  the agent "process" ends (session goes to exited)
+  sim:issues=N  the session's first N turns report a (simulated) problem on a line starting
+            `ISSUE:`, later ones say `NO ISSUES`: a review loop (conductor/examples/review.toml)
+            goes round N times, then ends
 """
 
 from __future__ import annotations
 
 import itertools
+import re
 
 import trio
 
 from ..sessions.backend import Agent, AgentExited, Backend, Output, SessionInfo, TurnFailed
 
 
+_ISSUES = re.compile(r"\bsim:issues=(\d+)")
+
+
 class SimBackend(Backend):
     kind = "sim"
+    per_turn = True
     simulated = True
 
     def __init__(self, name: str = "sim", *, step_delay: float = 0.02):
@@ -58,6 +66,7 @@ class SimAgent(Agent):
             f"[simulated] {self.session.name}, turn {number}: ",
             "this answer comes from anvilfs's simulated agent, not from a model.\n",
             f"You wrote {len(prompt.encode())} bytes; the first line was: {first_line}\n",
+            *_review(prompt, output.number),
         ]
         for piece in pieces:
             await trio.sleep(self.step_delay)
@@ -65,3 +74,16 @@ class SimAgent(Agent):
 
     async def kill(self) -> None:
         return None
+
+
+def _review(prompt: str, turn: int) -> list[str]:
+    """What `sim:issues=N` asks for: an ISSUE line in the session's first N turns (its count of turns,
+    which a restart keeps, so a run resumed answers as one never stopped), NO ISSUES after them."""
+    asked = _ISSUES.search(prompt)
+    if asked is None:
+        return []
+    rounds = int(asked.group(1))
+    # worded without the directive itself: an answer quoted in the next prompt must not ask for more
+    if turn <= rounds:
+        return [f"ISSUE: a simulated problem, in turn {turn} of the first {rounds} that report one\n"]
+    return [f"NO ISSUES (simulated: turn {turn}, past the first {rounds} that report one)\n"]

@@ -82,6 +82,25 @@ def with_usage(client: Client, path: str, text: str) -> str:
     return text
 
 
+def whole(client: Client, path: str, text: str) -> str:
+    """An error cut to plan9port's 127 bytes ("…" at its end), whole, from `errors`: the last line for this
+    file whose text, worded for 9P2000 as the server words it (for some errno), is the one that came."""
+    from ..errors import KINDS  # noqa: PLC0415 - only for an error cut short: not on every client's start
+    from ..ninep.errstr import ELLIPSIS, word_for_9p2000  # noqa: PLC0415
+
+    if not text.endswith(ELLIPSIS):
+        return text
+    try:
+        recorded = client.read_file("errors").decode(errors="replace").splitlines()
+    except (ServerError, OSError):
+        return text
+    for line in reversed(recorded):
+        _, found, full = line.partition(f" {path}: ")
+        if found and any(word_for_9p2000(full, kind.phrase) == text for kind in KINDS.values()):
+            return full
+    return text
+
+
 def _mode_string(mode: int) -> str:
     kind = "d" if mode & c.DMDIR else "-"
     bits = "".join(ch if mode & (1 << (8 - i)) else "-" for i, ch in enumerate("rwxrwxrwx"))

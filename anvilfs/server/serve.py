@@ -23,7 +23,7 @@ from ..sessions import RestartPolicy, SessionLimits
 from ..storage import StorageError
 from .connection import Connection
 from .dispatch import Limits
-from ..places import default_namespace
+from ..places import default_namespace, mount_commands
 from .listen import ListenError, prepare_namespace, tcp_listeners, unix_listener
 from . import stalls
 from .refusal import refuse
@@ -44,6 +44,7 @@ class ServerOptions:
     tmux_socket: str | None = None  # tmux -L name for tmux agents (default: the user's tmux server)
     max_connections: int = 256
     limits: Limits = Limits()
+    paused: bool = False  # per-turn sessions come back exited, not where they were (docs/using.md)
 
     @property
     def socket_path(self) -> str:
@@ -135,7 +136,8 @@ class Server:
         for address in self.options.listen:
             log.info("serving %s (%s)", address, f"aname: the token in {token.path}" if token else "no token")
         log.info("try: anvilfs read %s   (plan9port: 9p %s ls)", _client_name(path), f"-a 'unix!{path}'")
-        log.info("mount: sudo mount -t 9p -o trans=unix,version=9p2000.L,access=%d '%s' /mnt/agent", os.getuid(), path)
+        kernel, fuse = mount_commands(path)
+        log.info("mount: %s   (no 9p in the kernel: %s)", kernel, fuse)
 
     async def _stop_on_signal(self, signals, scope: trio.CancelScope) -> None:
         async for signum in signals:
@@ -188,6 +190,7 @@ def build_app(options: ServerOptions) -> App:
                           config.mail.notice, config.mail.approval_reminder, config.mail.tools_notice),
         restart=RestartPolicy(**config.restart.model_dump()),
         state_dir=options.state_dir, roles=Roles(loaded.directory / "roles"), agent_env=agent_env,
+        paused=options.paused,
     )
 
 

@@ -166,6 +166,9 @@ class Backend(abc.ABC):
     owner_driven = False  # the session's owner, not a runner, takes its prompts and ends its turns
     hook_driven = False  # its agents' hooks end their turns (status) and may hand in the answer (out)
     gives_tools = False  # its agents get anvilfs's tools (`anvilfs mcp`): the texts sent to them name the tools
+    # a process per turn at most (command, sim, openai): a server restart loses none between turns, so its
+    # sessions carry on in the state they had (sessions/restore.py)
+    per_turn = False
     description = ""
 
     def __init__(self, name: str):

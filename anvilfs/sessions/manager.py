@@ -51,12 +51,14 @@ class Sessions:
         agent_env: Callable[[str], dict[str, str]] = lambda name: {"ANVILFS_SESSION": name},
         agent_home: Callable[[str], str] = lambda name: "",
         publish: Callable[[object], None] | None = None,
+        paused: bool = False,
     ):
         self.backends = backends
         self.events = events
         self.store = store
         self.limits = limits
         self.restart_policy = restart
+        self.paused = paused  # `serve --paused`: per-turn sessions come back exited, like those whose agent is gone
         self.reserved = reserved  # names taken by the files beside the sessions
         self.roles = roles  # role name -> prompt text, read when needed
         self.agent_env = agent_env

@@ -2,8 +2,13 @@
 
 Agents that can outlive the server (tmux) are adopted where they still run
 and carry on in the state they had, and so is every external session (its
-owner is outside; there is no process to lose). The rest come back
-`exited`, with their queued prompts kept: `restart` runs them. The prompts
+owner is outside; there is no process to lose) and every per-turn one
+(command, sim, openai: a process per turn at most, none between turns): it
+runs its queued prompts. A per-turn turn that was running when the server
+stopped lost its process: it ends `error`, and its prompt is not run again
+unasked. The rest (a tmux agent that is gone; every per-turn session too when
+the server was started `--paused`) come back `exited`, with their queued
+prompts kept: `restart` runs them. The prompts
 answered before the server stopped and not yet in a .toml come from the
 prompt log, at the end of their session's queue.
 """
@@ -24,6 +29,7 @@ if TYPE_CHECKING:
     from .manager import Sessions
 
 _ALIVE = (State.STARTING, State.IDLE, State.RUNNING, State.AWAIT, State.ERROR)
+LOST = "lost: the server stopped during the turn"
 
 
 class MissingBackend(Backend):
@@ -127,11 +133,24 @@ async def restore_session(sessions: Sessions, saved: SavedSession, replay: list[
     if definition.ephemeral and saved.turn_count and state in (State.AWAIT, State.ERROR):
         # its one turn was done and its runner about to stop it: a normal end, nothing it held is released
         session.move(Event.STOP, "ephemeral: one turn done")
+    elif state in _ALIVE and backend.per_turn and not sessions.paused:
+        _carry_on(sessions, session, state)
     elif state in _ALIVE:
-        session.abort_turn("lost: the server stopped during the turn")
+        session.abort_turn(LOST)
         session.move(Event.EXIT, "the server restarted; write 'restart' to its ctl to resume")
         sessions.publish(SessionEnded(definition.name, "exited"))  # no restart is coming by itself
     else:
         sessions.events.append(f"{definition.name} restored {state.value}")
         if state is State.EXITED and saved.restart_pending:  # the crash restart on its way died with the old server
             sessions.publish(SessionEnded(definition.name, "exited"))
+
+
+def _carry_on(sessions: Sessions, session, state: State) -> None:
+    """A per-turn session goes on in the state it had (its agent was made from what it saved): a turn that
+    was running lost its process, so it ends `error` (the table's turn-failed), and the queue runs after it."""
+    if state is State.RUNNING:
+        session.end_turn(Event.TURN_FAILED, LOST)
+    sessions.events.append(f"{session.name} kept {session.state.value}: a per-turn agent has no process to lose")
+    # one saved `starting` had its start cut short: start it again (a per-turn start only checks the program)
+    sessions._start_runner(session, adopted=state is not State.STARTING)
+    session.changed()

@@ -49,3 +49,20 @@ def test_the_example_runs_to_its_end_on_the_sim_backend(example: str) -> None:
         with srv.connect("test", timeout=TIMEOUT) as client:
             backends = {name: client.read_file(f"{name}/backend").decode() for name in workflow.sessions}
     assert backends == dict.fromkeys(workflow.sessions, "sim simulated\n"), why
+
+
+def test_the_review_example_goes_round_once_on_sim_before_it_is_clean() -> None:
+    """Its review prompt carries sim:issues=1 (docs/backends.md): on sim each reviewer reports an ISSUE in
+    round 1 only, so the developer fixes once and round 2 is clean; a loop, not one round and out."""
+    base = Path(tempfile.mkdtemp(prefix="cond."))
+    path = fresh_copy(base) / "review.toml"
+    with anvil_server() as srv:
+        done = run_conductor(srv, path, base / "state", "--backend", "sim", timeout=120)
+        why = f"{done.stdout}\n{done.stderr}"
+        assert done.returncode == 0, why
+        assert "clean@1: none of ['r1', 'r2', 'r3', 'r4', 'r5'] contains 'ISSUE:': False" in done.stderr, why
+        assert "clean@2: none of ['r1', 'r2', 'r3', 'r4', 'r5'] contains 'ISSUE:': True" in done.stderr, why
+        with srv.connect("test", timeout=TIMEOUT) as client:
+            out = client.read_file("r1/out").decode()
+            fixes = client.read_file("dev/log").decode().count("\nFix round ")
+    assert out.startswith("[simulated] r1, turn 2") and "NO ISSUES (simulated" in out and fixes == 1, (out, why)

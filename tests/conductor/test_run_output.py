@@ -22,6 +22,7 @@ run = ["sh", "-c", "echo gate says on stdout; echo gate says on stderr >&2; {exi
 '''
 HINT_FAILED = " (this run failed; `--again` starts a new one)\n"
 HINT_DONE = " (this run is done; `--again` starts a new one)\n"
+HINT_FIRST = " (the run is over: `run` again only repeats this; `--again` starts a new one)\n"
 
 
 def test_stdout_is_the_final_line_alone_and_a_gates_output_goes_to_stderr() -> None:
@@ -39,12 +40,12 @@ def test_a_finished_run_run_again_says_it_ended_before_until_again_starts_a_new_
     with review_server(base) as srv:
         first = run_conductor(srv, failing, base / "s")
         line = "failed: tests: gate chose fail"
-        assert (first.returncode, first.stdout) == (1, f"{line}\n"), first
+        assert (first.returncode, first.stdout) == (1, line + HINT_FIRST), first  # --again said at once
         again = run_conductor(srv, failing, base / "s")
         assert (again.returncode, again.stdout) == (1, line + HINT_FAILED), again
         assert "gate says" not in again.stderr, "a finished run ran its gate again"
         new = run_conductor(srv, failing, base / "s", "--again", "--run", "t2")
-        assert (new.returncode, new.stdout) == (1, f"{line}\n"), new
+        assert (new.returncode, new.stdout) == (1, line + HINT_FIRST), new
         assert "gate says on stdout" in new.stderr, "--again did not run the workflow again"
         assert run_conductor(srv, passing, base / "s").stdout == "done: all steps of passing done\n"
         repeated = run_conductor(srv, passing, base / "s")

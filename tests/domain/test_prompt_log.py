@@ -18,6 +18,10 @@ from anvilfs.storage import AppendLog, PrivateDir
 from harness.apps import started, until
 
 
+def restarted(state):
+    """The app started on a copy: paused, so each session's queue stays as the restart found it (a
+    per-turn session would otherwise run it at once, SPEC §5)."""
+    return started(state, paused=True)
 
 
 async def _copied_at_the_answer(tmp_path, text: str, meanwhile=lambda app, session: None):
@@ -48,7 +52,7 @@ async def test_a_prompt_answered_before_its_toml_caught_up_is_queued_again_once_
     stranger.flush()
     stranger.close()
     for restart in (1, 2):
-        async with started(crashed) as app:
+        async with restarted(crashed) as app:
             r = app.sessions.get("bot1")
             assert [p.text for p in r.queue] == ["answered, then the server died"], f"restart {restart}"
             assert ("prompts queued again from the prompt log" in app.events.text()) == (restart == 1)
@@ -62,15 +66,15 @@ async def test_a_toml_saved_while_a_prompt_is_on_its_way_does_not_claim_it(autoj
     then (a hook, a ctl command), followed by a crash at the prompt's answer, leaves it to the log."""
     # the save at once comes while the prompt is incoming, not yet in the log
     crashed = await _copied_at_the_answer(tmp_path, "on its way", lambda app, s: app.sessions.saver.save_now(s))
-    async with started(crashed) as app:
+    async with restarted(crashed) as app:
         assert [p.text for p in app.sessions.get("bot1").queue] == ["on its way"]
 
 
 async def test_the_prompts_a_restart_queued_from_the_log_are_saved_before_the_log_goes(autojump_clock, tmp_path):
     await _copied_at_the_answer(tmp_path, "answered")
-    async with started(tmp_path / "crashed"):  # restarted, and killed as soon as it has started
+    async with restarted(tmp_path / "crashed"):  # restarted, and killed as soon as it has started
         shutil.copytree(tmp_path / "crashed", tmp_path / "again")
-    async with started(tmp_path / "again") as third:
+    async with restarted(tmp_path / "again") as third:
         assert [p.text for p in third.sessions.get("bot1").queue] == ["answered"]
 
 
@@ -84,7 +88,7 @@ async def test_a_restart_of_a_running_session_never_leaves_it_saved_stopped_with
         await until(lambda: "queued" in (tmp_path / "state" / "sessions" / "bot1.toml").read_text())
         app.sessions.restart("bot1")
         shutil.copytree(tmp_path / "state", tmp_path / "crashed")  # a crash right after the restart
-    async with started(tmp_path / "crashed") as again:
+    async with restarted(tmp_path / "crashed") as again:
         r = again.sessions.get("bot1")
         assert r.state is not State.STOPPED and [p.text for p in r.queue] == ["queued"]
 
@@ -124,7 +128,7 @@ async def test_at_every_answer_each_answered_prompt_is_on_disk_while_log_segment
         segments = (tmp_path / "state" / "prompts").iterdir()
     assert len(list(segments)) < 6, "full segments were deleted"
     for i in range(6):
-        async with started(tmp_path / f"at{i}") as again:
+        async with restarted(tmp_path / f"at{i}") as again:
             texts = [p.text.split()[1] for p in again.sessions.get("bot1").queue]
             assert texts == [str(k) for k in range(i + 1)], f"at the answer of prompt {i}"
 

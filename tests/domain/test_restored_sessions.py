@@ -9,10 +9,12 @@ import trio
 
 from anvilfs.app import App
 from anvilfs.sessions import Agent, Backend, RestartPolicy, State
-from harness.apps import until
+from harness.apps import started, until
 
 
-async def test_a_restarted_server_restores_sessions_as_exited_with_their_queue(autojump_clock, tmp_path):
+async def stopped_mid_turn(tmp_path) -> str:
+    """A server whose sim session bot1 answered once, then stopped during a hanging turn with one prompt queued;
+    the answer it had."""
     async with trio.open_nursery() as nursery:
         first = App(state_dir=tmp_path)
         await nursery.start(first.run)
@@ -22,10 +24,43 @@ async def test_a_restarted_server_restores_sessions_as_exited_with_their_queue(a
         first.sessions.submit("bot1", "sim:hang", "glenda")
         first.sessions.submit("bot1", "queued when the server died", "glenda")
         await until(lambda: s.state is State.RUNNING)
-        answer = s.out
         nursery.cancel_scope.cancel()  # the server goes away mid-turn
+        return s.out
+
+
+async def test_a_restarted_server_carries_on_a_per_turn_session_where_it_was(autojump_clock, tmp_path):
+    """SPEC §5: a per-turn agent has no process to lose; the turn that was running ends error, not run again."""
+    await stopped_mid_turn(tmp_path)
     async with trio.open_nursery() as nursery:
         second = App(state_dir=tmp_path)
+        await nursery.start(second.run)
+        r = second.sessions.get("bot1")
+        assert r.state is not State.EXITED, r.status_line()
+        await until(lambda: r.state is State.AWAIT)  # its queue ran, unasked: no restart was written
+        assert "queued when the server died" in r.out and not r.queue
+        log = r.log_text()
+        assert "--- failed 2 at " in log and ": lost: the server stopped during the turn" in log, log
+        assert log.count("\nsim:hang\n") == 1, log  # the lost turn's prompt is not run again
+        assert "bot1 kept await" not in second.events.text() and "bot1 kept error" in second.events.text()
+        nursery.cancel_scope.cancel()
+
+
+async def test_an_ephemeral_per_turn_session_whose_one_turn_was_cut_short_ends_stopped(autojump_clock, tmp_path):
+    """Its one turn was the lost one (error): it does no other, and stops, as after any turn of its own."""
+    async with started(tmp_path) as first:
+        s = first.sessions.new("sim", "/tmp", name="e1", ephemeral=True)
+        first.sessions.submit("e1", "sim:hang", "glenda")
+        await until(lambda: s.state is State.RUNNING)
+    async with started(tmp_path) as second:
+        r = second.sessions.get("e1")
+        await until(lambda: r.state is State.STOPPED)
+        assert r.turn_count == 1 and "--- failed 1 at " in r.log_text(), r.log_text()
+
+
+async def test_a_server_started_paused_restores_per_turn_sessions_as_exited_with_their_queue(autojump_clock, tmp_path):
+    answer = await stopped_mid_turn(tmp_path)
+    async with trio.open_nursery() as nursery:
+        second = App(state_dir=tmp_path, paused=True)
         await nursery.start(second.run)
         r = second.sessions.get("bot1")
         assert r.state is State.EXITED and "server restarted" in r.detail
@@ -37,7 +72,7 @@ async def test_a_restarted_server_restores_sessions_as_exited_with_their_queue(a
         assert "queued when the server died" in r.out
         nursery.cancel_scope.cancel()
     async with trio.open_nursery() as nursery:  # and once more: the answer survived too
-        third = App(state_dir=tmp_path)
+        third = App(state_dir=tmp_path, paused=True)
         await nursery.start(third.run)
         assert "queued when the server died" in third.sessions.get("bot1").out
         nursery.cancel_scope.cancel()
@@ -61,16 +96,23 @@ async def test_a_damaged_session_file_is_reported_not_fatal(autojump_clock, tmp_
     assert (tmp_path / "prompts" / "000001.wal").exists(), "its prompts wait until its .toml can be read"
 
 
+async def claimed_by_w1(app: App):
+    """Session w1 (sim), idle, and a bead it claimed."""
+    from anvilfs.beads import Who
+
+    s = app.sessions.new("sim", "/tmp", name="w1")
+    await until(lambda: s.state is State.IDLE)
+    bead = app.board.new("Task", "dev", "d")
+    app.board.claim(bead.id, Who("w1", "w1"))
+    return s, bead
+
+
 async def test_a_bead_held_by_a_session_in_crash_backoff_is_released_when_the_server_restarts(autojump_clock, tmp_path):
     """The backoff lived in the old server only: the restored session is exited with no restart coming."""
     async with trio.open_nursery() as nursery:
         app = App(state_dir=tmp_path)
         await nursery.start(app.run)
-        s = app.sessions.new("sim", "/tmp", name="w1")
-        await until(lambda: s.state is State.IDLE)
-        bead = app.board.new("Task", "dev", "d")
-        from anvilfs.beads import Who
-        app.board.claim(bead.id, Who("w1", "w1"))
+        s, bead = await claimed_by_w1(app)
         app.sessions.submit("w1", "sim:exit", "glenda")
         await until(lambda: s.state is State.EXITED and "restarting in" in app.events.text())
         app.sessions.saver.flush()
@@ -80,6 +122,23 @@ async def test_a_bead_held_by_a_session_in_crash_backoff_is_released_when_the_se
         await nursery.start(again.run)
         assert again.board.get(bead.id).status.value == "pending"
         nursery.cancel_scope.cancel()
+
+
+async def test_a_bead_held_by_a_per_turn_session_stays_held_across_a_restart_unless_paused(autojump_clock, tmp_path):
+    """Its session did not end (item 7 of issue 32: the conductor's bead was released by a clean restart);
+    a server started --paused brings the session back exited, and so releases it, as before."""
+    async with trio.open_nursery() as nursery:
+        app = App(state_dir=tmp_path)
+        await nursery.start(app.run)
+        _, bead = await claimed_by_w1(app)
+        nursery.cancel_scope.cancel()
+    for paused, state, status in ((False, State.IDLE, "in_progress"), (True, State.EXITED, "pending")):
+        async with trio.open_nursery() as nursery:
+            again = App(state_dir=tmp_path, paused=paused)
+            await nursery.start(again.run)
+            assert again.sessions.get("w1").state is state, (paused, again.sessions.get("w1").status_line())
+            assert again.board.get(bead.id).status.value == status, paused
+            nursery.cancel_scope.cancel()
 
 
 async def test_a_name_whose_old_files_are_still_there_is_not_given_again(autojump_clock, running, tmp_path):

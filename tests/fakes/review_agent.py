@@ -8,6 +8,9 @@ Deterministic, so that a run killed and restarted answers exactly as an uninterr
 read from the prompt (the first "round N" in it), and a reviewer reports issues in the rounds listed
 in $REVIEW_AGENT_ISSUE_ROUNDS (comma-separated, default "1"), else the phrase "NO ISSUES". The answer
 repeats the prompt's first line, so a transcript shows which prompt it answered.
+
+A prompt with a line `hold PATH` opens PATH (a FIFO), if it is there, for reading first: the turn runs until
+a writer opens it, or the process is killed (a test stops the server during the turn, then removes PATH).
 """
 
 from __future__ import annotations
@@ -41,7 +44,12 @@ def main() -> int:
         sys.stderr.write("usage: review_agent.py reviewer|developer  (the prompt on stdin)\n")
         return 2
     name = os.environ.get("ANVILFS_SESSION", "?")
-    sys.stdout.write(answer(sys.argv[1], sys.stdin.read(), name))
+    prompt = sys.stdin.read()
+    for line in prompt.splitlines():
+        if line.startswith("hold ") and os.path.exists(line.removeprefix("hold ")):
+            with open(line.removeprefix("hold ")) as fifo:
+                fifo.read()
+    sys.stdout.write(answer(sys.argv[1], prompt, name))
     return 0
 
 

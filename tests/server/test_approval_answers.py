@@ -151,6 +151,7 @@ def test_a_session_named_approvals_keeps_its_mail_and_the_requests_stay_where_th
     assert inbox_subjects(srv, "approvals") == ["lunch?"]
     waiting = ok(srv, "read", "agent/human/approvals").splitlines()
     assert [line.split()[0] for line in waiting][0] == ident and len(waiting) == 2, waiting
+    ok(srv, "write", "agent/approvals/ctl", "stop")  # a per-turn session goes on after a restart (SPEC §5)
     ok(srv, "write", "agent/approvals/ctl", "remove")
     srv = restarted(srv)
     stopped_later.append(srv)

@@ -230,7 +230,7 @@ def _parsers():
 def test_every_command_and_option_says_what_it_does() -> None:
     top, commands = _parsers()
     assert set(commands) == {"serve", "install-service", "read", "write", "ls", "stat", "rdwr", "rm", "notify", "inbox", "approve",
-                             "reject", "mail", "top", "web", "hook", "mcp"}
+                             "reject", "mail", "top", "web", "hook", "mcp", "mountline"}
     for name, parser in {"anvilfs": top, **commands}.items():
         assert parser.description, f"{name} has no description"
         epilog = parser.epilog or ""
@@ -329,3 +329,24 @@ def test_a_reader_that_goes_away_ends_the_read_quietly(anvil_server: AnvilServer
     ok(srv, "write", "agent/ctl", "new sim /tmp name=second")  # the next event meets the closed pipe
     status, err = _finish(reader)
     assert (status, err) == (128 + signal.SIGPIPE, b""), (status, err.decode(errors="replace"))
+
+
+def test_mountline_prints_the_servers_real_socket_even_with_user_unset(anvil_server: AnvilServer) -> None:
+    """Issue 32: `/tmp/ns.$USER.:0` by hand is `/tmp/ns..:0` where USER is unset; mountline names the socket the
+    server listens on, for the kernel's 9p and for 9pfuse, and `serve` says both as it starts."""
+    import pwd
+    import shlex
+
+    env = {k: v for k, v in os.environ.items() if k not in ("USER", "NAMESPACE", "DISPLAY")}
+    r = subprocess.run([sys.executable, "-m", "anvilfs", "mountline"], capture_output=True, text=True, env=env, timeout=30)
+    login = pwd.getpwuid(os.getuid()).pw_name
+    lines = r.stdout.splitlines()
+    assert r.returncode == 0 and len(lines) == 4, r
+    assert shlex.split(lines[1])[-2:] == [f"/tmp/ns.{login}.:0/agent", "/mnt/agent"], lines
+    assert f"access={os.getuid()}" in lines[1] and lines[1].startswith("sudo mount -t 9p -o trans=unix,"), lines
+    assert shlex.split(lines[3]) == ["9pfuse", f"unix!/tmp/ns.{login}.:0/agent", "/mnt/agent"], lines
+    here = _cli("-a", f"unix!{anvil_server.socket}", "mountline", "/srv/a dir")
+    assert here.returncode == 0 and here.stderr == "", here  # a server is there: nothing to warn of
+    assert shlex.split(here.stdout.splitlines()[1])[-2:] == [str(anvil_server.socket), "/srv/a dir"], here
+    said = anvil_server.trace()
+    assert f"9pfuse {shlex.quote(f'unix!{anvil_server.socket}')} /mnt/agent" in said, said

@@ -128,3 +128,13 @@ def test_reading_a_directory_says_to_use_ls(anvil_server: AnvilServer) -> None:
         assert (r.returncode, r.stdout) == (1, ""), r
         assert r.stderr == f"anvilfs: {name} is a directory: use `anvilfs ls {name}`\n", r.stderr
     assert "bot1" in ok(srv, "ls", "agent").split()  # and ls does list it
+
+
+def test_an_error_longer_than_plan9ports_127_bytes_is_printed_whole(anvil_server: AnvilServer) -> None:
+    """9P2000 carries at most 127 bytes of an error; the client prints it whole, from `errors` (issue 32)."""
+    name = "nosuchbackend" + "x" * 60
+    err = fails(anvil_server, "write", "agent/ctl", f"new {name} /tmp")
+    assert "\u2026" not in err and len(err.split(": ", 2)[-1].encode()) > 127, err
+    assert f"no such backend '{name}'; known backends: " in err and "sim" in err, err
+    err = fails(anvil_server, "write", "agent/beads/ctl", f"new title dev description {name}")
+    assert f"dependency '{name}' is not a bead; `beads/list` shows the beads there are" in err, err

@@ -122,7 +122,8 @@ def test_server_stopped_mid_turn_then_restarted_finds_the_tmux_agent_and_its_que
         second.stop()
 
 
-def test_a_restarted_server_reports_command_sessions_as_exited_and_keeps_the_queue(place):
+def stopped_mid_turn(place, how: int) -> None:
+    """A server whose sim session s1 hangs in a turn, with a prompt queued behind it, is stopped."""
     base, args, _ = place
     first = start_server(base, extra_args=args)
     try:
@@ -130,8 +131,27 @@ def test_a_restarted_server_reports_command_sessions_as_exited_and_keeps_the_que
         write(first, "s1/in", "sim:hang\n")
         write(first, "s1/in", "waiting in the queue\n")
     finally:
-        first.stop(sig=signal.SIGKILL)
+        first.stop(sig=how)
+
+
+def test_a_cleanly_restarted_server_carries_on_a_per_turn_session_and_runs_its_queue(place):
+    """SPEC §5: a per-turn session has no process to lose. The turn it was in ends error, not run again."""
+    stopped_mid_turn(place, signal.SIGTERM)
+    base, args, _ = place
     second = start_server(base, extra_args=args, log_name="server2.trace")
+    try:
+        assert read(second, "s1/wait") == "await\n"  # no restart written: it ran its queue by itself
+        assert "waiting in the queue" in read(second, "s1/out")
+        log = read(second, "s1/log")
+        assert ": lost: the server stopped during the turn" in log and log.count("\nsim:hang\n") == 1, log
+    finally:
+        second.stop()
+
+
+def test_a_server_started_paused_reports_per_turn_sessions_as_exited_and_keeps_the_queue(place):
+    stopped_mid_turn(place, signal.SIGKILL)
+    base, args, _ = place
+    second = start_server(base, extra_args=[*args, "--paused"], log_name="server2.trace")
     try:
         status = read(second, "s1/status")
         assert status.startswith("exited simulated the server restarted"), status

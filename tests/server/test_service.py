@@ -18,9 +18,9 @@ from harness.server import REPO_ROOT
 from harness.vm import wait_for_unix_socket
 
 
-def install(config_home: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def install(config_home: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "anvilfs", "install-service", *args], capture_output=True, text=True,
-                          timeout=30, cwd=REPO_ROOT, env=os.environ | {"XDG_CONFIG_HOME": str(config_home)})
+                          timeout=30, cwd=REPO_ROOT, env=os.environ | {"XDG_CONFIG_HOME": str(config_home)} | (env or {}))
 
 
 def test_the_unit_runs_this_anvilfs_and_never_kills_the_tmux_agents(tmp_path):
@@ -75,3 +75,29 @@ def test_the_units_command_serves(tmp_path):
 def test_percent_signs_are_escaped_for_systemd(tmp_path, args):
     result = install(tmp_path, *args)
     assert "/tmp/100%%" in result.stdout
+
+
+def test_the_unit_carries_the_shells_namespace_path_and_agent_keys_and_only_you_may_read_it(tmp_path):
+    """Issue 32: a user service gets none of the login shell's environment; the agents it starts need the
+    keys and endpoints, the clients its NAMESPACE. Keys are secrets: the unit is 0600, and says which it holds."""
+    (tmp_path / "anvilfs").mkdir()
+    (tmp_path / "anvilfs" / "config.toml").write_text(
+        '[backends.mine]\nkind = "openai"\nurl = "http://127.0.0.1:9/v1"\napi_key_env = "MY_ODD_TOKEN"\n')
+    env = {"NAMESPACE": "/tmp/ns.svc", "OPENAI_API_KEY": 'sk-"a%b\\c', "ANTHROPIC_BASE_URL": "http://127.0.0.1:9",
+           "MY_ODD_TOKEN": "t0k", "UNRELATED_THING": "x", "GEMINI_API_KEY": "two\nlines"}
+    result = install(tmp_path, env=env)
+    assert result.returncode == 0, result.stderr
+    path = tmp_path / "systemd" / "user" / "anvilfs.service"
+    assert path.stat().st_mode & 0o777 == 0o600
+    unit = path.read_text()
+    for line in ('Environment="NAMESPACE=/tmp/ns.svc"', 'Environment="OPENAI_API_KEY=sk-\\"a%%b\\\\c"',
+                 'Environment="ANTHROPIC_BASE_URL=http://127.0.0.1:9"', 'Environment="MY_ODD_TOKEN=t0k"',
+                 f'Environment="PATH={os.environ["PATH"]}"'):
+        assert line in unit.splitlines(), (line, unit)
+    assert "UNRELATED_THING" not in unit and "GEMINI_API_KEY" not in unit, unit
+    said = result.stdout
+    assert "mode 0600" in said and "OPENAI_API_KEY" in said and "secrets" in said, said
+    assert "not carried, since a unit cannot hold a line break: GEMINI_API_KEY" in said and "two" not in said, said
+    if shutil.which("systemd-analyze"):
+        check = subprocess.run(["systemd-analyze", "verify", str(path)], capture_output=True, text=True, timeout=30)
+        assert check.returncode == 0, check.stderr
