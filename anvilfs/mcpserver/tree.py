@@ -23,6 +23,7 @@ from ..client.client import Client
 from ..client.credentials import attach_aname
 from ..client.ctlwords import ctl_line
 from ..client.errors import ConnectionLost, ServerError
+from ..client.commands import whole
 from ..ninep import consts as c
 from ..ninep import messages as m
 
@@ -73,7 +74,7 @@ class SessionTree:
         except (AddressError, OSError) as exc:
             raise ToolError(f"cannot reach the anvilfs server at {self.identity.address}: {exc}") from None
 
-    def _call(self, action: Callable[[Client], object]):
+    def _call(self, action: Callable[[Client], object], path: str = ""):
         for attempt in (1, 2):
             if self._client is None:
                 self._client = self._connect()
@@ -87,8 +88,9 @@ class SessionTree:
                                     "have been done; look (my_work, bead, inbox, read) before doing it again") from None
                 if attempt == 2:
                     raise ToolError("the anvilfs server closed the connection twice; is it running?") from None
-            except ServerError as exc:
-                raise ToolError(self._explained(str(exc))) from None
+            except ServerError as exc:  # 9P2000's 127 bytes of it: the whole text is in `errors`
+                text = whole(self._client, path, str(exc)) if path and self._client is not None else str(exc)
+                raise ToolError(self._explained(text)) from None
         raise AssertionError("unreachable")
 
     def _explained(self, error: str) -> str:
@@ -114,11 +116,11 @@ class SessionTree:
                 return b"".join(client.read_chunks(fid))
             finally:
                 client.clunk(fid)
-        return self._call(run).decode(errors="replace")
+        return self._call(run, path).decode(errors="replace")
 
     def exists(self, path: str) -> bool:
         try:
-            self._call(lambda client: client.stat(path))
+            self._call(lambda client: client.stat(path), path)
         except ToolError:
             return False
         return True
@@ -129,7 +131,7 @@ class SessionTree:
             if not client.stat(path).mode & c.DMDIR:  # a file's bytes are no stat records
                 raise ToolError(f"{path} is a file: read it")
             return [(s.name, bool(s.mode & c.DMDIR)) for s in client.list_dir(path)]
-        return self._call(run)
+        return self._call(run, path)
 
     def write(self, path: str, data: str) -> None:
         """Everything on one open: a prompt, a bead's result (submitted at the clunk)."""
@@ -149,14 +151,14 @@ class SessionTree:
                 return client.read_chunk(fid, 0).decode(errors="replace").strip() if answer else ""
             finally:
                 client.clunk(fid)
-        return self._call(run)
+        return self._call(run, path)
 
     def remove(self, path: str) -> None:
         def run(client: Client) -> None:
             fid = client.walk(path)
             self._sent = True
             client.rpc(m.Tremove(tag=0, fid=fid))  # the server clunks the fid, removed or not
-        self._call(run)
+        self._call(run, path)
 
     def wait(self, path: str, timeout: float) -> str | None:
         """A blocking file's text (a session's `wait`), or None if it did not answer within TIMEOUT seconds.

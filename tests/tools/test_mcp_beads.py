@@ -88,7 +88,7 @@ def test_refusals_are_the_files_own_text_and_name_what_to_do():
     with team(("bot1", "developer")) as srv:
         fix = bead(srv, "Fix login", "developer")
         with tool_client(srv, "bot1") as tools:
-            with pytest.raises(ToolRefused, match="is held by no one; session bot1.s agent works on the beads it holds"):
+            with pytest.raises(ToolRefused, match=r"is held by no one; session bot1.s agent works on the beads it holds \(claim one first\)$"):
                 tools.call("complete", bead=fix)
             with pytest.raises(ToolRefused, match="is no bead id"):
                 tools.call("claim", bead="../../ctl")
