@@ -128,6 +128,7 @@ def test_a_bot_claims_works_and_completes_its_own_bead_and_a_second_claim_names_
     assert "already claimed by bot1" in second, second
     assert f"Claimed: {bead} by bot1" in history, history  # the bead's history names the session
     offered = offered_bytes(stub, way)
+    print(f"anvilfs's tools as codex 0.171 sends them ({way}): {offered} bytes of JSON")
     assert 0 < offered < TOOL_LIST_MOST, offered
 
 
