@@ -146,6 +146,16 @@ class Client:
         finally:
             self.clunk(fid)
 
+    def read_back(self, path: str, data: bytes) -> bytes:
+        """Write DATA on one open fid, then read what the file answers on it (SPEC §4 read-back: a new id, a
+        message's id or why it was refused)."""
+        fid = self.open(path, c.ORDWR)
+        try:
+            self.write_all(fid, data)
+            return self.read_chunk(fid, 0)
+        finally:
+            self.clunk(fid)
+
     def write_file(self, path: str, data: bytes) -> None:
         fid = self.open(path, c.OWRITE)
         try:

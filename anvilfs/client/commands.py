@@ -71,15 +71,19 @@ def with_usage(client: Client, path: str, text: str) -> str:
     (the last entry for this file with this text) and put in."""
     if SEE_USAGE not in text:
         return text
-    try:
-        recorded = client.read_file("errors").decode(errors="replace").splitlines()
-    except (ServerError, OSError):
-        return text
-    for line in reversed(recorded):
+    for line in _recorded_errors(client):
         _, found, detail = line.partition(f" {path}: {text}; ")
         if found:
             return text.replace(SEE_USAGE, "").rstrip(" ,") + "\n" + detail  # the usage on a line of its own
     return text
+
+
+def _recorded_errors(client: Client) -> list[str]:
+    """The lines of `errors`, newest first; none when it cannot be read (the error as it came is the answer)."""
+    try:
+        return client.read_file("errors").decode(errors="replace").splitlines()[::-1]
+    except (ServerError, OSError):
+        return []
 
 
 def whole(client: Client, path: str, text: str) -> str:
@@ -90,11 +94,7 @@ def whole(client: Client, path: str, text: str) -> str:
 
     if not text.endswith(ELLIPSIS):
         return text
-    try:
-        recorded = client.read_file("errors").decode(errors="replace").splitlines()
-    except (ServerError, OSError):
-        return text
-    for line in reversed(recorded):
+    for line in _recorded_errors(client):
         _, found, full = line.partition(f" {path}: ")
         if found and any(word_for_9p2000(full, kind.phrase) == text for kind in KINDS.values()):
             return full

@@ -85,13 +85,7 @@ def send(client: Client, root: str, sender: str, message: dict) -> str:
     """Write one message to SENDER/mail; the id the read-back answers, or ServerError with why not."""
     import json  # here, not at the top: every `anvilfs read` imports this module, few of them send mail
 
-    fid = client.open(_join(root, f"{sender}/mail"), c.ORDWR)
-    try:
-        client.write_all(fid, json.dumps(message).encode())
-        answer = client.read_chunk(fid, 0).decode().strip()
-    finally:
-        client.clunk(fid)
-    return sent_id(answer)
+    return sent_id(client.read_back(_join(root, f"{sender}/mail"), json.dumps(message).encode()).decode().strip())
 
 
 def notify(client: Client, root: str, args) -> int:

@@ -130,14 +130,7 @@ def bead(srv: AnvilServer, title: str, role: str, *more: str) -> str:
 
 
 def client_rdwr(client, path: str, line: str) -> str:
-    from anvilfs.ninep import consts as c
-
-    fid = client.open(path, c.ORDWR)
-    try:
-        client.write_all(fid, line.encode())
-        return client.read_chunk(fid, 0).decode().strip()
-    finally:
-        client.clunk(fid)
+    return client.read_back(path, line.encode()).decode().strip()
 
 
 def read(srv: AnvilServer, path: str) -> str:

@@ -39,12 +39,7 @@ def refused(srv: AnvilServer, *args: str, env: dict | None = None) -> str:
 
 def read_back(client: Client, path: str, line: str) -> str:
     """Write one ctl line and read the answer on the same fid (the new id)."""
-    fid = client.open(path, c.ORDWR)
-    try:
-        client.write_all(fid, line.encode())
-        return client.read_chunk(fid, 0).decode().strip()
-    finally:
-        client.clunk(fid)
+    return client.read_back(path, line.encode()).decode().strip()
 
 
 def bead_waiting(srv: AnvilServer, *, coordinator: str = "", holder: str = "dev") -> str:
