@@ -135,7 +135,7 @@ class TmuxAgent(Agent):
             ready = self.config.ready_seconds
             raise AgentFailed(f"{self.config.argv[0]} ended within ready_seconds ({ready:g}s) of starting")
 
-    def _argv(self) -> list[str]:
+    def _argv(self, tools: Wiring) -> list[str]:
         values = {"model": self.session.model, "cwd": self.session.cwd, "name": self.session.name,
                   "conversation": self.session.conversation}
         argv = self.config.resume_argv if self.begun and self.config.resume_argv else self.config.argv
@@ -144,19 +144,17 @@ class TmuxAgent(Agent):
                 raise AgentFailed("a tmux agent's prompts are typed in: take {prompt} out of its argv")
             if not values[needed]:
                 raise AgentFailed(f"argv needs {{{needed}}}, which session {self.session.name} does not have")
-        return with_tools([word.format_map(values) for word in argv], self._tools())
-
-    def _tools(self) -> Wiring:
-        """anvilfs's tools for the program (agent_tools.py)."""
-        return wire(self.config.argv[0], self.session, self.config.env) if self.config.mcp else Wiring()
+        return with_tools([word.format_map(values) for word in argv], tools)
 
     async def _spawn(self) -> Pane:
-        env = {**self.config.env, **self.session.env, **self._tools().env}
+        # anvilfs's tools for the program (agent_tools.py), worked out once a start: a wiring writes files
+        tools = wire(self.config.argv[0], self.session, self.config.env) if self.config.mcp else Wiring()
+        env = {**self.config.env, **self.session.env, **tools.env}
         # Through env(1) rather than tmux's -e: tmux 3.3 ignores -e PATH (the
         # client's PATH wins), and env makes even a lone word an exec'd
         # argv (tmux gives a single word to the shell). env execs, so the
         # pane's pid is the program's.
-        argv = ["env", *(f"{key}={value}" for key, value in env.items()), *self._argv()]
+        argv = ["env", *(f"{key}={value}" for key, value in env.items()), *self._argv(tools)]
         window = ["-d", "-n", self.session.name, "-c", self.session.cwd, "-P", "-F", PANE_FORMAT, "--", *argv]
         tmux_session = self.backend.tmux_session
         result = None
