@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 
-_PROMPT_HEADER = re.compile(r"^--- prompt \d+ from \S+ at \S+$")
+_PROMPT_HEADER = re.compile(r"^--- prompt (\d+) from \S+ at \S+$")
 # SPEC §5: the end of a turn that a server stop cut short ("failed" as the server goes on with the session,
 # "ended" when it brought it back exited)
 LOST = "lost: the server stopped during the turn"
@@ -45,8 +45,15 @@ def in_log(log: str, line: str) -> bool:
 
 def prompts_in_log(log: str) -> list[str]:
     """The first line of each prompt in a transcript, in order (what the tests count)."""
+    return [line for line, _ in turns_in_log(log)]
+
+
+def turns_in_log(log: str) -> list[tuple[str, bool]]:
+    """Each prompt's first line in a transcript, in order, and whether a server stop cut its turn short (then the
+    conductor asks it again: the same line twice, answered once)."""
+    lost = {found.group(1) for found in _LOST_END.finditer(log)}
     lines = log.splitlines()
-    return [nxt for head, nxt in zip(lines, lines[1:]) if _PROMPT_HEADER.match(head)]
+    return [(nxt, header[1] in lost) for head, nxt in zip(lines, lines[1:]) if (header := _PROMPT_HEADER.match(head))]
 
 
 def lost_prompt(log: str) -> str | None:

@@ -20,6 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from conductor.markers import turns_in_log
 from crashing import NEVER, kill_repeatedly, points
 from harness.server import REPO_ROOT, start_server
 from review_cycle import (Events, conductor_argv, expected_prompts, prompts, review_server, reviewer_names,
@@ -80,9 +81,14 @@ def test_a_server_killed_and_restarted_mid_cycle_loses_and_repeats_no_prompt() -
             proc.kill()
         why = f"{seen}{err}\n{out}\n{srv.trace_tail(60)}"
         assert proc.returncode == 0 and out.startswith("done:"), why
-        got = prompts(srv, NAMES)
+        # The kill may land while the developer's turn runs: that turn is lost (SPEC §5), and the conductor asks
+        # its prompt again (conductor/README.md, wait): in the log twice, answered once. Any other repeat fails.
+        turns = {name: turns_in_log(log) for name, log in transcripts(srv, NAMES).items()}
+        got = {name: [line for line, lost in said if not lost] for name, said in turns.items()}
         for name, firsts in got.items():
             assert len(firsts) == len(set(firsts)), f"{name} got a prompt twice: {firsts}\n{why}"
+            lost = [line for line, was_lost in turns[name] if was_lost]
+            assert set(lost) <= set(firsts), f"{name}: a lost turn's prompt was not asked again: {lost}\n{why}"
         assert got == expected_prompts(REVIEWERS), why
 
 
