@@ -57,6 +57,21 @@ def _check_private(path: str, info: os.stat_result) -> None:
                               f"read it or plant files in it; run `chmod 700 {path}` (and check what is inside)")
 
 
+def checked_file(directory: PrivateDir, name: str, *, create: bool) -> None:
+    """Check `name` in `directory` for a library that opens it by path (SQLite, which follows links): absent
+    or a regular 0600 file of ours; made (empty, 0600) first if `create`."""
+    _check_name(name)
+    flags = os.O_RDONLY | os.O_NONBLOCK | (os.O_CREAT if create else 0)  # a planted FIFO must not block the open
+    try:
+        fd = directory._open(name, flags)
+    except FileNotFoundError:
+        return
+    try:
+        _own_file(fd, directory.path, name)
+    finally:
+        os.close(fd)
+
+
 class PrivateDir:
     """One private directory, held open by its file descriptor."""
 
