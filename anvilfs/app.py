@@ -16,7 +16,12 @@ from .fs import AgentTree
 from .journal import Journal
 from .mail import DEFAULT_NOTICE, TOOLS_NOTICE, MailFiles, MailLimits, MemoryMailFiles, NoticeRules, Notices, PostOffice
 from .sessions import Backend, RestartPolicy, SessionLimits, Sessions, SessionStore, State
-from .storage import GitHistory, PrivateDir, TomlObjects
+from .storage import Database, GitHistory, PrivateDir, TomlObjects
+
+# The tables of STATE/anvilfs.db, each domain's own (CREATE ... IF NOT EXISTS), made at start.
+SCHEMA = "\n".join([
+    "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);",
+])
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +53,8 @@ class App:
         if backends is None:
             backends = {"sim": SimBackend()}
         state = self._state = PrivateDir(state_dir) if state_dir is not None else None
+        # everything durable but the beads' and convoys' TOML files: one database, one writer thread
+        self.db = Database(state, "anvilfs.db", SCHEMA) if state is not None else None
         self.sessions = Sessions(
             backends, self.events, limits=limits, restart=restart, roles=roles,
             store=SessionStore(state) if state is not None else None, publish=self.bus.publish, paused=paused,
@@ -176,6 +183,8 @@ class App:
                     cleanup.shield = True
                     await self._flush_history()
                 self.history.close()
+            if self.db is not None:
+                self.db.close()  # last: what the domains queued on their way out is committed
             if self._state is not None:
                 self._state.close()  # every store's directory is one of its subdirs
 

@@ -1,5 +1,7 @@
 """Durable, private state on disk: the one storage module every domain uses.
 
+    Database     one SQLite database (STATE/anvilfs.db): every change committed by
+                 one writer thread, in groups, before the request is answered
     PrivateDir   a directory only this user can use; files in it are 0600,
                  written atomically and fsynced, never through a symbolic link
     AppendLog    a write-ahead log: records on disk before their request is
@@ -21,11 +23,13 @@ may safely wait.
 """
 
 from .appendlog import AppendLog
+from .database import Commit as DbCommit
+from .database import Database
 from .history import GitHistory
 from .objects import BrokenFile, TomlObjects
 from .private import PrivateDir, StorageError, ensure_private_dir
 from .redolog import RedoLog
 from .savequeue import Commit, Replace, SaveQueue
 
-__all__ = ["AppendLog", "BrokenFile", "Commit", "GitHistory", "PrivateDir", "RedoLog", "Replace", "SaveQueue", "StorageError",
+__all__ = ["AppendLog", "BrokenFile", "Commit", "Database", "DbCommit", "GitHistory", "PrivateDir", "RedoLog", "Replace", "SaveQueue", "StorageError",
            "TomlObjects", "ensure_private_dir"]
