@@ -16,6 +16,7 @@ from .fs import AgentTree
 from .journal import Journal
 from .mail import DEFAULT_NOTICE, TOOLS_NOTICE, MailFiles, MailLimits, MemoryMailFiles, NoticeRules, Notices, PostOffice
 from .sessions import Backend, RestartPolicy, SessionLimits, Sessions, SessionStore, State
+from . import faults
 from .storage import Database, GitHistory, PrivateDir, TomlObjects
 
 # The tables of STATE/anvilfs.db, each domain's own (CREATE ... IF NOT EXISTS), made at start.
@@ -55,6 +56,8 @@ class App:
         state = self._state = PrivateDir(state_dir) if state_dir is not None else None
         # everything durable but the beads' and convoys' TOML files: one database, one writer thread
         self.db = Database(state, "anvilfs.db", SCHEMA) if state is not None else None
+        if self.db is not None:
+            faults.flush_first(self.db.flush)  # test-only: a kill point in the loop comes after what was queued
         self.sessions = Sessions(
             backends, self.events, limits=limits, restart=restart, roles=roles,
             store=SessionStore(state) if state is not None else None, publish=self.bus.publish, paused=paused,
