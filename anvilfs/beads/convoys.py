@@ -21,6 +21,7 @@ from ..domain_events import BeadChanged, ConvoyChanged, EventBus
 from ..errors import AnvilError, Busy, InvalidRequest, NotFound
 from ..journal import timestamp
 from ..storage import TomlObjects
+from ..waitable import Settles, answer_after, collecting
 from .board import Board, _check_label, _check_text, _check_title
 from .collection import Collection
 from .model import Convoy, ConvoyStatus as CS, convoy_from_toml
@@ -31,10 +32,10 @@ _COMPLETING = ("complete", "approve")  # the verbs of a bead's board.py that may
 
 
 class Convoys:
-    def __init__(self, files: TomlObjects | None, bus: EventBus, board: Board, *, history=lambda message: None):
+    def __init__(self, files: TomlObjects | None, bus: EventBus, board: Board):
         self.bus = bus
         self.board = board
-        self._store = Collection("convoy", files, convoy_from_toml, history=history, listing="convoys/list")
+        self._store = Collection("convoy", files, convoy_from_toml, listing="convoys/list", undone=self._undone)
         self._convoys = self._store.items  # the same dict: reads here, changes through the store
         self._members: tuple[int, dict[str, list]] = (-1, {})  # (the board's version, convoy -> its beads then)
         self.version = 0  # counts changes of convoys (not of their beads: the board counts those), for files' stamps
@@ -191,11 +192,20 @@ class Convoys:
     def _react(self, convoy: Convoy, message: str, verb: str, detail: str) -> None:
         """A convoy following its beads. Its bead's change stands whatever happens here, so a refused
         write is reported (events, errors), not raised into the bead's writer; the next start re-checks."""
-        try:
-            self._save(convoy, message, verb, detail)
-        except AnvilError as exc:
-            if self.bus.journal is not None:
-                self.bus.journal.append(f"- convoys: {exc.message}; convoy {convoy.id} is re-checked at the next start")
+        with collecting() as queued:
+            try:
+                self._save(convoy, message, verb, detail)
+            except AnvilError as exc:
+                self._undone(convoy.id, exc.message)
+        for commit in queued:  # the bead's request waits for the convoy's write too, but does not fail by it
+            answer_after(_Unfailing(commit))
+
+    def _undone(self, convoy_id: str, why: str) -> None:
+        self.version += 1
+        self.changed_at = int(time.time())
+        if self.bus.journal is not None:
+            self.bus.journal.append(f"- convoys: {why}; convoy {convoy_id} is re-checked at the next start "
+                                     "(until then it is as its file says)")
 
     def _save(self, convoy: Convoy, message: str, verb: str, detail: str = "", *, new: bool = False) -> Convoy:
         self._store.save(convoy, message, new=new)
@@ -203,3 +213,18 @@ class Convoys:
         self.changed_at = int(time.time())
         self.bus.publish(ConvoyChanged(convoy.id, verb, convoy.status, detail))
         return convoy
+
+
+class _Unfailing:
+    """A convoy's write that a bead's request waits for without failing by it (its refusal is reported)."""
+
+    __slots__ = ("_commit",)
+
+    def __init__(self, commit: Settles):
+        self._commit = commit
+
+    async def wait(self) -> None:
+        try:
+            await self._commit.wait()
+        except OSError:
+            pass

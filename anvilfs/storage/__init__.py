@@ -10,9 +10,10 @@
                  thread in groups, retried on failure
     RedoLog      the save queue's batches, one record and one fdatasync each,
                  the files fsynced at checkpoints, replayed after a crash
-    TomlObjects  one TOML file per object, comments people add kept
-    GitHistory   the state directory as a git repository: recorded changes
-                 committed soon after, in groups, each with its message
+    TomlObjects  one TOML file per object, comments people add kept, written
+                 by the database's writer thread
+    GitHistory   the state directory as a git repository: changes committed
+                 soon after, in groups, each with its message (pending in the database)
     StorageError a state directory that cannot or must not be used
 
 The rule this serves: a write is answered only once what it changed is on
@@ -25,11 +26,12 @@ may safely wait.
 from .appendlog import AppendLog
 from .database import Commit as DbCommit
 from .database import Database
+from .history import SCHEMA as HISTORY_SCHEMA
 from .history import GitHistory
 from .objects import BrokenFile, TomlObjects
 from .private import PrivateDir, StorageError, ensure_private_dir
 from .redolog import RedoLog
 from .savequeue import Commit, Replace, SaveQueue
 
-__all__ = ["AppendLog", "BrokenFile", "Commit", "Database", "DbCommit", "GitHistory", "PrivateDir", "RedoLog", "Replace", "SaveQueue", "StorageError",
-           "TomlObjects", "ensure_private_dir"]
+__all__ = ["AppendLog", "BrokenFile", "Commit", "Database", "DbCommit", "GitHistory", "HISTORY_SCHEMA", "PrivateDir",
+           "RedoLog", "Replace", "SaveQueue", "StorageError", "TomlObjects", "ensure_private_dir"]

@@ -1,23 +1,31 @@
 """A directory of objects, one TOML file each, that people may read and annotate by hand.
 
 Files are read with tomlread (what the server wrote through json, anything else
-through tomllib: thousands at start). A change is written
-atomically and fsynced before it returns. What the fast writer wrote is
-remembered by its bytes: while the file is still exactly that, the next
-change is written the fast way too; once a person has edited it (a comment,
-a blank line), it is edited with tomlkit from then on, so what they added
-survives. A file that no longer
-parses is never overwritten: the change is refused with the parse error.
+through tomllib: thousands at start). A change is rendered in the event loop
+and written (atomically, fsynced) by the database's writer thread, in order
+with everything else queued there, its history message kept in the same job
+right after the file (history.py says the order and what a restart does);
+the request that made it is answered once both are on disk. What the fast
+writer wrote is remembered by its bytes: while the file is still exactly
+that, the next change is written the fast way too; once a person has edited
+it (a comment, a blank line), it is edited with tomlkit from then on, so what
+they added survives. A file that no longer parses is never overwritten: the
+change is refused at once with the parse error.
 """
 
 from __future__ import annotations
 
 import hashlib
+import sqlite3
 import tomllib
+from collections.abc import Callable
 
 import tomlkit
 
+from ..faults import kill_point
 from . import tomlread, tomlwrite
+from .database import Commit, Database
+from .history import GitHistory
 from .private import PrivateDir, StorageError
 
 
@@ -28,10 +36,13 @@ class BrokenFile(StorageError):
 class TomlObjects:
     """Objects of one kind: `DIR/<id>.toml`, each a table named `table` (e.g. [bead])."""
 
-    def __init__(self, directory: PrivateDir, table: str):
+    def __init__(self, directory: PrivateDir, table: str, db: Database, history: GitHistory | None = None):
         self.dir = directory
         self.table = table
+        self._db = db
+        self._history = history
         self._written: dict[str, bytes] = {}  # id -> digest of the bytes we last wrote
+        self._queued: dict[str, bytes] = {}  # id -> the bytes of its last write still on its way to disk
         self._unchecked: set[str] = set()  # ids loaded but not yet compared with what the fast writer writes
 
     def path(self, object_id: str) -> str:
@@ -51,21 +62,58 @@ class TomlObjects:
             self._unchecked.add(object_id)  # untouched or not is asked at its first change: a start reads 10,000
         return found, broken
 
-    def write(self, object_id: str, data: dict, *, new: bool = False) -> None:
-        """Save `data` as the object's table; comments a person added to the file are kept."""
+    def write(self, object_id: str, data: dict, *, new: bool = False, message: str = "",
+              settled: Callable[[OSError | None], None] = lambda error: None) -> Commit:
+        """Queue `data` as the object's table, and `message` for the history after it; comments a person added
+        to the file are kept. `settled(None)` once the file is on disk, `settled(error)` if it never got there.
+        BrokenFile (nothing queued) if a person left the file so that it no longer parses."""
         name = f"{object_id}.toml"
-        current = None if new else self.dir.read(name)
+        raw = self._render(object_id, None if new else self._current(object_id, name), data)
+        self._queued[object_id] = raw
+        written: list[bool] = []
+        commit = self._db.call(lambda conn: self._put(conn, name, raw, message, written), barrier=True)
+        commit.then(lambda error: self._settled(object_id, raw, message, error, bool(written), settled))
+        if self._history is not None:
+            self._history.follow(commit)
+        return commit
+
+    def _current(self, object_id: str, name: str) -> bytes | None:
+        """What the file holds once the writes queued before this one are done (a person's edit aside)."""
+        queued = self._queued.get(object_id)
+        return queued if queued is not None else self.dir.read(name)
+
+    def _render(self, object_id: str, current: bytes | None, data: dict) -> bytes:
         if current is not None and object_id in self._unchecked:
             self._unchecked.discard(object_id)
             if self._untouched(current):  # nobody has touched it since the server wrote it: the fast writer may replace it
                 self._written[object_id] = _digest(current)
         if current is None or _digest(current) == self._written.get(object_id):
             raw = tomlwrite.dumps({self.table: data}).encode()
-            self.dir.write_atomic(name, raw)
             self._written[object_id] = _digest(raw)
-        else:  # a person has been here: from now on, edit what they left
-            self.dir.write_atomic(name, self._edited(object_id, current, data))
-            self._written.pop(object_id, None)
+            return raw
+        self._written.pop(object_id, None)  # a person has been here: from now on, edit what they left
+        return self._edited(object_id, current, data)
+
+    def _put(self, conn: sqlite3.Connection, name: str, raw: bytes, message: str, written: list[bool]) -> None:
+        """In the writer thread: the file, on disk; then its history message, in the same transaction's job."""
+        self.dir.write_atomic(name, raw)
+        written.append(True)
+        kill_point("history-message")  # tests: a crash with the file on disk and its message not (history.py)
+        if self._history is not None and message:
+            self._history.keep(conn, message)
+
+    def _settled(self, object_id: str, raw: bytes, message: str, error: OSError | None, written: bool,
+                 settled: Callable[[OSError | None], None]) -> None:
+        if self._queued.get(object_id) is raw:
+            del self._queued[object_id]
+        if error is not None and written:  # the file is on disk; its message is not: committed as recovered
+            if self._history is not None:
+                self._history.lost(message, error)
+            error = None
+        if error is not None:
+            self._written.pop(object_id, None)  # the file holds what it held: look at it again at the next change
+            self._unchecked.add(object_id)
+        settled(error)
 
     def _untouched(self, raw: bytes) -> bool:
         """Exactly what the fast writer writes for the table it holds."""
