@@ -51,14 +51,14 @@ async def import_journal(root: PrivateDir, db: Database, head_message: Callable[
 def _records(data: bytes, name: str, on_error: Callable[[str], None]) -> list[tuple[str, str]]:
     records = []
     *lines, torn = data.split(b"\n")
-    if torn:  # a power cut in mid-append: that change was never answered (its file is committed as recovered)
-        on_error(f"history: skipped the last line of {name}, cut off by a crash (not a record): {torn[:80]!r}")
     for line in lines:
         try:
             record_id, message = json.loads(line)
             records.append((str(record_id), str(message)))
         except (ValueError, TypeError):
             on_error(f"history: skipped a line of {name} that is not a record: {line[:80]!r}")
+    if torn:  # a power cut in mid-append: that change was never answered (its file is committed as recovered)
+        on_error(f"history: skipped the last line of {name}, cut off by a crash (not a record): {torn[:80]!r}")
     return records
 
 
