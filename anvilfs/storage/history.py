@@ -103,6 +103,7 @@ class GitHistory:
     def follow(self, commit: Commit) -> None:
         """The Commit of a job that called ``keep``: once settled, the message waits for git."""
         self._recorded += 1
+        self._wanted.set()  # now, not once on disk: a round that began since takes it (it waits for the queue)
         commit.then(self._kept)
 
     def record(self, message: str) -> Commit:
@@ -117,7 +118,8 @@ class GitHistory:
                        "is saved and will be committed without it")
 
     def _kept(self, error: OSError | None) -> None:
-        self._wanted.set()  # a failed job may still have left its file: committed as recovered
+        if error is not None:
+            self._wanted.set()  # a failed job may still have left its file: committed as recovered
 
     # ------------------------------------------------------------ running
 
