@@ -108,7 +108,6 @@ class Owners:
                 session.end_turn(event, detail)
         except IllegalTransition as exc:
             raise IllegalTransition(f"status {word}: {exc}") from None
-        self.sessions._save_answered(session, f"status {word}")
 
     def hook(self, name: str, line: str, writer: str) -> None:
         """An agent's hook wrote `running` or `await` to status: on a hook-driven session, as the session."""
@@ -202,6 +201,5 @@ class Owners:
         else:
             session.turn.answer(text)  # in place of the pane's text, which was the turn's stream
             session.agent.hook("await")  # a runner's turn stops following the pane; saved() notes the await
+        # saved with the turn's end; the write fails with EIO if not, and the hook keeps the answer for a next server
         session.end_turn(Event.TURN_DONE)
-        # the log and out first, then the .toml; EIO if not, and the hook keeps the answer for a next server
-        self.sessions._save_answered(session, f"the answer of turn {session.turn.number}")

@@ -40,8 +40,8 @@ class Prompt:
     text: str
     sender: str
     at: str = field(default_factory=timestamp)
-    # the session's count of prompts when this one came (1, 2, ...): what the prompt log's record and the
-    # .toml's `prompts` compare after a crash; 0 for a prompt the log never had (no store)
+    # the session's count of prompts when this one came (1, 2, ...): its row in the store's prompts table;
+    # 0 for a prompt never stored (no store)
     seq: int = field(default=0, compare=False)
 
 
@@ -104,10 +104,11 @@ class Session:
         self.state = State.STARTING
         self.detail = ""  # why it is in error / exited, shown after the state word
         self.queue: deque[Prompt] = deque()
-        # prompts accepted and on their way to the prompt log: their writes are answered, and they join
-        # the queue, once they are on disk (SessionSaver.commit_prompt); the .toml has them only then
+        # prompts accepted and on their way to disk: their writes are answered, and they join the queue,
+        # once their rows are committed (SessionSaver.commit_prompt)
         self.incoming: list[Prompt] = []
         self.prompt_seq = 0  # the seq of the last prompt accepted
+        self.row = 0  # its row in the store's sessions table (0 without a store)
         self.turn: Turn | None = None  # the current or last turn
         self.turn_count = 0
         self.out = ""
@@ -207,7 +208,7 @@ class Session:
         advance(self.state, Event.TURN_BEGAN)  # refused before anything changes
         self.turn_count += 1
         turn = self.turn = Turn(self.turn_count, prompt)
-        # the move saves the turn (with its prompt) before the prompt is in the log: one of them has it
+        # the move saves the turn with its prompt's row moved to `turn`, in one job: one of them has it
         self.move(Event.TURN_BEGAN, detail)
         return turn
 
