@@ -4,6 +4,7 @@
     FullDatabase(db)            every change refused with ENOSPC while `full` is set
     await answered(fn)          fn() as a 9P write runs it: answered once its changes are on disk
     request(fn)                 the same, the wait left to the caller
+    hold_writer(db)             nothing commits until the returned event is set
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import errno
 import os
 import shutil
 import sqlite3
+import threading
 from pathlib import Path
 
 from anvilfs.waitable import collecting, on_disk
@@ -63,3 +65,16 @@ async def answered(fn, what: str = "the write"):
     result, later = request(fn, what)
     await later.wait()
     return result
+
+
+def hold_writer(db) -> threading.Event:
+    """Keep the database's writer thread busy (what is queued meanwhile waits) until the event is set."""
+    release, holding = threading.Event(), threading.Event()
+
+    def hold(conn):
+        holding.set()
+        assert release.wait(30), "the test never released the writer"
+
+    db.call(hold, barrier=True)
+    assert holding.wait(30), "the writer thread never took the job that holds it"
+    return release
