@@ -72,7 +72,8 @@ class Sessions:
         self.version, self.changed_at = 0, int(time.time())
         self._nursery: trio.Nursery | None = None
         self.saver = SessionSaver(store, events)
-        self.owners = Owners(self)  # what the owners of external sessions do through their files
+        # what the owners of external sessions (and the hooks of hook-driven ones) do through their files
+        self.owners = Owners(self.get, self.hook, lambda: self.limits.max_prompt_bytes)
 
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
         async with trio.open_nursery() as nursery:  # what was queued at the end the database commits as it closes
@@ -138,6 +139,10 @@ class Sessions:
         if self._nursery is not None:
             self._nursery.start_soon(session.agent.kill)
         self.events.append(f"{session.name} not made: its save failed ({error.strerror or error})")
+
+    def restored(self, definition: Definition, backend: Backend, saved: dict, row: int) -> Session:
+        """A session the store had (restore.py loads the rest, then starts its runner or moves it on)."""
+        return self._make(definition, backend, saved, row)
 
     def _make(self, definition: Definition, backend: Backend, saved: dict | None, row: int = 0) -> Session:
         session = Session(definition, backend, backend.agent(self.info(definition), saved),
@@ -215,17 +220,15 @@ class Sessions:
             f"prompt for {name} not queued: its save failed ({exc.strerror or exc}) in {self.store.where}"))
 
     def _landed(self, session: Session, prompt: Prompt, error: OSError | None) -> None:
-        if not any(p is prompt for p in session.incoming):
+        if not session.landed(prompt):
             return  # dropped on its way (a stop): as if it had been queued, then dropped
-        session.incoming = [p for p in session.incoming if p is not prompt]
         if error is None:
             self._queued(session, prompt)
         else:
             session.changes.bump()  # `wait` readers: it is not coming
 
     def _queued(self, session: Session, prompt: Prompt) -> None:
-        session.queue.append(prompt)
-        session.changes.bump()  # the runner and `wait` readers see the queue; the state did not change
+        session.enqueue(prompt)
         waiting = "" if session.state in ACCEPTS_PROMPTS else f"; session is {session.state.value}: write 'restart' to run it"
         self.events.append(f"{session.name} prompt queued ({len(session.queue)} waiting) from {prompt.sender}{waiting}")
 
@@ -261,10 +264,7 @@ class Sessions:
         session.restart_pending = False  # a stop cancels a restart on its way
         if session.state is State.STOPPED:
             raise Busy(f"session {name} is already stopped; 'restart' starts it")
-        dropped = 0 if restarting else len(session.queue) + len(session.incoming)
-        if not restarting:
-            session.queue.clear()
-            session.incoming = []
+        dropped = 0 if restarting else session.drop_queue()
         self._cancel_runner(name)
         session.abort_turn("killed" if kill else "stopped")
         session.move(Event.STOP, f"{dropped} queued prompts dropped" if dropped else "")
@@ -280,7 +280,7 @@ class Sessions:
         session = self.get(name)
         if session.state not in (State.STOPPED, State.EXITED):
             raise Busy(f"session {name} is {session.state.value}: write 'stop' to its ctl first, then 'remove'")
-        session.incoming = []  # a prompt still on its way to the log is dropped with the session
+        session.drop_queue()  # a prompt still on its way to disk is dropped with the session
         where = self.saver.remove(session)
         self._cancel_runner(name)  # a restart on its way, for an exited session
         del self._sessions[name]
@@ -310,7 +310,7 @@ class Sessions:
         idle too, even if this change was not saved yet)."""
         if session.backend.owner_driven:
             session.move(Event.STARTED)
-        self._start_runner(session, adopted=session.backend.owner_driven)
+        self.start_runner(session, adopted=session.backend.owner_driven)
 
     def clear(self, name: str) -> None:
         session = self.get(name)
@@ -348,7 +348,8 @@ class Sessions:
         if scope is not None:
             scope.cancel()
 
-    def _start_runner(self, session: Session, *, adopted: bool = False) -> None:
+    def start_runner(self, session: Session, *, adopted: bool = False) -> None:
+        """Run the session's agent in a task of its own (`adopted`: it runs already, outliving an old server)."""
         scope = trio.CancelScope()
         self._scopes[session.name] = scope
 

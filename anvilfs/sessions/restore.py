@@ -13,17 +13,31 @@ prompts kept: `restart` runs them.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import Protocol
 
 from ..domain_events import SessionEnded
-from ..journal import timestamp
+from ..journal import Journal, timestamp
 from .backend import Agent, AgentFailed, Backend, SessionInfo
-from .session import Turn, prompt_header
+from .saving import SessionSaver
+from .session import Definition, Session, Turn, prompt_header
 from .states import Event, State
-from .store import SavedSession
+from .store import SavedSession, SessionStore
 
-if TYPE_CHECKING:
-    from .manager import Sessions
+
+class Sessions(Protocol):
+    """What a restore uses of the manager (manager.Sessions): its public side, no more."""
+
+    backends: dict[str, Backend]
+    events: Journal
+    store: SessionStore
+    saver: SessionSaver
+    paused: bool
+    publish: Callable[[object], None]
+
+    def info(self, definition: Definition) -> SessionInfo: ...
+    def restored(self, definition: Definition, backend: Backend, saved: dict, row: int) -> Session: ...
+    def start_runner(self, session: Session, *, adopted: bool = False) -> None: ...
 
 _ALIVE = (State.STARTING, State.IDLE, State.RUNNING, State.AWAIT, State.ERROR)
 LOST = "lost: the server stopped during the turn"
@@ -75,15 +89,12 @@ def _log_turn_prompt(session) -> None:
 async def restore_session(sessions: Sessions, saved: SavedSession) -> None:
     definition = saved.definition
     backend = sessions.backends.get(definition.backend) or MissingBackend(definition.backend)
-    session = sessions._make(definition, backend, saved.agent, row=saved.row)
+    session = sessions.restored(definition, backend, saved.agent, saved.row)
     state = State(saved.state)
-    session.state, session.detail = state, saved.detail
-    session.turn_count, session.restarts = saved.turn_count, saved.restarts
-    session.queue.extend(saved.queue)
-    session.prompt_seq = saved.prompts
-    session.out, session.role_pending = saved.out, saved.role_pending
+    session.restore(state=state, detail=saved.detail, turn_count=saved.turn_count, restarts=saved.restarts,
+                    queue=saved.queue, prompt_seq=saved.prompts, out=saved.out, role_pending=saved.role_pending,
+                    log=saved.log)
     sessions.saver.restored(session)
-    session.transcript.append(saved.log)
     if state is State.RUNNING:  # the turn the server was in when it stopped
         session.turn = Turn(saved.turn_count, saved.turn_prompt, saved.turn_started or timestamp())
         _log_turn_prompt(session)
@@ -97,7 +108,7 @@ async def restore_session(sessions: Sessions, saved: SavedSession) -> None:
         else:
             sessions.events.append(f"{definition.name} adopted: its agent outlived the server ({state.value})")
         # an external session saved before its runner made it idle starts again (it is idle at once)
-        sessions._start_runner(session, adopted=not (backend.owner_driven and state is State.STARTING))
+        sessions.start_runner(session, adopted=not (backend.owner_driven and state is State.STARTING))
         session.changed()
         return
     if definition.ephemeral and saved.turn_count and state in (State.AWAIT, State.ERROR):
@@ -122,5 +133,5 @@ def _carry_on(sessions: Sessions, session, state: State) -> None:
         session.end_turn(Event.TURN_FAILED, LOST)
     sessions.events.append(f"{session.name} kept {session.state.value}: a per-turn agent has no process to lose")
     # one saved `starting` had its start cut short: start it again (a per-turn start only checks the program)
-    sessions._start_runner(session, adopted=state is not State.STARTING)
+    sessions.start_runner(session, adopted=state is not State.STARTING)
     session.changed()

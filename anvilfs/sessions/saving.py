@@ -94,7 +94,7 @@ class SessionSaver:
             return None
         session.prompt_seq += 1
         prompt.seq = session.prompt_seq
-        session.incoming.append(prompt)
+        session.arriving(prompt)
         return self.store.add_prompt(session, prompt)
 
     def logged(self, session: Session, text: str) -> None:
