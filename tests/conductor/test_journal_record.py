@@ -187,3 +187,12 @@ def test_a_broken_old_record_is_refused_and_left_where_it_is(tmp_path):
         read_record(state, "review")
     with pytest.raises(JournalError, match="review.json: cannot read"):  # the lock went with the refusal
         Journal.open(state, "review", "digest-1")
+
+
+def test_a_state_directory_others_can_use_is_refused_with_how_to_fix_it(tmp_path):
+    state = tmp_path / "state"
+    state.mkdir(mode=0o755)
+    state.chmod(0o755)
+    with pytest.raises(JournalError, match=r"mode 0755.*chmod 700"):
+        Journal.open(state, "wf", "digest")
+    assert os.listdir(state) == []  # nothing written there, not even the lock
