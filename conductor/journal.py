@@ -186,6 +186,9 @@ class _Store:
 
     @classmethod
     def take(cls, state_dir: Path, name: str) -> _Store:
+        if not name or "/" in name or "\0" in name:
+            raise JournalError(f"--name {name!r}: a conductor's name names its files in --state (NAME.db, "
+                               "NAME.lock), so it is not empty and holds no '/'; give another --name")
         try:
             directory = PrivateDir(state_dir)
         except StorageError as exc:

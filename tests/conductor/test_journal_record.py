@@ -196,3 +196,9 @@ def test_a_state_directory_others_can_use_is_refused_with_how_to_fix_it(tmp_path
     with pytest.raises(JournalError, match=r"mode 0755.*chmod 700"):
         Journal.open(state, "wf", "digest")
     assert os.listdir(state) == []  # nothing written there, not even the lock
+
+
+@pytest.mark.parametrize("name", ["a/b", "../x", ""])
+def test_a_name_that_is_no_file_name_is_refused(tmp_path, name):
+    with pytest.raises(JournalError, match="a conductor's name names its files in --state"):
+        Journal.open(tmp_path, name, "digest")
