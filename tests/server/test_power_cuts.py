@@ -29,6 +29,8 @@ from harness.power_cut import PowerCuts
 from harness.server import AnvilServer
 from harness.tree_load import Load, git, inboxes, new_sessions, restart_sessions
 
+pytestmark = pytest.mark.needs("gcc")  # builds the shim
+
 DROP = os.environ.get("POWERCUT_DROP", "")  # only to show that the tests catch a skipped flush
 ROUNDS = 8
 SESSIONS = ["s0", "s1", "s2"]
