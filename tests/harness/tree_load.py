@@ -62,17 +62,23 @@ def restart_sessions(srv: AnvilServer, names: list[str]) -> None:
 
 
 class Load:
-    """Writers of prompts (to `sessions`), bead changes and mail (among `sessions` and human), in threads."""
+    """Writers of prompts (to `sessions`), bead changes and mail (among `sessions` and human), in threads.
+
+    `limit`: how many changes each writer makes (a bead's is three: made, claimed, completed); `kinds`: which
+    writers run, of "prompts", "beads", "mail" and "acks" (those remove the `acknowledge` messages).
+    """
+
+    KINDS = ("prompts", "beads", "mail", "acks")
 
     def __init__(self, srv: AnvilServer, sessions: list[str], tag: str, *, limit: int = 10**9,
-                 acknowledge: list[tuple[str, str]] = ()):
+                 acknowledge: list[tuple[str, str]] = (), kinds: tuple[str, ...] = KINDS):
         self.srv, self.sessions, self.tag, self.limit = srv, sessions, tag, limit
         self.acknowledge = list(acknowledge)  # (recipient, id) of mail to remove from inboxes
         self.answered = Answered()
         self.failures: list[str] = []
         self._stop = threading.Event()
-        self._threads = [threading.Thread(target=self._guarded, args=(fn,), daemon=True)
-                         for fn in (self._prompts, self._beads, self._mail, self._acks)]
+        self._threads = [threading.Thread(target=self._guarded, args=(getattr(self, f"_{kind}"),), daemon=True)
+                         for kind in kinds]
 
     def start(self) -> Load:
         for t in self._threads:
