@@ -113,6 +113,8 @@ class Load:
         except GONE as exc:
             if self.srv.proc.poll() is None:  # the server still lives: a real failure
                 self.failures.append(f"{fn.__name__}: {exc!r}")
+        except Exception as exc:  # a wrong answer: seen by join(), not lost in a thread's traceback
+            self.failures.append(f"{fn.__name__}: {exc!r}")
 
     def _more(self, i: int) -> bool:
         return i < self.limit and not self._stop.is_set()

@@ -143,6 +143,8 @@ def test_a_power_cut_under_load_loses_nothing_answered(cuts):
         time.sleep(rng.uniform(0, 0.02))  # the cut falls anywhere: writes are in flight in every writer
         cuts.cut(srv)
         load.stop()
+        done = load.answered
+        assert done.prompts and done.beads and done.mail, f"round {round_no}: a writer made no change: {load.failures}"
         srv = cuts.start()
         lost = load.answered.missing(srv, state)
         assert not lost, f"round {round_no}: {len(lost)} answered changes lost in the cut:\n" + "\n".join(lost[:20])
