@@ -45,7 +45,8 @@ def import_files(state: PrivateDir, db: Database) -> list[str]:
         rows = _read_all(state, problems)
         db.call(lambda conn: _insert(conn, rows), barrier=True).wait_blocking()
     kept = state.subdir("imported")
-    db.call(lambda conn: [state.move(name, kept, name) for name in found], barrier=True).wait_blocking()
+    moves = [(name, _free(kept, name)) for name in found]
+    db.call(lambda conn: [state.move(name, kept, to) for name, to in moves], barrier=True).wait_blocking()
     return problems + [f"sessions imported from the files of an older anvilfs; those are kept in {kept.path}"]
 
 
@@ -195,6 +196,15 @@ def _insert(conn, rows: dict) -> None:
 
 _COLUMNS = ("name", "definition", "state", "detail", "turns", "restarts", "role_pending", "restart_pending",
             "turn_started", "agent", "out")
+
+
+def _free(kept: PrivateDir, name: str) -> str:
+    """`name`, or `name.2`, `name.3`... if an earlier import left one there (old files put back by hand)."""
+    n, free = 1, name
+    while kept.exists(free):
+        n += 1
+        free = f"{name}.{n}"
+    return free
 
 
 def _text(raw: bytes | None) -> str:

@@ -107,3 +107,18 @@ async def test_a_damaged_file_is_reported_and_the_rest_imported(tmp_path):
         assert sorted(s.name for s in app.sessions.all()) == ["busy", "exited1"]
         assert "sessions/answered.toml cannot be read" in app.events.text()
     assert (state / "imported" / "sessions" / "answered.toml").read_text() == "this is [not toml"
+
+
+async def test_old_files_put_back_after_the_import_are_moved_beside_the_first_ones_not_imported_again(tmp_path):
+    state = copied(tmp_path, "stopped")
+    async with started(state, paused=True):
+        pass
+    shutil.copytree(FIXTURES / "stopped" / "removed", state / "removed")  # put back by hand
+    (state / "removed").chmod(0o700)
+    for path in (state / "removed").iterdir():
+        path.chmod(0o600)
+    async with started(state, paused=True) as app:
+        assert dump(app) == expected("stopped")
+    assert (state / "imported" / "removed").is_dir() and (state / "imported" / "removed.2").is_dir()
+    with sqlite3.connect(state / "anvilfs.db") as conn:
+        assert conn.execute("SELECT count(*) FROM sessions WHERE removed_at IS NOT NULL").fetchone() == (1,)
