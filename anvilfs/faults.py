@@ -2,10 +2,12 @@
 
 Never set it in use. It lets a test crash a real server exactly between two
 durable steps, which no timing can hit reliably, and then check what the
-next start makes of them (tests/server/test_approval_crashes.py):
+next start makes of them (tests/server/test_approval_crashes.py, test_mail_import.py):
 
     approval-request   a bead's `complete` is saved (pending_approval); its APPROVAL_REQUEST is not recorded yet
     approval-answer    a bead's `approve` or `reject` is saved; the record of its request is not answered yet
+    mail-import        mail files of an earlier anvilfs are inserted in the database, not yet committed
+    mail-import-move   that import is committed; one of its directories is moved to imported/, not the others
 """
 
 from __future__ import annotations

@@ -23,6 +23,7 @@ import os
 import re
 import sqlite3
 
+from ..faults import kill_point
 from ..journal import timestamp
 from ..storage.database import Database
 from ..storage.private import PrivateDir
@@ -70,6 +71,7 @@ def _insert(conn: sqlite3.Connection, state: PrivateDir, sources: list[str], pro
             match = _REMOVED.match(source.removeprefix("removed/"))
             time = _BASIC_TIME.sub(r"\1:\2:\3Z", match["time"])
             _mailbox(conn, where, match["who"], time)
+    kill_point("mail-import")
 
 
 def _mailbox(conn: sqlite3.Connection, where: PrivateDir, who: str, removed: str | None) -> None:
@@ -107,6 +109,7 @@ def _move_away(state: PrivateDir, sources: list[str]) -> str:
             _open(state, parent).move(name, _open(into, parent), name)
         else:
             state.move(name, into, name)
+        kill_point("mail-import-move")
     return into.path
 
 

@@ -29,6 +29,7 @@ def message(ident: int, sender: str, to: str, subject: str, kind: MessageType = 
 class OldMailFiles:
     def __init__(self, state: Path):
         self.state = state
+        state.mkdir(mode=0o700, parents=True, exist_ok=True)
 
     def _write(self, path: Path, data: bytes) -> None:
         for parent in reversed([p for p in path.parents if p != self.state and self.state in p.parents]):
