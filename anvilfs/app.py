@@ -82,13 +82,8 @@ class App:
     def _post_office(self, state: PrivateDir | None, settings: MailSettings) -> PostOffice:
         """Mail, and its ties to the other domains: who is a session, notices, beads' approvals."""
         sessions = self.sessions
-        if self.db is not None:  # what an earlier anvilfs kept as files, before anything reads the tables
-            moved, problems = import_mail_files(state, self.db)
-            for problem in problems:
-                self.record_error("mail", problem)
-            if moved:
-                self.events.append(f"- mail kept as files by an earlier anvilfs imported into {self.db.path}; "
-                                   f"the files are in {moved}, never read again")
+        if state is not None and self.db is not None:
+            self._import_mail(state, self.db)
         post = PostOffice(MailTables(self.db) if self.db is not None else MemoryMailFiles(), self.bus,
                           is_session=lambda name: sessions.find(name) is not None, limits=settings.limits)
 
@@ -114,6 +109,15 @@ class App:
             bead, approved, self._who(by, writer))
         self.bus.subscribe(ApprovalDecided, self._decide_bead)
         return post
+
+    def _import_mail(self, state: PrivateDir, db: Database) -> None:
+        """What an earlier anvilfs kept as files goes into the tables, before anything reads them."""
+        moved, problems = import_mail_files(state, db)
+        for problem in problems:
+            self.record_error("mail", problem)
+        if moved:
+            self.events.append(f"- mail kept as files by an earlier anvilfs imported into {db.path}; the files are "
+                               f"in {moved}, never read again")
 
     def _session_failed(self, moved: SessionMoved) -> None:
         """A turn or a start that failed is an error like any other: its full text (the agent's own, for a

@@ -2,9 +2,10 @@
 
     .venv/bin/python benchmarks/mail.py [--messages 2000]
 
-Starts a real `anvilfs serve` on a fresh state directory (every message
-fsynced into the recipient's inbox before its write is answered; every
-ack a fsynced rename into done/) and, over the project's blocking client:
+Starts a real `anvilfs serve` on a fresh state directory (every message a
+row of STATE/anvilfs.db, committed before its read-back is answered; every
+ack an UPDATE of its row, committed before the Tremove is answered) and,
+over the project's blocking client:
 
 - sends N messages from one session to another (walk, open, write,
   read-back, clunk each): messages per second;

@@ -21,10 +21,10 @@ from dataclasses import dataclass
 from ..domain_events import EventBus, MailAcked, MailDelivered, SessionEnded
 from ..errors import AnvilError, LimitExceeded, NotFound
 from ..journal import timestamp
-from .approvals import Approvals
 from ..storage.database import Commit
-from .store import MailTables, MemoryMailFiles
+from .approvals import Approvals
 from .message import Draft, Message, MessageType
+from .store import MailTables, MemoryMailFiles
 
 HUMAN = "human"
 

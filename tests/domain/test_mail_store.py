@@ -113,3 +113,23 @@ def fetches_json(statement: str) -> bool:
     """Whether a SELECT takes a message's JSON (its length() reads none of it: SQLite's length of a BLOB)."""
     selected = statement.partition(" FROM ")[0]
     return statement.lstrip().upper().startswith("SELECT") and "json" in selected.replace("length(json)", "")
+
+
+async def test_an_answer_the_disk_refuses_leaves_the_request_waiting_and_unanswered(running, tmp_path):
+    app = await running(state_dir=tmp_path)
+    request = app.post.send("human", Draft(to="human", type=MessageType.APPROVAL_REQUEST, subject="deploy?"))
+    app.db.flush(10)
+    with closing(sqlite3.connect(tmp_path / "anvilfs.db")) as db, db:  # the disk refuses the answer's transaction
+        db.execute("CREATE TRIGGER refuse BEFORE DELETE ON approvals BEGIN SELECT RAISE(ABORT, 'disk full'); END")
+    with collecting() as saving:
+        app.post.send("human", Draft(to="human", type=MessageType.APPROVAL_RESPONSE, subject="approved", re=request.id))
+    assert app.post.approvals.waiting() == []  # answered, as far as the loop knows until the commit settles
+    with within(10, "the refusal"):
+        for commit in saving:
+            try:
+                await commit.wait()
+            except OSError:
+                pass
+    assert app.post.approvals.waiting() == [request]  # it waits on disk: so it does here, answerable again
+    assert [m.type for m in app.post.inbox("human")] == [MessageType.APPROVAL_REQUEST]  # the answer is not there
+    assert rows(tmp_path, "SELECT count(*) FROM mail") == [(1,)]
