@@ -8,16 +8,22 @@ state directory of that layout, written byte for byte as that code wrote it, for
     STATE/mail/approvals/<id>.json             where the records were kept before STATE/approvals/
     STATE/removed/<session>.<TIME>.mail/       a removed session's mailbox (TIME without colons)
 
-Directories 0700, files 0600, as PrivateDir made them.
+Directories 0700, files 0600, as PrivateDir made them. (Checked against that code's MailFiles: the
+same paths, modes and bytes.) old_server() runs that commit's own server, for a state it made itself.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 from anvilfs.mail import Draft, Message, MessageType
+
+from .server import REPO_ROOT, AnvilServer
+from .vm import wait_for_unix_socket
 
 
 def message(ident: int, sender: str, to: str, subject: str, kind: MessageType = MessageType.QUERY_REQUEST, *,
@@ -70,3 +76,28 @@ class OldMailFiles:
     def put_raw(self, who: str, box: str, name: str, data: bytes) -> None:
         """A file damaged on disk (what no anvilfs wrote, but a disk may leave)."""
         self._write(self.state / "mail" / who / box / name, data)
+
+
+OLD_COMMIT = "0dec9af"  # main before STATE/anvilfs.db
+
+
+def old_code(into: Path) -> Path | None:
+    """The anvilfs package of OLD_COMMIT, extracted under `into` (None if this checkout does not have it)."""
+    archive = subprocess.run(["git", "-C", str(REPO_ROOT), "archive", OLD_COMMIT, "anvilfs"], capture_output=True)
+    if archive.returncode != 0:
+        return None
+    subprocess.run(["tar", "-x", "-C", str(into)], input=archive.stdout, check=True)
+    return into
+
+
+def old_server(code: Path, base: Path) -> AnvilServer:
+    """`anvilfs serve` of that code on base/state, as start_server starts today's (its socket in base/ns)."""
+    env = os.environ | {"XDG_CONFIG_HOME": str(base / "xdg-config"), "PYTHONPATH": str(code)}
+    trace = base / "old-server.trace"
+    with open(trace, "ab") as err:  # cwd: `python -m` finds the old package first
+        proc = subprocess.Popen([sys.executable, "-m", "anvilfs", "serve", "--namespace", str(base / "ns"),
+                                 "--state", str(base / "state")], cwd=code, env=env, stdin=subprocess.DEVNULL,
+                                stdout=err, stderr=err)
+    srv = AnvilServer(proc, base, base / "ns", base / "state", trace)
+    wait_for_unix_socket(srv.socket, timeout=20, proc=proc)
+    return srv

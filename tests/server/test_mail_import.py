@@ -2,14 +2,16 @@
 leaves it importable again.
 
 The files are written as main at 0dec9af wrote them (tests/harness/old_mail.py, checked byte for byte
-against that code's MailFiles): every kind it kept, crash windows of that code included. The crashes are
-the server's own SIGKILL at the exact point (ANVILFS_TEST_KILL_AT, anvilfs/faults.py).
+against that code's MailFiles): every kind it kept, crash windows of that code included; and one state
+is made by that commit's own server, run from `git archive`. The crashes are the server's own SIGKILL
+at the exact point (ANVILFS_TEST_KILL_AT, anvilfs/faults.py).
 """
 
 from __future__ import annotations
 
 import json
 import shutil
+import signal
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,9 +21,10 @@ import pytest
 from anvilfs.app import App
 from anvilfs.faults import ENV
 from anvilfs.mail import Message, MessageType
+from anvilfs.ninep import consts as c
 from harness.apps import started
 from harness.mailbox import stored
-from harness.old_mail import OldMailFiles, message
+from harness.old_mail import OLD_COMMIT, OldMailFiles, message, old_code, old_server
 from harness.server import start_server
 
 APPROVAL_REQUEST, APPROVAL_RESPONSE = MessageType.APPROVAL_REQUEST, MessageType.APPROVAL_RESPONSE
@@ -141,3 +144,53 @@ def test_a_server_killed_in_the_import_imports_it_at_the_next_start_once(base, p
                     if (base / "state" / p).exists()]
     finally:
         srv.stop()
+
+
+# ------------------------------------------------------------ a state made by the server of before
+
+
+def send(client, sender: str, draft: dict) -> str:
+    fid = client.open(f"{sender}/mail", c.ORDWR)
+    client.write_all(fid, json.dumps(draft).encode())
+    answer = client.read_chunk(fid, 0).decode().strip()
+    client.clunk(fid)
+    assert answer.isdigit(), answer
+    return answer
+
+
+def test_a_state_made_by_the_server_of_before_comes_up_whole(base, tmp_path):
+    code = old_code(tmp_path)
+    if code is None:
+        pytest.skip(f"this checkout has no commit {OLD_COMMIT} to run the server of before")
+    old = old_server(code, base)
+    try:
+        with old.connect() as client:
+            for name in ("dev", "lead"):
+                client.write_file("ctl", f"new sim /tmp name={name}\n".encode())
+            query = {"to": "dev", "type": "QUERY_REQUEST", "body": "café ☕"}
+            first, *unread = [send(client, "human", query | {"subject": f"q{i}"}) for i in range(3)]
+            client.remove(f"dev/inbox/{first}.json")
+            request = send(client, "dev", {"to": "human", "type": "APPROVAL_REQUEST", "subject": "deploy", "body": ""})
+            asked = send(client, "lead", {"to": "human", "type": "APPROVAL_REQUEST", "subject": "merge", "body": ""})
+            send(client, "human", {"to": "lead", "type": "APPROVAL_RESPONSE", "subject": "ok", "body": "", "re": asked})
+            client.write_file("lead/ctl", b"stop\n")
+            client.write_file("lead/ctl", b"remove\n")
+            done_bytes = client.read_file(f"dev/done/{first}.json")
+    finally:
+        old.stop(sig=signal.SIGKILL)
+    assert (base / "state" / "mail" / "dev" / "done" / f"{first}.json").exists()  # the old layout indeed
+    for start in range(2):  # the import, then a start with nothing to import
+        srv = start_server(base, trace=False)
+        try:
+            with srv.connect() as client:
+                assert [e.name for e in client.list_dir("dev/inbox")] == [f"{i}.json" for i in unread]
+                [done] = client.list_dir("dev/done")
+                assert done.length == len(done_bytes) and client.read_file(f"dev/done/{first}.json") == done_bytes
+                assert [e.name for e in client.list_dir("human/inbox")] == [f"{request}.json", f"{asked}.json"]
+            assert [line.split()[0] for line in srv.run_cli("read", "agent/human/approvals").stdout.splitlines()] == [
+                request]
+            assert stored(base / "state", "SELECT participant, count(*) FROM mail WHERE removed IS NOT NULL") == [
+                ("lead", 1)]  # the answer lead had when it was removed, kept as history
+        finally:
+            srv.stop()
+    assert not (base / "state" / "mail").exists()
