@@ -31,7 +31,7 @@ import trio
 
 from ..domain_events import ApprovalDecided, ApprovalWaiting, BeadChanged
 from ..errors import InvalidRequest, NotFound, NotPermitted
-from ..faults import kill_point
+from ..faults import armed
 from ..journal import timestamp
 from ..waitable import Changes
 from .message import Draft, Message, MessageType
@@ -131,7 +131,7 @@ class Approvals:
                 self.post.bus.publish(ApprovalDecided(request.bead, approved, response.sender, reason, writer))
             finally:
                 self._deciding = None
-            kill_point("approval-answer")  # a crash here is mended at the next start (App.agree_on_approvals)
+            self._kill_point("approval-answer")  # a crash here is mended at the next start (App.agree_on_approvals)
         self._settle(request, response)
 
     def _settle(self, request: Message, answer: Message, *, redo: bool = False) -> None:
@@ -158,16 +158,21 @@ class Approvals:
         self._announced.pop(request_id, None)
         self.changes.bump()
 
+    def _kill_point(self, name: str) -> None:
+        """A test's kill point (faults.py) after the bead's change is on disk and before the mail's is."""
+        if armed(name):
+            self.post.store.kill_point(name)
+
     # ------------------------------------------------------------ beads
 
     def _bead_changed(self, event: BeadChanged) -> None:
         if event.verb == "complete" and event.status == "pending_approval":
-            kill_point("approval-request")  # a crash here is mended at the next start (App.agree_on_approvals)
+            self._kill_point("approval-request")  # a crash here is mended at the next start (App.agree_on_approvals)
             self.ask_for_bead(event.bead, event.detail, event.convoy)
         elif event.verb in ("approve", "reject") and event.bead != self._deciding:
             request = next((m for m in self.waiting() if m.bead == event.bead), None)
             if request is not None:
-                kill_point("approval-answer")
+                self._kill_point("approval-answer")
                 by, _, reason = event.detail.removeprefix("by ").partition(": ")
                 self.answer_for_bead(request, event.verb == "approve", by, reason)
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import sqlite3
 
+from ..faults import kill_point
 from ..journal import timestamp
 from ..storage.database import Commit, Database
 from .message import Message
@@ -118,6 +119,11 @@ class MailTables:
         self.db.execute("UPDATE mail SET removed = ? WHERE participant = ? AND removed IS NULL", (stamp, who))
         return f"{self.db.path} (table mail, participant '{who}', removed '{stamp}')"
 
+    def kill_point(self, name: str) -> None:
+        """A test's kill point between two durable steps: once what was queued before is on disk, before
+        anything queued after (a barrier), whichever way the step before reaches the disk."""
+        self.db.call(lambda conn: kill_point(name), barrier=True)
+
     # ------------------------------------------------------------ approval requests
 
     def wait_for_answer(self, request: Message) -> Commit:
@@ -194,6 +200,9 @@ class MemoryMailFiles:
         self._inbox.pop(who, None)
         self._done.pop(who, None)
         return ""
+
+    def kill_point(self, name: str) -> None:
+        kill_point(name)
 
     def wait_for_answer(self, request: Message) -> None:
         self._waiting[request.id] = (request, None)
