@@ -7,7 +7,8 @@
 
 One-way, and safe to cut short: everything read goes into the database in
 one transaction, with a `meta` row that says the import was done; only then
-do those four directories move to STATE/imported/ (kept for a person; the
+do those directories (of removed/, only the sessions' files: mail keeps
+mailboxes there) move to STATE/imported/TIME/ (kept for a person; the
 server never reads them again). A crash before the commit leaves the files
 as they were, imported again at the next start; a crash after it leaves the
 meta row, and the next start only moves what is left. Nothing is written to
@@ -37,17 +38,38 @@ DONE = "sessions imported"  # the meta row's key
 
 def import_files(state: PrivateDir, db: Database) -> list[str]:
     """Import a state directory's session files, once; a line per problem (for the events at start)."""
-    found = [name for name in OLD_DIRS if state.exists(name)]
-    if not found:
+    dirs = [name for name in OLD_DIRS[:3] if state.exists(name)]
+    removed = _removed_files(state)
+    if not dirs and not removed:
         return []
     problems: list[str] = []
     if not db.read("SELECT 1 FROM meta WHERE key = ?", (DONE,)):
         rows = _read_all(state, problems)
         db.call(lambda conn: _insert(conn, rows), barrier=True).wait_blocking()
-    kept = state.subdir("imported")
-    moves = [(name, _free(kept, name)) for name in found]
-    db.call(lambda conn: [state.move(name, kept, to) for name, to in moves], barrier=True).wait_blocking()
-    return problems + [f"sessions imported from the files of an older anvilfs; those are kept in {kept.path}"]
+    moved = db.call(lambda conn: _move_away(state, dirs, removed), barrier=True)
+    moved.wait_blocking()
+    return problems + [f"sessions imported from the files of an older anvilfs; those are kept in {moved.result}"]
+
+
+def _removed_files(state: PrivateDir) -> list[str]:
+    """The files of removed sessions in removed/ (NAME.TIME.toml, .log, .out; mail keeps mailboxes there too)."""
+    if not state.exists("removed"):
+        return []
+    return [name for name in state.subdir("removed").names() if name.rsplit(".", 1)[-1] in ("toml", "log", "out")]
+
+
+def _move_away(state: PrivateDir, dirs: list[str], removed: list[str]) -> str:
+    """In the writer thread (moves fsync): the old directories, and removed sessions' files, out of the way
+    into STATE/imported/TIME/, as mail's import does (mail/imported.py); returns where."""
+    kept = state.subdir("imported").subdir(timestamp().replace(":", ""))
+    for name in dirs:
+        state.move(name, kept, _free(kept, name))
+    if removed:
+        old, into = state.subdir("removed"), kept.subdir("removed")
+        for name in removed:
+            old.move(name, into, name)
+        state.remove_empty_dir("removed")  # unless mail's removed mailboxes are there too
+    return kept.path
 
 
 def _read_all(state: PrivateDir, problems: list[str]) -> dict:
@@ -60,10 +82,10 @@ def _read_all(state: PrivateDir, problems: list[str]) -> dict:
                 live[name] = _session(files, name)
             except Exception as exc:  # a damaged file must not stop the server: said, and kept
                 problems.append(f"{state.path}/sessions/{file} cannot be read ({type(exc).__name__}: {exc}); not "
-                                f"imported (kept in {state.path}/imported/sessions)")
+                                f"imported (kept in {state.path}/imported/, with the other files)")
     _add_logged_prompts(state, live, problems)
     removed = []
-    for file in (state.subdir("removed").names(".toml") if state.exists("removed") else []):
+    for file in (f for f in _removed_files(state) if f.endswith(".toml")):
         stem = file.removesuffix(".toml")
         name, _, when = stem.rpartition(".")
         try:

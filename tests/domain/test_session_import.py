@@ -41,7 +41,8 @@ async def test_an_old_state_directory_comes_up_with_everything_in_it_once(tmp_pa
     async with started(state, paused=True) as app:
         assert dump(app) == expected(name)
         assert "sessions imported from the files of an older anvilfs" in app.events.text()
-    assert sorted(p.name for p in (state / "imported").iterdir()) == sorted(
+    [kept] = (state / "imported").iterdir()  # imported/TIME/
+    assert sorted(p.name for p in kept.iterdir()) == sorted(
         p.name for p in (FIXTURES / name).iterdir() if p.name in imported.OLD_DIRS)
     assert not any((state / old).exists() for old in imported.OLD_DIRS), "the files moved out of the way"
     async with started(state, paused=True) as again:  # imported once: the rows as the first start left them
@@ -106,19 +107,37 @@ async def test_a_damaged_file_is_reported_and_the_rest_imported(tmp_path):
     async with started(state, paused=True) as app:
         assert sorted(s.name for s in app.sessions.all()) == ["busy", "exited1"]
         assert "sessions/answered.toml cannot be read" in app.events.text()
-    assert (state / "imported" / "sessions" / "answered.toml").read_text() == "this is [not toml"
+    [kept] = (state / "imported").iterdir()
+    assert (kept / "sessions" / "answered.toml").read_text() == "this is [not toml"
 
 
-async def test_old_files_put_back_after_the_import_are_moved_beside_the_first_ones_not_imported_again(tmp_path):
+async def test_the_mailboxes_of_removed_sessions_are_left_to_the_mail_import(tmp_path, monkeypatch):
+    """removed/ holds removed sessions' files and removed mailboxes (NAME.TIME.mail/): only the files are
+    the sessions' to import and move; the mailbox stays where mail's import looks for it."""
+    from anvilfs import app as app_module
+
+    monkeypatch.setattr(app_module.App, "_import_mail", lambda self, state, db: None)  # only the sessions' import
+    state = copied(tmp_path, "stopped")
+    mailbox = state / "removed" / "gone.2026-12-06T073441Z.mail" / "inbox"
+    mailbox.mkdir(parents=True, mode=0o700)
+    mailbox.parent.chmod(0o700)
+    async with started(state, paused=True) as app:
+        assert dump(app) == expected("stopped")
+    assert sorted(p.name for p in (state / "removed").iterdir()) == ["gone.2026-12-06T073441Z.mail"]
+    [kept] = (state / "imported").iterdir()
+    assert sorted(p.name for p in (kept / "removed").iterdir()) == [
+        "gone.2026-12-06T073441Z.log", "gone.2026-12-06T073441Z.out", "gone.2026-12-06T073441Z.toml"]
+
+
+async def test_old_files_put_back_after_the_import_are_moved_away_not_imported_again(tmp_path):
     state = copied(tmp_path, "stopped")
     async with started(state, paused=True):
         pass
-    shutil.copytree(FIXTURES / "stopped" / "removed", state / "removed")  # put back by hand
-    (state / "removed").chmod(0o700)
-    for path in (state / "removed").iterdir():
-        path.chmod(0o600)
+    shutil.copytree(FIXTURES / "stopped" / "sessions", state / "sessions")  # put back by hand
+    for path in (state / "sessions", *(state / "sessions").iterdir()):
+        path.chmod(0o700 if path.is_dir() else 0o600)
     async with started(state, paused=True) as app:
         assert dump(app) == expected("stopped")
-    assert (state / "imported" / "removed").is_dir() and (state / "imported" / "removed.2").is_dir()
+    assert not (state / "sessions").exists()
     with sqlite3.connect(state / "anvilfs.db") as conn:
-        assert conn.execute("SELECT count(*) FROM sessions WHERE removed_at IS NOT NULL").fetchone() == (1,)
+        assert conn.execute("SELECT count(*) FROM sessions").fetchone() == (4,)
