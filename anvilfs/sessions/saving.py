@@ -40,7 +40,7 @@ class SessionSaver:
         self._unsaved: weakref.WeakSet[Session] = weakref.WeakSet()  # the last save failed: tried again
         self._unlogged: list[tuple[Session, int, str]] = []  # transcript records the disk refused
         self._unremoved: set[Session] = set()  # removals the disk refused (held: nothing else holds them)
-        self._reported: set[str] = set()  # what the events said failed, so it is said once
+        self._reported: dict[str, str] = {}  # what the events said failed, per thing saved: said once, till it is
         self._retry = trio.Event()
 
     async def run(self) -> None:
@@ -79,6 +79,8 @@ class SessionSaver:
         commit.then(lambda error: self._saved(session, error, out))
 
     def _saved(self, session: Session, error: OSError | None, out: bool) -> None:
+        if error is None:
+            self._reported.pop(f"cannot save the state of {session.name}", None)  # the next refusal is said again
         if error is None or session in self._gone:
             return
         if out:
@@ -138,7 +140,7 @@ class SessionSaver:
     def _failed(self, what: str, error: OSError) -> None:
         """Report a save the disk refused (once per kind of failure); it is tried again in a second."""
         text = f"{what}: {error.strerror or error}"
-        if text not in self._reported:
-            self._reported.add(text)
+        if self._reported.get(what) != text:
+            self._reported[what] = text
             self.events.append(f"- state: {text}; will try again")
         self._retry.set()

@@ -136,6 +136,9 @@ async def test_a_save_and_a_transcript_the_disk_refused_are_written_once_it_take
         logged = lambda: "".join(t for (t,) in rows(app, "SELECT text FROM session_log ORDER BY n"))  # noqa: E731
         await until(lambda: logged() == s.log_text(), "every record, in its place, once retried")
         assert "--- a note the disk refused\n--- cleared at" in logged()
+        disk.full = True  # refused again, after it was saved: said again
+        app.sessions.save(s)
+        await until(lambda: app.events.text().count("cannot save the state of bot1") == 2)
 
 
 async def test_the_agents_saved_data_and_the_definition_are_json(tmp_path):
