@@ -2,8 +2,7 @@
 
 A real `anvilfs serve` under strace -f (harness/flush_trace.py): sessions
 made, prompted in bursts by several clients, their turns run, stopped,
-restarted and killed (not removed: a removal moves the session's mailbox,
-which is mail's). In that window no flush may come from the thread
+restarted, killed and removed. In that window no flush may come from the thread
 that runs trio's loop (a flush there holds up every client for a device's
 latency), and the database's flushes come from another thread of the
 server.
@@ -59,6 +58,7 @@ def test_sessions_flush_only_in_the_database_writer_thread():
                 client.write_file(f"{name}/ctl", b"restart\n")
                 client.read_file(f"{name}/wait")
                 client.write_file(f"{name}/ctl", b"kill\n")
+                client.write_file(f"{name}/ctl", b"remove\n")
             log = client.read_file(f"{SESSIONS[-1]}/log").decode()
         ended = time.time()
         assert "round 3 for" in log, log
