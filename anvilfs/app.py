@@ -17,12 +17,13 @@ from .journal import Journal
 from .mail import DEFAULT_NOTICE, TOOLS_NOTICE, MailLimits, MailTables, MemoryMailFiles, NoticeRules, Notices, PostOffice
 from .mail import store as mail_store
 from .mail.imported import import_mail_files
-from .sessions import Backend, RestartPolicy, SessionLimits, Sessions, SessionStore, State
+from .sessions import SESSIONS_SCHEMA, Backend, RestartPolicy, SessionLimits, Sessions, SessionStore, State
 from .storage import Database, GitHistory, PrivateDir, TomlObjects
 
 # The tables of STATE/anvilfs.db, each domain's own (CREATE ... IF NOT EXISTS), made at start.
 SCHEMA = "\n".join([
     "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);",
+    SESSIONS_SCHEMA,
     mail_store.SCHEMA,
 ])
 
@@ -60,7 +61,7 @@ class App:
         self.db = Database(state, "anvilfs.db", SCHEMA) if state is not None else None
         self.sessions = Sessions(
             backends, self.events, limits=limits, restart=restart, roles=roles,
-            store=SessionStore(state) if state is not None else None, publish=self.bus.publish, paused=paused,
+            store=SessionStore(self.db, state) if state is not None else None, publish=self.bus.publish, paused=paused,
             **({"agent_env": agent_env} if agent_env else {}),
             # each session's private directory for the files its CLI reads (backends/agent_tools.py)
             **({"agent_home": lambda name, agents=state.subdir("agents").path: os.path.join(agents, name)}
