@@ -269,9 +269,14 @@ class Dispatcher(AttributeRequests):
         if not fid.can_write:
             return _RREAD(tag, self.take(handle, offset, count))
         try:
-            return _RREAD(tag, self.take(handle, offset, count))
-        finally:  # a read can submit what was written (mail's read-back); nothing else is held
+            with collecting() as saving:  # a read can submit what was written (mail's read-back): saved first
+                data = self.take(handle, offset, count)
+        finally:  # nothing else is held
             self.collected.recount(fid)
+        if saving:
+            return Deferred(on_disk(saving, "what was written"), m.Tread(tag=tag, fid=number, offset=offset, count=count),
+                            _RREAD(tag, data))
+        return _RREAD(tag, data)
 
     def take(self, handle: Handle, offset: int, count: int) -> bytes:
         """What a read of an open file that need not wait gives; a snapshot it takes is this connection's to hold."""

@@ -121,23 +121,23 @@ class Database:
         self.path = os.path.join(directory.path, name)
         for suffix in _COMPANIONS:  # SQLite would follow a link planted under any of these names
             checked_file(directory, name + suffix, create=suffix == "")
-        self._writer = _connect(self.path)
-        try:
-            self._writer.execute("PRAGMA journal_mode=WAL")
-            self._writer.execute("PRAGMA synchronous=FULL")
-            if schema:
-                self._writer.executescript(schema)
-            self._reader = _connect(self.path)
-        except sqlite3.Error as exc:
-            self._writer.close()
-            raise StorageError(errno.EIO, f"cannot use the database {self.path}: {exc}; move it away "
-                                          "(anvilfs makes a new one) or restore it from a backup") from None
         self._jobs: collections.deque[_Job] = collections.deque()
         self._wake = threading.Condition()
         self._closing = False
         self.commits = 0  # transactions committed: how many groups the changes went to disk in
-        self._thread = threading.Thread(target=self._work, name=f"anvilfs-db:{name}", daemon=True)
+        opened: list[BaseException | sqlite3.Connection] = []
+        ready = threading.Event()
+        # the writer opens the database itself: making the schema writes and flushes, never in the caller's thread
+        self._thread = threading.Thread(target=self._work, args=(schema, opened, ready), name=f"anvilfs-db:{name}",
+                                        daemon=True)
         self._thread.start()
+        ready.wait()
+        if not isinstance(opened[0], sqlite3.Connection):
+            self._thread.join()
+            raise StorageError(errno.EIO, f"cannot use the database {self.path}: {opened[0]}; move it away "
+                                          "(anvilfs makes a new one) or restore it from a backup")
+        self._writer = opened[0]
+        self._reader = _connect(self.path)
 
     # ------------------------------------------------------------ queueing changes
 
@@ -190,17 +190,39 @@ class Database:
             self.call(lambda conn: None, barrier=True).wait_blocking(timeout)
 
     def close(self) -> None:
-        """Commit what is queued, stop the writer, close both connections. Safe twice."""
+        """Commit what is queued, stop the writer, close both connections. Safe twice.
+
+        The reader goes first: the last connection to close checkpoints the write-ahead log into the
+        database and fsyncs it, and that must be the writer, in its thread, not the event loop's."""
+        self._reader.close()
         with self._wake:
             self._closing = True
             self._wake.notify()
         if self._thread is not threading.current_thread():
             self._thread.join()
-        self._reader.close()
 
     # ------------------------------------------------------------ the writer thread
 
-    def _work(self) -> None:
+    def _open(self, schema: str) -> sqlite3.Connection:
+        conn = _connect(self.path)
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=FULL")
+            if schema:
+                conn.executescript(schema)
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    def _work(self, schema: str, opened: list, ready: threading.Event) -> None:
+        try:
+            opened.append(self._open(schema))
+        except Exception as exc:  # handed to the caller, who raises it as a StorageError
+            opened.append(exc)
+            return
+        finally:
+            ready.set()
         try:
             while True:
                 with self._wake:
