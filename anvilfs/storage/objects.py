@@ -5,7 +5,11 @@ through tomllib: thousands at start). A change is rendered in the event loop
 and written (atomically, fsynced) by the database's writer thread, in order
 with everything else queued there, its history message kept in the same job
 right after the file (history.py says the order and what a restart does);
-the request that made it is answered once both are on disk. What the fast
+the request that made it is answered once both are on disk. The changes
+queued while the writer is busy go in one job: each file fsynced, the
+directory once, their messages in one commit. A change joins the job queued
+before it until the writer takes that job, so it may reach the disk before
+a change of another kind queued between them, never after. What the fast
 writer wrote is remembered by its bytes: while the file is still exactly
 that, the next change is written the fast way too; once a person has edited
 it (a comment, a blank line), it is edited with tomlkit from then on, so what
@@ -17,12 +21,14 @@ from __future__ import annotations
 
 import hashlib
 import sqlite3
+import threading
 import tomllib
 from collections.abc import Callable
 
 import tomlkit
 
 from ..faults import kill_point
+from ..waitable import answer_after
 from . import tomlread, tomlwrite
 from .database import Commit, Database
 from .history import GitHistory
@@ -43,6 +49,7 @@ class TomlObjects:
         self._history = history
         self._written: dict[str, bytes] = {}  # id -> digest of the bytes we last wrote
         self._queued: dict[str, bytes] = {}  # id -> the bytes of its last write still on its way to disk
+        self._batch: _Batch | None = None  # the writes queued together; the writer thread may have taken it
         self._unchecked: set[str] = set()  # ids loaded but not yet compared with what the fast writer writes
 
     def path(self, object_id: str) -> str:
@@ -63,24 +70,29 @@ class TomlObjects:
         return found, broken
 
     def write(self, object_id: str, data: dict, *, new: bool = False, message: str = "",
-              settled: Callable[[OSError | None], None] = lambda error: None) -> Commit:
+              settled: Callable[[OSError | None], None] = lambda error: None) -> Written:
         """Queue `data` as the object's table, and `message` for the history after it; comments a person added
         to the file are kept. `settled(None)` once the file is on disk, `settled(error)` if it never got there.
         BrokenFile (nothing queued) if a person left the file so that it no longer parses."""
-        name = f"{object_id}.toml"
-        raw = self._render(object_id, None if new else self._current(object_id, name), data)
+        raw = self._render(object_id, None if new else self._current(object_id), data)
         self._queued[object_id] = raw
-        written: list[bool] = []
-        commit = self._db.call(lambda conn: self._put(conn, name, raw, message, written), barrier=True)
-        commit.then(lambda error: self._settled(object_id, raw, message, error, bool(written), settled))
+        item = _Write(f"{object_id}.toml", raw, message)
+        batch = self._batch
+        if batch is None or not batch.join(item):  # the writer has taken that one: a new batch
+            batch = self._batch = _Batch(item)
+            batch.commit = self._db.call(lambda conn: self._put(conn, batch), barrier=True)
+        written = Written(batch.commit, item)
+        answer_after(written)  # the request that made it waits for its own file, not only for the batch's commit
+        batch.commit.then(lambda error: self._settled(object_id, raw, message, error or item.error, item.put,
+                                                      settled))
         if self._history is not None:
-            self._history.follow(commit)
-        return commit
+            self._history.follow(batch.commit)
+        return written
 
-    def _current(self, object_id: str, name: str) -> bytes | None:
+    def _current(self, object_id: str) -> bytes | None:
         """What the file holds once the writes queued before this one are done (a person's edit aside)."""
         queued = self._queued.get(object_id)
-        return queued if queued is not None else self.dir.read(name)
+        return queued if queued is not None else self.dir.read(f"{object_id}.toml")
 
     def _render(self, object_id: str, current: bytes | None, data: dict) -> bytes:
         if current is not None and object_id in self._unchecked:
@@ -94,13 +106,29 @@ class TomlObjects:
         self._written.pop(object_id, None)  # a person has been here: from now on, edit what they left
         return self._edited(object_id, current, data)
 
-    def _put(self, conn: sqlite3.Connection, name: str, raw: bytes, message: str, written: list[bool]) -> None:
-        """In the writer thread: the file, on disk; then its history message, in the same transaction's job."""
-        self.dir.write_atomic(name, raw)
-        written.append(True)
-        kill_point("history-message")  # tests: a crash with the file on disk and its message not (history.py)
-        if self._history is not None and message:
-            self._history.keep(conn, message)
+    def _put(self, conn: sqlite3.Connection, batch: _Batch) -> None:
+        """In the writer thread: the files of a batch (the changes queued while the writer was busy), each
+        in a temporary file fsynced, renamed, and the directory fsynced once for all; then their messages,
+        in this job's transaction. A file that fails fails its own write only."""
+        writes = batch.take()
+        for item in writes:
+            try:
+                item.tmp = self.dir.prepare(item.name, item.raw)
+            except OSError as exc:
+                item.error = exc
+        for item in writes:
+            if item.error is None:
+                try:
+                    self.dir.put(item.tmp, item.name)
+                    item.put = True
+                except OSError as exc:
+                    item.error = exc
+        self.dir.sync()
+        kill_point("history-message")  # tests: a crash with the files on disk and their messages not (history.py)
+        if self._history is not None:
+            for item in writes:
+                if item.put and item.message:
+                    self._history.keep(conn, item.message)
 
     def _settled(self, object_id: str, raw: bytes, message: str, error: OSError | None, written: bool,
                  settled: Callable[[OSError | None], None]) -> None:
@@ -135,6 +163,51 @@ class TomlObjects:
         for key in [k for k in table if k not in data]:
             del table[key]
         return tomlkit.dumps(doc).encode()
+
+
+class _Write:
+    __slots__ = ("name", "raw", "message", "tmp", "put", "error")
+
+    def __init__(self, name: str, raw: bytes, message: str):
+        self.name, self.raw, self.message = name, raw, message
+        self.tmp = ""
+        self.put = False  # renamed into place (on disk once the directory is synced)
+        self.error: OSError | None = None
+
+
+class _Batch:
+    """Writes that go to disk in one job; joined from the event loop until the writer thread takes it."""
+
+    def __init__(self, first: _Write):
+        self.writes = [first]
+        self.commit: Commit | None = None
+        self._taken = False
+        self._lock = threading.Lock()
+
+    def join(self, item: _Write) -> bool:
+        with self._lock:
+            if not self._taken:
+                self.writes.append(item)
+            return not self._taken
+
+    def take(self) -> list[_Write]:
+        with self._lock:
+            self._taken = True
+            return self.writes
+
+
+class Written:
+    """One write's outcome: on disk once its batch is committed, unless its own file failed."""
+
+    __slots__ = ("_commit", "_item")
+
+    def __init__(self, commit: Commit, item: _Write):
+        self._commit, self._item = commit, item
+
+    async def wait(self) -> None:
+        await self._commit.wait()
+        if self._item.error is not None:
+            raise self._item.error
 
 
 def _digest(raw: bytes) -> bytes:

@@ -9,6 +9,7 @@ import threading
 import tomllib
 
 import pytest
+import trio
 
 from anvilfs.beads import Board, Status, Who
 from anvilfs.domain_events import EventBus
@@ -99,16 +100,41 @@ async def test_a_change_the_disk_refuses_is_taken_back_in_memory_and_said(parts)
     assert f"cannot save bead {a}: Is a directory; bead {a} is back to what its file holds" in board.bus.journal.text()
 
 
-async def test_a_refused_change_that_a_later_one_wrote_over_is_not_taken_back(parts):
+async def test_a_refused_change_that_a_later_one_wrote_over_is_not_taken_back(parts, monkeypatch):
     state, db, board = parts
     a, path, release = await bead_whose_file_breaks(parts)
+    files = board._store.files
+    taken, go_on = threading.Event(), threading.Event()
+    prepare = files.dir.prepare
+
+    def held_prepare(name, data, **kw):  # the claim's job, taken by the writer, waits here
+        taken.set()
+        assert go_on.wait(30), "the test never let the claim's job go on"
+        return prepare(name, data, **kw)
+
+    monkeypatch.setattr(files.dir, "prepare", held_prepare)
     board.claim(a, Who("bot1", "bot1"))
-    db.call(lambda conn: os.rmdir(path), barrier=True)
-    board.complete(a)
     release.set()
+    assert await trio.to_thread.run_sync(taken.wait, 30), "the writer never took the claim's job"
+    monkeypatch.setattr(files.dir, "prepare", prepare)
+    db.call(lambda conn: os.rmdir(path), barrier=True)
+    board.complete(a)  # a job of its own: the claim's is taken already
+    go_on.set()
     await settled(db)
     assert board.get(a).status is Status.COMPLETED and on_disk(state, a)["status"] == "completed"
     assert "back to what its file holds" not in board.bus.journal.text()
+
+
+async def test_changes_queued_while_the_writer_is_busy_share_one_job_and_one_commit(parts):
+    state, db, board = parts
+    release = hold_writer(db)
+    before = db.commits
+    made = [board.new(f"Task {i}", "worker", "d") for i in range(5)]
+    board.claim(made[0].id, Who("bot1", "bot1"))
+    release.set()
+    await settled(db)
+    assert db.commits - before == 3  # the held job's, the six writes' (one job), and settled()'s
+    assert [on_disk(state, b.id)["status"] for b in made] == ["in_progress"] + ["pending"] * 4
 
 
 async def test_a_new_bead_the_disk_refuses_is_gone_again(parts):
