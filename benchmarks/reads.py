@@ -1,6 +1,8 @@
 """Benchmark: reads of big files, event-loop stalls and restart on a full tree (issue 32, item 6; by hand).
 
     .venv/bin/python benchmarks/reads.py [--beads 10000] [--convoys 1000] [--sessions 1000] [--no-web]
+    .venv/bin/python benchmarks/reads.py --keep DIR      # and keep the built tree in DIR (state and ids)
+    .venv/bin/python benchmarks/reads.py --tree DIR      # measure on a copy of a kept tree: no build
 
 Starts a real `anvilfs serve` with ANVILFS_STALLS set (anvilfs/server/stalls.py: every trio task
 step over 2 ms is logged, from inside the server) and builds its tree through the files, over one
@@ -24,6 +26,7 @@ Targets (issue 32): every read under 20 ms, no stall over 20 ms, restart under 2
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import signal
@@ -230,13 +233,24 @@ def main() -> None:
     ap.add_argument("--convoys", type=int, default=1000)
     ap.add_argument("--sessions", type=int, default=1000)
     ap.add_argument("--no-web", action="store_true")
+    ap.add_argument("--keep", type=Path, help="copy the built tree (its state and ids) to this directory")
+    ap.add_argument("--tree", type=Path, help="measure on a copy of a tree kept by --keep instead of building one")
     args = ap.parse_args()
     base = Path(tempfile.mkdtemp(prefix="anvr.", dir="/tmp"))
+    if args.tree:  # the tree's figures (its counts) are the kept ones
+        shutil.copytree(args.tree / "state", base / "state", symlinks=True)
+        kept = json.loads((args.tree / "ids.json").read_text())
+        beads, convoys, args.sessions, args.beads = kept["beads"], kept["convoys"], kept["sessions"], len(kept["beads"])
+        print(f"tree of {args.sessions} sessions, {len(convoys)} convoys, {len(beads)} beads from {args.tree}")
     proc = start(base)
     try:
-        with connect(base, time.monotonic() + 30) as client:
-            beads, convoys = build(client, args)
+        if not args.tree:
+            with connect(base, time.monotonic() + 30) as client:
+                beads, convoys = build(client, args)
         proc, took = restart(base, proc, args.sessions)
+        if args.keep:
+            shutil.copytree(base / "state", args.keep / "state", symlinks=True)
+            (args.keep / "ids.json").write_text(json.dumps({"beads": beads, "convoys": convoys, "sessions": args.sessions}))
         print(f"restart: {took:.2f} s to the first `list` with every session{'' if took < 2 else '   MISS'}")
         paths = files(beads, convoys)
         chain = max(args.beads // 10, 1)

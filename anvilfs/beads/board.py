@@ -26,6 +26,7 @@ from . import owns as owns_rules
 from .collection import Collection
 from .model import MAX_TEXT, MAX_TITLE, Bead, bead_from_toml
 from .states import HELD, Status, Verb, advance
+from .view import BoardView
 
 LABEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}\Z")  # roles and holder names: they name files (ready.<role>)
 MAX_LEASE = 7 * 24 * 3600
@@ -64,6 +65,11 @@ class Board:
         self._beads = self._store.items  # the same dict: reads here, changes through the store
         self.changes = Changes()  # bumps on every change (the lease task waits on it, the files' stamps follow it)
         self.changed_at = int(time.time())  # the epoch second of the last change: the mtime of files drawn from all beads
+        # `list`, `ready` and `graph` as texts, kept a change at a time (view.py)
+        self.view = BoardView(self._beads, lambda: self._store.broken, lambda: self.changes.version)
+        # the beads held under a lease, all expire_leases looks at: it runs at every change of the board
+        # (run_leases), and a look through 10,000 beads each time held the loop for 5-20 ms (issue 32)
+        self._leased: set[str] = set()
         bus.subscribe(SessionEnded, self._session_ended)
 
     # ------------------------------------------------------------ loading
@@ -71,6 +77,7 @@ class Board:
     def load(self) -> list[str]:
         """Read every bead file; returns a line for each problem found (reported, never fixed silently)."""
         problems = self._store.load()
+        self._leased = {b.id for b in self._beads.values() if _leased(b)}
         problems += self._dependency_problems()
         return problems
 
@@ -244,8 +251,8 @@ class Board:
     def expire_leases(self) -> float | None:
         """Release the beads whose lease ran out; returns when the next lease runs out, if one will."""
         now, next_end = self.clock(), None
-        for bead in list(self._beads.values()):
-            if bead.status is Status.IN_PROGRESS and bead.lease_until:
+        for bead in sorted((self._beads[i] for i in self._leased), key=lambda b: b.lease_until):
+            if _leased(bead):
                 if bead.lease_until <= now:
                     self._release(bead, f"the lease of {bead.assigned_to} ran out")
                 else:
@@ -274,10 +281,15 @@ class Board:
 
     def _save(self, bead: Bead, message: str, verb: str, detail: str = "", *, new: bool = False) -> Bead:
         self._store.save(bead, message, new=new)
+        (self._leased.add if _leased(bead) else self._leased.discard)(bead.id)
         self.changes.bump()
         self.changed_at = int(time.time())
         self.bus.publish(BeadChanged(bead.id, verb, bead.status.value, detail, bead.convoy))
         return bead
+
+
+def _leased(bead: Bead) -> bool:
+    return bead.status is Status.IN_PROGRESS and bool(bead.lease_until)
 
 
 def _no_convoys(convoy: str) -> None:

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from anvilfs.beads import Board, Convoys, Who
+from anvilfs.beads import Board, Convoys, Who, view
 from anvilfs.client.protocol import directory_entries
 from anvilfs.domain_events import EventBus
 from anvilfs.fs import beads_dir
@@ -42,19 +42,19 @@ def look(node) -> bytes:
     return read(node)
 
 
-def test_the_graph_is_rendered_once_per_change_of_the_board_however_often_it_is_read(monkeypatch):
-    renders = []
-    real = beads_dir.render_graph
-    monkeypatch.setattr(beads_dir, "render_graph", lambda beads: renders.append(1) or real(beads))
+def test_the_graph_is_drawn_once_per_change_of_the_board_however_often_it_is_read(monkeypatch):
+    lines = []
+    real = view.graph_line
+    monkeypatch.setattr(view, "graph_line", lambda bead, beads: lines.append(bead.id) or real(bead, beads))
     board, _, directory, made = tree()
     graph = directory.lookup("graph")
     first = look(graph)
     for _ in range(5):
         assert look(graph) == first
-    assert len(renders) == 1
+    assert sorted(lines) == sorted(made)
     board.claim(made[0], Who("tester"), "someone", lease=60)
     after = look(graph)
-    assert after != first and look(graph) == after and len(renders) == 2
+    assert after != first and look(graph) == after and lines[len(made):] == [made[0]]
 
 
 def test_listing_the_beads_makes_none_of_their_files(monkeypatch):
