@@ -106,6 +106,10 @@ class Board:
     def all(self) -> list[Bead]:
         return list(self._beads.values())
 
+    def by_id(self) -> dict[str, Bead]:
+        """The board's own dict of beads, in the order they were made: to read, never to change."""
+        return self._beads
+
     def is_ready(self, bead: Bead) -> bool:
         """Claimable now: pending, and every dependency completed. `list` and `ready` both ask this."""
         return bead.status is Status.PENDING and all(
@@ -115,7 +119,7 @@ class Board:
         return [b for b in self._beads.values() if self.is_ready(b) and (role is None or b.role == role)]
 
     def roles(self) -> list[str]:
-        return sorted({b.role for b in self._beads.values()})
+        return self.view.roles()
 
     # ------------------------------------------------------------ changing
 

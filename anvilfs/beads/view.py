@@ -65,6 +65,7 @@ class BoardView:
         self._lines: dict[str, str] = {}  # bead -> its line of `list`, in the board's order
         self._ready: dict[str, bool] = {}  # bead -> whether it is ready, in the same order
         self._roles: dict[str, tuple[int, list[bool]]] = {}  # role -> (beads then, whether each has it)
+        self._role_names: list[str] = []  # sorted: the roles some bead has
         self._dependents: dict[str, list[str]] = {}  # bead -> the beads that depend on it
         self._graph = _Graph(beads)
 
@@ -86,6 +87,10 @@ class BoardView:
             self._lines[new.id] = bead_line(new)
             if old is None or old.role != new.role:
                 self._roles.clear()
+                if new.role not in self._role_names:
+                    insort(self._role_names, new.role)
+                if old is not None and not any(b.role == old.role for b in self._beads.values()):
+                    self._role_names.remove(old.role)
             if old is None:
                 self._ready[new.id] = False  # its place, in the board's order: the loop below says whether
                 for dep in dict.fromkeys(new.depends_on):
@@ -103,6 +108,7 @@ class BoardView:
         self._lines = {i: bead_line(b) for i, b in beads.items()}
         self._ready = {i: self._is_ready(b) for i, b in beads.items()}
         self._roles.clear()
+        self._role_names = sorted({b.role for b in beads.values()})
         self._dependents = {}
         for bead in beads.values():
             for dep in dict.fromkeys(bead.depends_on):
@@ -116,6 +122,11 @@ class BoardView:
             (dep := beads.get(d)) is not None and dep.status is Status.COMPLETED for d in bead.depends_on)
 
     # ------------------------------------------------------------ the texts
+
+    def roles(self) -> list[str]:
+        """The roles some bead has, sorted."""
+        self.look()
+        return list(self._role_names)
 
     def list_text(self) -> str:
         self.look()

@@ -107,34 +107,39 @@ def getattr_of(node: Node, size: int) -> tuple:
             2 if node.is_dir else 1, 0, size, 4096, blocks, mtime, 0, mtime, 0, mtime, 0, 0, 0, 0, 0)
 
 
-# A directory read sends a stat record per entry, and `ls beads/` has 10,000: each is encoded once
-# for what it shows (name, qid, mode, mtime, length; the owner is the server's, for ever) and kept,
-# the least recently used dropped past _RECORDS_KEPT (a bead's directory never changes its record).
-_RECORDS_KEPT = 1 << 15
+# A directory read sends a stat record per entry, and `ls beads/` has 10,000: each node keeps the record
+# last encoded for it with what it showed (version, mtime, length, dialect); the rest never changes (the
+# owner is the server's, for ever). A node whose stamp and size cannot move (a bead's directory: built
+# again at each change of the bead) keeps it for good, and a listing sends it with no call at all.
 
 
-@lru_cache(maxsize=_RECORDS_KEPT)
-def _record(name: str, path: int, version: int, mtime: int, mode: int, is_dir: bool, length: int,
-            dialect: Dialect) -> bytes:
+def _encode_record(node: Node, version: int, mtime: int, length: int, dialect: Dialect) -> bytes:
     owner, uid, gid = _owner()
-    stat = Stat(qid=_qid_pair(path, version, is_dir)[0], mode=mode | (c.DMDIR if is_dir else 0), atime=mtime,
-                mtime=mtime, length=length, name=name, uid=owner, gid=owner, muid=owner,
+    stat = Stat(qid=_qid_pair(node.path, version, node.is_dir)[0], mode=mode_of(node), atime=mtime,
+                mtime=mtime, length=length, name=node.name, uid=owner, gid=owner, muid=owner,
                 n_uid=uid, n_gid=gid, n_muid=uid)
     return encode_stat(stat, dialect)
 
 
 def stat_record(node: Node, dialect: Dialect) -> bytes:
-    """encode_stat(stat_of(node)), from the records kept."""
+    """encode_stat(stat_of(node)), kept with the node for as long as it is what the node shows."""
     version, mtime = _stamp(node)
-    return _record(node.name, node.path, version, mtime, node.mode, node.is_dir, node.size(), dialect)
+    length = node.size()
+    kept = node.record
+    if kept is None or kept[1] != version or kept[2] != mtime or kept[3] != length or kept[0] is not dialect:
+        fixed = node.stamp is None and type(node).size is Node.size  # shows the same for ever
+        kept = node.record = (dialect, version, mtime, length, _encode_record(node, version, mtime, length, dialect),
+                              fixed)
+    return kept[4]
 
 
 def pack_stats(nodes: list[Node], start: int, count: int, dialect: Dialect) -> tuple[bytes, int]:
     """9P2000 directory read: whole stat records from entry `start` that fit in count."""
     out = bytearray()
-    index = start
-    while index < len(nodes):
-        record = stat_record(nodes[index], dialect)
+    index, end = start, len(nodes)
+    while index < end:
+        kept = nodes[index].record
+        record = kept[4] if kept is not None and kept[5] and kept[0] is dialect else stat_record(nodes[index], dialect)
         if len(out) + len(record) > count:
             _check_fits(out, len(record), count)
             break

@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from anvilfs.beads import Board, Status, Who, render_graph
+from anvilfs.beads import Board, Convoys, Status, Who, render_graph
 from anvilfs.beads import view as view_module
 from anvilfs.beads.model import Bead
 from anvilfs.domain_events import EventBus
@@ -110,3 +110,30 @@ def test_a_claim_redoes_one_line_of_the_graph_not_every_line(monkeypatch):
     lines.clear()
     assert board.view.graph_text() == render_graph({b.id: b for b in board.all()})
     assert sorted(lines) == sorted(made[:2])
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_each_convoys_beads_kept_a_change_at_a_time_are_those_the_board_says(seed):
+    """Convoys' members (beads_of, progress, convoys/list) follow beads joining, leaving and coming back."""
+    rng = random.Random(seed)
+    board = new_board()
+    convoys = Convoys(None, board.bus, board)
+    ids = [convoys.new(f"Convoy {i}", "goal").id for i in range(4)]
+    for step in range(300):
+        if rng.random() < 0.3 and board.all():
+            bead = rng.choice(board.all())
+            try:
+                if bead.convoy:
+                    convoys.remove_bead(bead.convoy, bead.id)
+                else:
+                    convoys.add_bead(rng.choice(ids), bead.id)
+            except AnvilError:
+                pass
+        else:
+            change(board, rng)
+        if rng.random() < 0.3:
+            for convoy in ids:
+                members = [b for b in board.all() if b.convoy == convoy]
+                assert convoys.beads_of(convoy) == members, f"seed {seed}, step {step}"
+                done = sum(b.status is Status.COMPLETED for b in members)
+                assert convoys.progress(convoy) == f"{done}/{len(members)} completed"

@@ -115,3 +115,20 @@ def test_the_start_builds_directories_a_slice_at_a_time_and_listings_find_them_b
     assert all(directory.lookup(name) is node for name, node in built.items())
     board.claim(made[0], Who("tester"), "someone", lease=60)  # a new Bead object: its directory is built again
     assert beads.build_some(10) is False and directory.lookup(made[0]) is not built[made[0]]
+
+
+def test_a_listing_kept_between_reads_shows_each_bead_directory_as_a_walk_finds_it():
+    board, convoys, directory, made = tree(40)
+    first = directory.children()
+    for i, bead in enumerate(made[:5]):
+        board.claim(bead, Who("tester"), "someone", lease=60)  # a new Bead object: a new directory
+        if i < 4:
+            board.complete(bead)
+    made.append(board.new("Task 40", "worker", "do").id)
+    again = directory.children()
+    beads = [n for n in again if n.name in made]
+    assert [n.name for n in beads] == [b.id for b in board.all()]
+    assert all(directory.lookup(n.name) is n for n in beads)
+    assert [n.name for n in first if n.name in made] == made[:40]  # the first listing, as it was handed out
+    records = pack_stats(again, 0, 1 << 20, Dialect.P2000U)[0]
+    assert [e.name for e in directory_entries(records, Dialect.P2000U)] == [n.name for n in again]
