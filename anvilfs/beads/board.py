@@ -79,6 +79,7 @@ class Board:
         problems = self._store.load()
         self._leased = {b.id for b in self._beads.values() if _leased(b)}
         problems += self._dependency_problems()
+        self.view.look()  # drawn whole once now, before any client waits for it
         return problems
 
     def _dependency_problems(self) -> list[str]:

@@ -176,18 +176,23 @@ class _Graph:
 
     def update(self, flipped: list[str], touched: set[str], dependents: dict[str, list[str]]) -> bool:
         """Beads `flipped` into or out of completion (or added), the lines of those `touched` (they and their
-        dependents); False if it must be done whole: a bead completed no more, after which waves only grow."""
+        dependents); False if it must be done whole (a wave past the count of beads: a dependency cycle that
+        a reopened bead closed again, which only whole() tells from a chain)."""
         beads = self._beads
-        if any(not _done(beads[i]) and self._group.get(i) == _DONE for i in flipped):
-            return False
         for bead_id in touched:
             self._lines[bead_id] = graph_line(beads[bead_id], beads)
             self._texts.pop(self._group.get(bead_id), None)
-        work, queued = deque(flipped), set(flipped)  # added beads are flipped too, in the board's order
-        while work:  # a group only falls here (a completion, a new bead depends on placed ones), so this ends
+        # Each bead's group is the one its dependencies' groups give it (_wave_of): redone for the flipped
+        # beads, then for the dependents of each bead whose group moved, until none moves. Without a cycle
+        # those rules have one answer, waves()'s; a cycle only has a blocked one, or has waves that grow
+        # for ever here, which the bound on them catches.
+        work, queued, most = deque(flipped), set(flipped), len(beads) + 1
+        while work:
             bead_id = work.popleft()
             queued.discard(bead_id)
             group = self._wave_of(beads[bead_id])
+            if group > most:
+                return False
             if group != self._group.get(bead_id):
                 self._move(bead_id, group)
                 for dependent in dependents.get(bead_id, ()):

@@ -89,9 +89,25 @@ def test_kept_texts_follow_beads_a_file_left_in_a_cycle_or_waiting_for_a_bead_th
     assert "blocked (a dependency cycle" in board.view.graph_text()
     board.complete("hand-a")  # the cycle is broken: B, then D, get their waves; C still waits for gone-1
     assert kept(board) == whole(board)
+    board.reopen("hand-a")  # and made again
+    assert kept(board) == whole(board) and "  hand-b pending" in board.view.graph_text().split("blocked")[1]
     for _ in range(200):
         change(board, rng)
         assert kept(board) == whole(board)
+
+
+def test_a_reopened_bead_pushes_its_dependents_back_a_wave_without_a_whole_render(monkeypatch):
+    board = new_board()
+    made: list[str] = []
+    for i in range(300):
+        made.append(board.new(f"Task {i}", "worker", "do", made[-1:] if i % 100 else []).id)
+    for bead in made[:3]:
+        board.claim(bead, Who("tester"), "someone", lease=60)
+        board.complete(bead)
+    board.view.graph_text()
+    monkeypatch.setattr(view_module, "waves", lambda beads: pytest.fail("rendered whole"))
+    board.reopen(made[1])
+    assert board.view.graph_text() == render_graph({b.id: b for b in board.all()})
 
 
 def test_a_claim_redoes_one_line_of_the_graph_not_every_line(monkeypatch):
