@@ -6,10 +6,13 @@ One trio task step runs with the loop held: while it runs no other client is
 answered. With ANVILFS_STALLS set, each step that took longer than
 ANVILFS_STALLS_MS milliseconds (default 5) appends a line to PATH:
 
-    EPOCH_SECONDS MILLISECONDS TASK_NAME
+    EPOCH_SECONDS MILLISECONDS TASK_NAME CPU_MILLISECONDS
 
 (benchmarks/reads.py reads the longest of a time window). The line is
 written after the step, outside any measured time; nothing else is timed.
+The CPU time is the thread's in the step: on a machine shared with other
+work, a step's wall time can be many times the work it did (the process
+waiting for a core), and the two together tell which it was.
 """
 
 from __future__ import annotations
@@ -27,17 +30,17 @@ class StallLog(trio.abc.Instrument):
 
     def __init__(self, path: str, threshold: float):
         self.path, self.threshold = path, threshold
-        self._began = 0.0
-        self._clock = time.perf_counter
+        self._began = self._began_cpu = 0.0
+        self._clock, self._cpu = time.perf_counter, time.thread_time
 
     def before_task_step(self, task) -> None:
-        self._began = self._clock()
+        self._began, self._began_cpu = self._clock(), self._cpu()
 
     def after_task_step(self, task) -> None:
-        took = self._clock() - self._began
+        took, cpu = self._clock() - self._began, self._cpu() - self._began_cpu
         if took > self.threshold:
             with open(self.path, "a") as out:
-                out.write(f"{time.time():.3f} {took * 1000:.1f} {task.name}\n")
+                out.write(f"{time.time():.3f} {took * 1000:.1f} {task.name} {cpu * 1000:.1f}\n")
 
 
 def from_environment() -> list[trio.abc.Instrument]:
