@@ -129,7 +129,8 @@ def stalls(base: Path, since: float) -> tuple[float, str, float, float]:
     path = base / "stalls"
     if path.exists():
         for line in path.read_text().splitlines():
-            when, ms, task, cpu = line.split(" ", 3)
+            when, ms, rest = line.split(" ", 2)
+            task, cpu = rest.rsplit(" ", 1)  # a task's name may hold spaces
             if float(when) >= since:
                 most_cpu = max(most_cpu, float(cpu))
                 if float(ms) > worst[0]:
