@@ -26,7 +26,7 @@ from . import owns as owns_rules
 from .collection import Collection
 from .model import MAX_TEXT, MAX_TITLE, Bead, bead_from_toml
 from .states import HELD, Status, Verb, advance
-from .view import BoardView
+from .view import BoardView, Replacements
 
 LABEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}\Z")  # roles and holder names: they name files (ready.<role>)
 MAX_LEASE = 7 * 24 * 3600
@@ -66,7 +66,8 @@ class Board:
         self.changes = Changes()  # bumps on every change (the lease task waits on it, the files' stamps follow it)
         self.changed_at = int(time.time())  # the epoch second of the last change: the mtime of files drawn from all beads
         # `list`, `ready` and `graph` as texts, kept a change at a time (view.py)
-        self.view = BoardView(self._beads, lambda: self._store.broken, lambda: self.changes.version)
+        self.replacements: Replacements[Bead] = Replacements()  # each change's (old bead, new), for what follows them
+        self.view = BoardView(self._beads, lambda: self._store.broken, lambda: self.changes.version, self.replacements)
         # the beads held under a lease, all expire_leases looks at: it runs at every change of the board
         # (run_leases), and a look through 10,000 beads each time held the loop for 5-20 ms (issue 32)
         self._leased: set[str] = set()
@@ -285,7 +286,9 @@ class Board:
     # ------------------------------------------------------------ saving
 
     def _save(self, bead: Bead, message: str, verb: str, detail: str = "", *, new: bool = False) -> Bead:
+        old = self._beads.get(bead.id)
         self._store.save(bead, message, new=new)
+        self.replacements.note(old, bead)
         (self._leased.add if _leased(bead) else self._leased.discard)(bead.id)
         self.changes.bump()
         self.changed_at = int(time.time())

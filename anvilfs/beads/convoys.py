@@ -201,7 +201,7 @@ class _Members:
 
     def __init__(self, board: Board):
         self._board = board
-        self._replaced = Replaced(board.by_id())
+        self._replaced = Replaced(board.by_id(), board.replacements)
         self._looked: object = None
         self._place: dict[str, int] = {}  # bead -> its place in the board's order
         self._members: dict[str, list[str]] = {}  # convoy -> its beads, by place

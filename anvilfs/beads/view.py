@@ -27,20 +27,55 @@ _DONE, _BLOCKED = 0, -1  # graph groups: a wave's number for the open beads, the
 _WHOLE = 1000  # at least this many changed beads (and an eighth of them all): redo it all, in one go
 
 
+class Replacements(Generic[T]):
+    """The objects its owner replaced in a dict or added to it, (old, new) in order, noted as it does: a
+    follower takes those since its last look (Replaced), and a change costs what it changed, not a look
+    at every object."""
+
+    KEPT = 4096  # notes kept at least; a follower that has not looked for longer looks at every object
+
+    def __init__(self) -> None:
+        self._notes: list[tuple[T | None, T]] = []
+        self._first = 0  # the number of the first note kept
+
+    def note(self, old: T | None, new: T) -> None:
+        self._notes.append((old, new))
+        if len(self._notes) > 2 * self.KEPT:
+            del self._notes[:self.KEPT]
+            self._first += self.KEPT
+
+    @property
+    def end(self) -> int:
+        return self._first + len(self._notes)
+
+    def since(self, mark: int) -> list[tuple[T | None, T]] | None:
+        return None if mark < self._first else self._notes[mark - self._first:]
+
+
 class Replaced(Generic[T]):
     """What changed in a dict of objects since the last look: each object replaced, or added at its end.
 
-    A look compares the objects place by place (in C, a pass over 10,000 in well under a millisecond)."""
+    From the owner's notes (Replacements) when it keeps them and they account for every object; else
+    by comparing the objects place by place (in C, a pass over 10,000 in about a millisecond)."""
 
-    def __init__(self, items: dict[str, T]):
-        self._items = items
+    def __init__(self, items: dict[str, T], notes: Replacements[T] | None = None):
+        self._items, self._notes = items, notes
         self._seen: list[T] = []
+        self._mark: int | None = None  # the notes' end at the last look
+        self._count = 0  # the objects then
 
     def look(self) -> list[tuple[T | None, T]] | None:
-        """(old, new) for each object replaced since the last look, (None, new) for each added; None if the
-        dict shrank or changed its order (then every object must be looked at again)."""
+        """(old, new) for each object replaced since the last look, (None, new) for each added (one pair a
+        change: an object changed twice comes twice, in order); None if the dict shrank or changed its
+        order, or changed without a note (then every object must be looked at again)."""
+        if self._notes is not None and self._mark is not None:
+            noted, self._mark = self._notes.since(self._mark), self._notes.end
+            added = sum(old is None for old, _ in noted) if noted is not None else 0
+            count, self._count = self._count + added, len(self._items)
+            return noted if noted is not None and count == len(self._items) else None
         values, seen = list(self._items.values()), self._seen
-        self._seen = values
+        self._seen = values if self._notes is None else []
+        self._mark, self._count = (self._notes.end if self._notes is not None else None), len(values)
         if len(values) < len(seen):
             return None
         changed = [(old, new) for new, old in zip(values, seen) if new is not old]
@@ -58,9 +93,10 @@ def bead_line(bead: Bead) -> str:
 class BoardView:
     """The board's beads as `list`, `ready` and `graph` show them; `look()` brings it up to date."""
 
-    def __init__(self, beads: dict[str, Bead], broken: Callable[[], dict[str, str]], version: Callable[[], object]):
+    def __init__(self, beads: dict[str, Bead], broken: Callable[[], dict[str, str]], version: Callable[[], object],
+                 notes: Replacements[Bead] | None = None):
         self._beads, self._broken, self._version = beads, broken, version
-        self._replaced = Replaced(beads)
+        self._replaced = Replaced(beads, notes)
         self._looked: object = None
         self._lines: dict[str, str] = {}  # bead -> its line of `list`, in the board's order
         self._ready: dict[str, bool] = {}  # bead -> whether it is ready, in the same order

@@ -153,3 +153,21 @@ def test_each_convoys_beads_kept_a_change_at_a_time_are_those_the_board_says(see
                 assert convoys.beads_of(convoy) == members, f"seed {seed}, step {step}"
                 done = sum(b.status is Status.COMPLETED for b in members)
                 assert convoys.progress(convoy) == f"{done}/{len(members)} completed"
+
+
+def test_a_follower_takes_the_noted_changes_and_looks_at_everything_when_notes_cannot_tell():
+    board = new_board()
+    made = [board.new(f"Task {i}", "worker", "do").id for i in range(3)]
+    follower = view_module.Replaced(board.by_id(), board.replacements)
+    assert [new.id for old, new in follower.look()] == made  # the first look: every bead, added
+    board.claim(made[1], Who("tester"), "someone", lease=60)
+    board.unclaim(made[1])
+    assert [(old.status.value, new.status.value) for old, new in follower.look()] == [
+        ("pending", "in_progress"), ("in_progress", "pending")]
+    board.by_id()["by-hand"] = Bead(id="by-hand", title="Hand", role="worker")  # no note: as a load fills it
+    assert follower.look() is None
+    for _ in range(view_module.Replacements.KEPT + 1):
+        board.claim(made[0], Who("tester"), "someone", lease=60)
+        board.unclaim(made[0])
+    assert follower.look() is None  # too long without a look: the notes it needs are gone
+    assert kept(board) == whole(board)
