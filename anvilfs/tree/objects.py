@@ -52,6 +52,7 @@ class ObjectDirectories(Generic[T]):
                     return True
                 self._dir(obj)
                 built += 1
+        self.children()  # all built: the listing too, so that the first a client asks for finds it kept
         return False
 
     def children(self) -> list[Node]:
