@@ -13,7 +13,6 @@ from ..ninep import consts as c
 from ..tree import Handle, Node
 
 _DT_DIR, _DT_REG = 4, 8
-_DIRENT = struct.Struct("<BIQQB")  # qid(type version path) offset type
 
 
 @cache
@@ -185,15 +184,30 @@ def pack_dirents(nodes: list[Node], start: int, count: int) -> bytes:
     out = bytearray()
     for index in range(start, len(nodes)):
         node = nodes[index]
-        qid = qid_of(node)
-        raw = node.name.encode()
-        entry = _DIRENT.pack(qid.type, qid.version, qid.path, index + 1, _DT_DIR if node.is_dir else _DT_REG)
-        entry += struct.pack("<H", len(raw)) + raw
+        kept = node.entry
+        if kept is None or not kept[2]:
+            kept = _entry_parts(node)
+        entry = kept[0] + _OFFSET(index + 1) + kept[1]
         if len(out) + len(entry) > count:
             _check_fits(out, len(entry), count)
             break
         out += entry
     return bytes(out)
+
+
+_OFFSET = struct.Struct("<Q").pack
+_ENTRY_TAIL = struct.Struct("<BH").pack  # type, the name's length
+
+
+def _entry_parts(node: Node) -> tuple:
+    """A Treaddir entry but its offset: (its qid's 13 bytes, its type and name), kept with the node as
+    the stat records are (stat_record): for good if its stamp cannot move, else while its qid stays."""
+    qid = packed_qid(node)
+    kept = node.entry
+    if kept is None or kept[0] != qid:
+        raw = node.name.encode()
+        kept = node.entry = (qid, _ENTRY_TAIL(_DT_DIR if node.is_dir else _DT_REG, len(raw)) + raw, node.stamp is None)
+    return kept
 
 
 def _check_fits(out: bytearray, size: int, count: int) -> None:
