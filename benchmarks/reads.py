@@ -130,7 +130,9 @@ def stalls(base: Path, since: float) -> tuple[float, str, float, float]:
     if path.exists():
         for line in path.read_text().splitlines():
             when, ms, rest = line.split(" ", 2)
-            task, cpu = rest.rsplit(" ", 1)  # a task's name may hold spaces
+            task, _, cpu = rest.rpartition(" ")  # a task's name may hold spaces
+            if not task:  # a server from before the CPU time was logged
+                task, cpu = cpu, "nan"
             if float(when) >= since:
                 most_cpu = max(most_cpu, float(cpu))
                 if float(ms) > worst[0]:
