@@ -131,8 +131,10 @@ def stalls(base: Path, since: float) -> tuple[float, str, float, float]:
         for line in path.read_text().splitlines():
             when, ms, rest = line.split(" ", 2)
             task, _, cpu = rest.rpartition(" ")  # a task's name may hold spaces
-            if not task:  # a server from before the CPU time was logged
-                task, cpu = cpu, "nan"
+            try:
+                float(cpu)
+            except ValueError:  # a server from before the CPU time was logged
+                task, cpu = rest, "nan"
             if float(when) >= since:
                 most_cpu = max(most_cpu, float(cpu))
                 if float(ms) > worst[0]:
