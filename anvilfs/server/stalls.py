@@ -12,11 +12,14 @@ ANVILFS_STALLS_MS milliseconds (default 5) appends a line to PATH:
 written after the step, outside any measured time; nothing else is timed.
 The CPU time is the thread's in the step: on a machine shared with other
 work, a step's wall time can be many times the work it did (the process
-waiting for a core), and the two together tell which it was.
+waiting for a core), and the two together tell which it was. Collections
+of the garbage collector over the threshold get a line of their own, their
+task `gc.generationN` (they happen within a step, and count in its time).
 """
 
 from __future__ import annotations
 
+import gc
 import os
 import time
 
@@ -30,8 +33,18 @@ class StallLog(trio.abc.Instrument):
 
     def __init__(self, path: str, threshold: float):
         self.path, self.threshold = path, threshold
-        self._began = self._began_cpu = 0.0
+        self._began = self._began_cpu = self._gc_began = self._gc_cpu = 0.0
         self._clock, self._cpu = time.perf_counter, time.thread_time
+
+    def collected(self, phase: str, info: dict) -> None:
+        """gc.callbacks: times each collection, logged as a step is."""
+        if phase == "start":
+            self._gc_began, self._gc_cpu = self._clock(), self._cpu()
+            return
+        took, cpu = self._clock() - self._gc_began, self._cpu() - self._gc_cpu
+        if took > self.threshold:
+            with open(self.path, "a") as out:
+                out.write(f"{time.time():.3f} {took * 1000:.1f} gc.generation{info['generation']} {cpu * 1000:.1f}\n")
 
     def before_task_step(self, task) -> None:
         self._began, self._began_cpu = self._clock(), self._cpu()
@@ -48,4 +61,6 @@ def from_environment() -> list[trio.abc.Instrument]:
     path = os.environ.get(ENV)
     if not path:
         return []
-    return [StallLog(path, float(os.environ.get(ENV_MS, "5")) / 1000)]
+    log = StallLog(path, float(os.environ.get(ENV_MS, "5")) / 1000)
+    gc.callbacks.append(log.collected)
+    return [log]
