@@ -14,9 +14,18 @@ from .beads import Board, Convoys, Status, Who
 from .domain_events import ApprovalDecided, EventBus, SessionMoved
 from .fs import AgentTree
 from .journal import Journal
-from .mail import DEFAULT_NOTICE, TOOLS_NOTICE, MailFiles, MailLimits, MemoryMailFiles, NoticeRules, Notices, PostOffice
-from .sessions import Backend, RestartPolicy, SessionLimits, Sessions, SessionStore, State
-from .storage import GitHistory, PrivateDir, TomlObjects
+from .mail import DEFAULT_NOTICE, TOOLS_NOTICE, MailLimits, MailTables, MemoryMailFiles, NoticeRules, Notices, PostOffice
+from .mail import store as mail_store
+from .mail.imported import import_mail_files
+from .sessions import SESSIONS_SCHEMA, Backend, RestartPolicy, SessionLimits, Sessions, SessionStore, State
+from .storage import Database, GitHistory, PrivateDir, TomlObjects
+
+# The tables of STATE/anvilfs.db, each domain's own (CREATE ... IF NOT EXISTS), made at start.
+SCHEMA = "\n".join([
+    "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);",
+    SESSIONS_SCHEMA,
+    mail_store.SCHEMA,
+])
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,9 +57,11 @@ class App:
         if backends is None:
             backends = {"sim": SimBackend()}
         state = self._state = PrivateDir(state_dir) if state_dir is not None else None
+        # everything durable but the beads' and convoys' TOML files: one database, one writer thread
+        self.db = Database(state, "anvilfs.db", SCHEMA) if state is not None else None
         self.sessions = Sessions(
             backends, self.events, limits=limits, restart=restart, roles=roles,
-            store=SessionStore(state) if state is not None else None, publish=self.bus.publish, paused=paused,
+            store=SessionStore(self.db, state) if state is not None else None, publish=self.bus.publish, paused=paused,
             **({"agent_env": agent_env} if agent_env else {}),
             # each session's private directory for the files its CLI reads (backends/agent_tools.py)
             **({"agent_home": lambda name, agents=state.subdir("agents").path: os.path.join(agents, name)}
@@ -72,7 +83,9 @@ class App:
     def _post_office(self, state: PrivateDir | None, settings: MailSettings) -> PostOffice:
         """Mail, and its ties to the other domains: who is a session, notices, beads' approvals."""
         sessions = self.sessions
-        post = PostOffice(MailFiles(state) if state is not None else MemoryMailFiles(), self.bus,
+        if state is not None and self.db is not None:
+            self._import_mail(state, self.db)
+        post = PostOffice(MailTables(self.db) if self.db is not None else MemoryMailFiles(), self.bus,
                           is_session=lambda name: sessions.find(name) is not None, limits=settings.limits)
 
         def ready(name: str) -> bool:
@@ -97,6 +110,15 @@ class App:
             bead, approved, self._who(by, writer))
         self.bus.subscribe(ApprovalDecided, self._decide_bead)
         return post
+
+    def _import_mail(self, state: PrivateDir, db: Database) -> None:
+        """What an earlier anvilfs kept as files goes into the tables, before anything reads them."""
+        moved, problems = import_mail_files(state, db)
+        for problem in problems:
+            self.record_error("mail", problem)
+        if moved:
+            self.events.append(f"- mail kept as files by an earlier anvilfs imported into {db.path}; the files are "
+                               f"in {moved}, never read again")
 
     def _session_failed(self, moved: SessionMoved) -> None:
         """A turn or a start that failed is an error like any other: its full text (the agent's own, for a
@@ -176,6 +198,8 @@ class App:
                     cleanup.shield = True
                     await self._flush_history()
                 self.history.close()
+            if self.db is not None:
+                self.db.close()  # last: what the domains queued on their way out is committed
             if self._state is not None:
                 self._state.close()  # every store's directory is one of its subdirs
 

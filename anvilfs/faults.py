@@ -2,10 +2,16 @@
 
 Never set it in use. It lets a test crash a real server exactly between two
 durable steps, which no timing can hit reliably, and then check what the
-next start makes of them (tests/server/test_approval_crashes.py):
+next start makes of them (tests/server/test_approval_crashes.py, test_mail_import.py):
 
     approval-request   a bead's `complete` is saved (pending_approval); its APPROVAL_REQUEST is not recorded yet
     approval-answer    a bead's `approve` or `reject` is saved; the record of its request is not answered yet
+    mail-import        mail files of an earlier anvilfs are inserted in the database, not yet committed
+    mail-import-move   that import is committed; one of its directories is moved to imported/, not the others
+
+The approval points die in the database's writer thread, once everything queued before them is on
+disk and before anything queued after (mail/store.py: kill_point), so they stay between the bead's
+save and the mail's record however the bead's save reaches the disk.
 """
 
 from __future__ import annotations
@@ -16,7 +22,12 @@ import signal
 ENV = "ANVILFS_TEST_KILL_AT"
 
 
+def armed(name: str) -> bool:
+    """Whether the test asked to die at this point."""
+    return os.environ.get(ENV) == name
+
+
 def kill_point(name: str) -> None:
     """Die here, at once and without cleanup (as a power cut would), if the test asked for this point."""
-    if os.environ.get(ENV) == name:
+    if armed(name):
         os.kill(os.getpid(), signal.SIGKILL)

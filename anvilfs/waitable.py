@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Protocol
 
 import trio
@@ -48,3 +50,44 @@ class Later:
             await self._settles.wait()
         except OSError as exc:
             raise self._failed(exc) from None
+
+
+# The changes on their way to disk that the request being handled must be answered after (see collecting()).
+_pending: ContextVar[list[Settles] | None] = ContextVar("anvilfs_pending_writes", default=None)
+
+
+def answer_after(settles: Settles) -> None:
+    """A change on its way to disk (the storage's Commit) that the request being handled, if any, must not
+    be answered before: the server waits for it. Outside a request (a turn's output) nothing waits."""
+    found = _pending.get()
+    if found is not None:
+        found.append(settles)
+
+
+@contextmanager
+def collecting() -> Iterator[list[Settles]]:
+    """Around the handling of a request that may change state: gathers what answer_after() was given, so
+    that every change a write makes is on disk before the write is answered, whichever domain made it."""
+    found: list[Settles] = []
+    token = _pending.set(found)
+    try:
+        yield found
+    finally:
+        _pending.reset(token)
+
+
+class _AllOf:
+    __slots__ = ("_each",)
+
+    def __init__(self, each: list[Settles]):
+        self._each = each
+
+    async def wait(self) -> None:
+        for one in self._each:  # in order: the first failure is the one reported
+            await one.wait()
+
+
+def on_disk(pending: list[Settles], what: str) -> Later:
+    """The Later a request's answer waits on: all its changes on disk, or EIO naming `what` was not saved."""
+    return Later(_AllOf(pending), lambda exc: AnvilError(
+        f"{what} not saved: the disk refused it ({exc.strerror or exc}); see events"))

@@ -1,7 +1,7 @@
 """Benchmark: a conductor watching many sessions (run by hand; prints numbers).
 
     .venv/bin/python benchmarks/conductor.py [--shape lanes|barrier] [--sessions 100] [--rounds 30] [--turn 1]
-        [--poll 1] [--agent sim|true] [--server-state /dev/shm] [--profile conductor.svg]
+        [--poll 1] [--agent sim|true] [--pairs 1 | --server-state /dev/shm] [--profile conductor.svg]
         [--profile-server server.txt] [--conductor-dir DIR]
 
 Starts `anvilfs serve` and runs the conductor as a real process (`python -m
@@ -45,9 +45,16 @@ state completed meanwhile (from /sys/dev/block; the conductor's record is
 on the same disk unless --server-state moves the server's), per second and
 per turn: what the latency's tail follows.
 
---server-state /dev/shm keeps the server's state on tmpfs, where its fsyncs
-cost nothing (the conductor's record stays on the disk): what is left is
-the conductor's part and the machine's CPU. --profile records the
+The sitting (the default, issue 33's target): the blocking run with the
+server's state on the disk, then the same with it on /dev/shm (tmpfs,
+where its fsyncs cost nothing; the conductor's record stays on the disk),
+--pairs times, and then one fdatasync's p99 on the disk alone
+(fsync_floor.measure, 400 samples); it prints the three p99s, the load
+average before and after, and whether the target holds: the p99 on the
+disk no more than the p99 on /dev/shm plus one fdatasync's p99 (medians
+over the pairs). --server-state DIR runs the one blocking run with the
+server's state under DIR instead (/dev/shm: what is left is the
+conductor's part and the machine's CPU). --profile records the
 conductor with py-spy (an SVG flame graph, or collapsed stacks if the name
 ends in .txt); --profile-server records the server the same way.
 --conductor-dir runs the conductor package found in DIR instead (another
@@ -78,8 +85,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from anvilfs.client import Client  # noqa: E402
 from harness.server import REPO_ROOT, start_server  # noqa: E402
 
-import reaction_trace  # noqa: E402  (benchmarks/, the script's own directory)
-from report import FlushProbe, StealTimeline  # noqa: E402
+import fsync_floor  # noqa: E402  (benchmarks/, the script's own directory)
+import reaction_trace  # noqa: E402
+from report import FlushProbe, StealTimeline, percentile  # noqa: E402
 
 TRACER = str(Path(__file__).resolve().parent / "trace")
 
@@ -235,7 +243,13 @@ def spied(argv: list[str], out: str) -> list[str]:
     return [PYSPY, "record", "-r", "500", "-f", "raw" if out.endswith(".txt") else "flamegraph", "-o", out, *argv]
 
 
-def run(opts: Options, poll: float | None) -> dict[str, list[float]]:
+@dataclass
+class Run:
+    samples: dict[str, list[float]]  # what -> ms, as own_reaction and reaction give them
+    flush_p99: float  # ms: the probe's fdatasync under the server's state during the run
+
+
+def run(opts: Options, poll: float | None) -> Run:
     base = Path(tempfile.mkdtemp(prefix="condb."))
     state = Path(tempfile.mkdtemp(prefix="condb.", dir=opts.server_state)) if opts.server_state else None
     config, sims = backends(opts.sessions, opts.turn)
@@ -290,7 +304,48 @@ def run(opts: Options, poll: float | None) -> dict[str, list[float]]:
         shutil.rmtree(base, ignore_errors=True)
         if state:
             shutil.rmtree(state, ignore_errors=True)
-    return own_reaction(stamps, timeline) | (reaction(stamps, opts.sessions) if opts.shape == "barrier" else {})
+    samples = own_reaction(stamps, timeline) | (reaction(stamps, opts.sessions) if opts.shape == "barrier" else {})
+    return Run(samples, percentile(probe.times, 0.99) if probe.times else float("nan"))
+
+
+OWN = "its own next prompt"  # the issue's figure: a session's await to its own next prompt
+
+
+def sitting(opts: Options, pairs: int) -> None:
+    """Issue 33's target in one sitting: disk and /dev/shm runs, interleaved, then an fdatasync alone."""
+    print(f"load average at the start: {_load()}")
+    disk, shm, during = [], [], []
+    for pair in range(1, pairs + 1):
+        for where, p99s in ((None, disk), ("/dev/shm", shm)):
+            opts.server_state = where
+            done = run(opts, None)
+            report(f"pair {pair}, server's state on {where or 'the disk'}, blocking", done.samples)
+            p99s.append(_p99(done.samples[OWN]))
+            if where is None:
+                during.append(done.flush_p99)
+    opts.server_state = None
+    alone = percentile(fsync_floor.measure(tempfile.gettempdir()).times, 0.99)
+    print(f"load average at the end: {_load()}")
+    d, m = statistics.median(disk), statistics.median(shm)
+    print(f"p99 await -> {OWN}, server's state on the disk: {d:.1f} ms  (each pair: {_ms(disk)})")
+    print(f"p99 await -> {OWN}, server's state on /dev/shm: {m:.1f} ms  (each pair: {_ms(shm)})")
+    print(f"p99 of one fdatasync on the disk ({tempfile.gettempdir()}), alone: {alone:.2f} ms  "
+          f"(during the disk runs: {_ms(during)})")
+    verdict = "holds" if d <= m + alone else f"misses by {d - m - alone:.1f} ms"
+    print(f"target: disk p99 <= /dev/shm p99 + fdatasync p99: {d:.1f} <= {m:.1f} + {alone:.2f} = "
+          f"{m + alone:.1f} ms: {verdict}")
+
+
+def _p99(values: list[float]) -> float:
+    return percentile(values, 0.99) if values else float("nan")
+
+
+def _ms(values: list[float]) -> str:
+    return ", ".join(f"{v:.1f}" for v in values)
+
+
+def _load() -> str:
+    return " ".join(f"{v:.2f}" for v in os.getloadavg())
 
 
 def report(label: str, samples: dict[str, list[float]]) -> None:
@@ -299,7 +354,7 @@ def report(label: str, samples: dict[str, list[float]]) -> None:
             print(f"{label}, await -> {what}: no samples")
             continue
         values.sort()
-        p99 = values[min(len(values) - 1, int(len(values) * 0.99))]
+        p99 = _p99(values)
         print(f"{label}, await -> {what}: {len(values)} samples, median {statistics.median(values):.1f} ms, "
               f"p99 {p99:.1f} ms, max {values[-1]:.1f} ms")
 
@@ -317,7 +372,9 @@ def main() -> None:
     p.add_argument("--agent", choices=["sim", "true"], default="sim",
                    help="sim: the server's simulated agent (no process); "
                         "true: a command backend running `true`, one process per turn")
-    p.add_argument("--server-state", metavar="DIR", help="keep the server's state under DIR (/dev/shm: free fsyncs)")
+    p.add_argument("--server-state", metavar="DIR",
+                   help="one blocking run with the server's state under DIR (/dev/shm: free fsyncs), not the sitting")
+    p.add_argument("--pairs", type=int, default=1, help="the sitting's pairs of runs, disk and /dev/shm interleaved")
     p.add_argument("--profile", metavar="FILE", help="py-spy the blocking run's conductor into FILE (.svg or .txt)")
     p.add_argument("--profile-server", metavar="FILE", help="py-spy the blocking run's server into FILE")
     p.add_argument("--conductor-dir", metavar="DIR", help="run the conductor package in DIR (another commit's)")
@@ -327,10 +384,14 @@ def main() -> None:
     opts = Options(args.shape, args.sessions, args.rounds, args.turn, args.agent, args.server_state, args.profile,
                    args.profile_server, args.conductor_dir, args.trace)
     what = f"{args.shape}, {args.sessions} sessions, turns of {args.turn:g} s"
-    report(f"blocking, {what}", run(opts, None))
+    if args.server_state:
+        report(f"blocking, {what}", run(opts, None).samples)
+    else:
+        print(f"{what}, {args.rounds} rounds")
+        sitting(opts, args.pairs)
     if args.poll:
         opts.rounds = args.poll_rounds
-        report(f"polling every {args.poll:g} s, {what}", run(opts, args.poll))
+        report(f"polling every {args.poll:g} s, {what}", run(opts, args.poll).samples)
 
 
 if __name__ == "__main__":

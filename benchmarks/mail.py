@@ -1,14 +1,17 @@
 """Benchmark: mail sent and acknowledged through 9P, durability on (run by hand; prints numbers).
 
-    .venv/bin/python benchmarks/mail.py [--messages 2000]
+    .venv/bin/python benchmarks/mail.py [--messages 2000] [--clients 4]
 
-Starts a real `anvilfs serve` on a fresh state directory (every message
-fsynced into the recipient's inbox before its write is answered; every
-ack a fsynced rename into done/) and, over the project's blocking client:
+Starts a real `anvilfs serve` on a fresh state directory (every message a
+row of STATE/anvilfs.db, committed before its read-back is answered; every
+ack an UPDATE of its row, committed before the Tremove is answered) and,
+over the project's blocking client:
 
 - sends N messages from one session to another (walk, open, write,
   read-back, clunk each): messages per second;
 - acknowledges all N (Tremove of each inbox file): acks per second;
+- the same from K connections at once (--clients, default 4), each its
+  share: sends and acks per second when commits can be grouped;
 - delivery latency: a second connection holds a blocked read on `events`;
   the time from the send's answer to that read being woken, median and p99
   (the read is the recipient's way to learn of mail without polling).
@@ -91,9 +94,30 @@ def latencies(base: Path, count: int) -> list[float]:
     return result
 
 
+def at_once(base: Path, count: int, clients: int) -> tuple[float, float]:
+    """`count` messages sent by `clients` connections in parallel, then acknowledged so: seconds for each."""
+    conns = [connect(base) for _ in range(clients)]
+    ids: list[list[str]] = [[] for _ in conns]
+
+    def in_parallel(work) -> float:
+        threads = [threading.Thread(target=work, args=(k,)) for k in range(clients)]
+        t0 = time.perf_counter()
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(120)
+        return time.perf_counter() - t0
+
+    sent = in_parallel(lambda k: ids[k].extend(send(conns[k], n) for n in range(count // clients)))
+    acked = in_parallel(lambda k: [conns[k].rpc(m.Tremove(tag=0, fid=conns[k].walk(f"b/inbox/{i}.json")))
+                                   for i in ids[k]])
+    return sent, acked
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--messages", type=int, default=2000)
+    parser.add_argument("--clients", type=int, default=4)
     args = parser.parse_args()
     base = Path(tempfile.mkdtemp(prefix="anvil-mail-bench."))
     proc = start(base)
@@ -108,9 +132,11 @@ def main() -> None:
         for ident in ids:
             client.rpc(m.Tremove(tag=0, fid=client.walk(f"b/inbox/{ident}.json")))
         acked = time.perf_counter() - t0
+        many_sent, many_acked = at_once(base, args.messages, args.clients)
         lat = sorted(latencies(base, 500))
         print(f"sent    {args.messages} messages in {sent:.2f}s: {args.messages / sent:.0f}/s (target >= 500/s)")
         print(f"acked   {args.messages} messages in {acked:.2f}s: {args.messages / acked:.0f}/s")
+        print(f"{args.clients} clients at once: sent {args.messages / many_sent:.0f}/s, acked {args.messages / many_acked:.0f}/s")
         print(f"latency send answered -> blocked events read woken: median {statistics.median(lat) * 1e3:.2f} ms, "
               f"p99 {lat[int(len(lat) * 0.99) - 1] * 1e3:.2f} ms")
         print(f"state directory on {subprocess.run(['df', '--output=fstype', str(base)], capture_output=True, text=True).stdout.split()[-1]}")

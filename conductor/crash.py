@@ -2,9 +2,10 @@
 
     ANVILFS_CONDUCTOR_CRASH_AT=K anvilfs-conductor run ...
 
-Crash points are each durable record (right after it is on disk) and the
-two moments of a prompt's send that matter (its bytes written, its Tclunk
-sent but not answered). With the variable set, each point passed is a line
+Crash points are each durable record (right after it is on disk), the
+import of a record of the format before (committed, its files not yet
+removed), and the two moments of a prompt's send that matter (its bytes
+written, its Tclunk sent but not answered). With the variable set, each point passed is a line
 on stderr (`crash point N (what)`), and the one it dies at says SIGKILL, so
 a test can count how far a process got. Unset, a point costs one comparison.
 """
@@ -23,8 +24,8 @@ _held = float(os.environ.get("ANVILFS_CONDUCTOR_HOLD_BEGINS", "0") or 0)  # seco
 
 def hold_begin(what: str) -> None:
     """Test-only: ANVILFS_CONDUCTOR_HOLD_BEGINS=S holds each step's begin record S seconds before its
-    fdatasync (in the record's thread), so a test can kill the conductor after a prompt went and before
-    its record did. Unset, it costs one comparison."""
+    commit (in the database's writer thread), so a test can kill the conductor after a prompt went and
+    before its record did. Unset, it costs one comparison."""
     if _held and what.startswith("begin "):
         time.sleep(_held)
 

@@ -6,40 +6,51 @@
     journal.done(key) / journal.pending(key)
     read_record(state_dir, "review")    # what it holds, for a test or a person (no lock taken)
 
-Two files per conductor name, 0600 in a 0700 directory: `STATE/NAME.json`,
-the record as it was when the conductor started (replaced atomically: a
-fresh temporary file, fsync, rename, fsync of the directory), and the log
-it names, `STATE/NAME.GEN.log`, one JSON line per record since then, each
-appended and fdatasynced before the action it announces. One append and one fdatasync
-per record, whatever the record's size, where a rewrite of the whole
-record would cost two fsyncs and grow with every round. A SIGKILL at any
-instant leaves whole lines and at most a torn last one, which was never
-synced and whose action never began, so it is ignored. Opening replays the
-log onto the snapshot, makes a new empty log, writes the result as the
-new snapshot naming it, and removes the old log: a crash at any point of
-that leaves a snapshot with the log that goes with it. `STATE/NAME.lock` is held (flock) while a conductor runs: a second
-one of the same name is refused, and a restarted one knows the killed one
-is gone.
+One SQLite database per conductor name, `STATE/NAME.db`, 0600 in a 0700
+directory, kept by the server's own storage module (anvilfs.storage
+Database: WAL, synchronous=FULL, one writer thread). Its one table holds
+the run's fields (digest, run id, backends, finished, halted) and each
+step begun (its intent) or done (its result), a row each. A record is a
+few rows, committed by the writer thread before the action it announces:
+the begins of lanes that come together share one transaction and one
+flush (group commit), while the event loop serves the other lanes. A
+SIGKILL at any instant leaves the last commit, whole. `STATE/NAME.lock` is
+held (flock) while a conductor runs: a second one of the same name is
+refused, and a restarted one knows the killed one is gone.
+
+A record of the format before (`STATE/NAME.json`, a snapshot, and the log
+of the records since, `STATE/NAME.GEN.log`) is imported into the database
+at the first open, and its files removed once the import is committed: a
+kill in between leaves it to be imported again. One-way: the files are gone.
 """
 
 from __future__ import annotations
 
-import collections
-import contextlib
 import fcntl
 import json
 import os
+import re
 import secrets
-import threading
+import sqlite3
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import trio
+from anvilfs.storage import PrivateDir, StorageError
+from anvilfs.storage.database import Commit, Database
 
 from . import crash
 from .overrides import spelled
 
 VERSION = 1
+SCHEMA = """CREATE TABLE IF NOT EXISTS record (
+    kind TEXT NOT NULL,   -- 'run' (a field of the run), 'pending' (a step begun) or 'done' (a step done)
+    key TEXT NOT NULL,    -- the field's name or the step's key
+    value TEXT NOT NULL,  -- JSON: the field's value, the step's intent or its result
+    PRIMARY KEY (kind, key)
+) WITHOUT ROWID;"""
+_ALL = "SELECT kind, key, value FROM record"
+
 
 
 class JournalError(Exception):
@@ -47,26 +58,25 @@ class JournalError(Exception):
 
 
 class Journal:
-    def __init__(self, path: Path, data: dict[str, Any], lock_fd: int):
-        self.path, self.data, self._lock_fd = path, data, lock_fd
+    def __init__(self, store: _Store, data: dict[str, Any]):
+        self.data, self._store = data, store
+        self.path = Path(store.db.path)
         self.resumed_from: dict | None = None
         self.resumed = False  # this run's record was on disk already: it goes on after a kill or a halt
         self.replaced_run: str | None = None  # the run an --again replaced (finished or not)
-        self._log: GroupLog | None = None
-        self._lazy: list[bytes] = []  # lines of records to go to disk with the next one
+        self._lazy: list[dict] = []  # records to go to disk with the next one
 
     @classmethod
     def open(cls, state_dir: Path, name: str, digest: str, *, run: str | None = None, again: bool = False,
              backends: dict[str, str] | None = None, override: list[str] | None = None) -> Journal:
         """`backends`: each session the run makes and its backend (after `override`, the --backend values)."""
-        state_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-        lock_fd = _lock(state_dir / f"{name}.lock", name)
-        path = state_dir / f"{name}.json"
+        store = _Store.take(state_dir, name)
         try:
-            data = read_record(state_dir, name)
-            other = _other_version(path, data, digest, backends or {}, override or [], again)
-        except JournalError:
-            os.close(lock_fd)
+            _import_old(store.directory, state_dir, name, store.db)
+            data = _load(store.db, store.db.path)
+            other = _other_version(store.db.path, data, digest, backends or {}, override or [], again)
+        except BaseException:
+            store.close()
             raise
         resumed, replaced = data is not None, None
         if data is None or (again and (data.get("finished") or other)):
@@ -75,17 +85,16 @@ class Journal:
                     "done": {}, "pending": {}, "finished": None}
         if _untouched(data) or "backends" not in data:  # nothing done yet, or a record from before --backend
             data["backends"], data["override"] = backends or {}, override or []
-        journal = cls(path, data, lock_fd)
+        journal = cls(store, data)
         journal.resumed = resumed
         journal.replaced_run = replaced or None  # its conductor is gone: this one holds the lock
         journal.resumed_from = data.pop("halted", None)  # a stop or interrupt before: this run goes on
-        old, data["log"] = data.get("log"), f"{name}.{secrets.token_hex(4)}.log"
-        # a new empty log first, then the snapshot that names it: a crash between leaves the old pair whole
-        journal._log = GroupLog(_empty_log(state_dir / data["log"]))
-        write_atomically(path, json.dumps(data, sort_keys=True).encode())
-        if old:
-            with contextlib.suppress(FileNotFoundError):
-                (state_dir / old).unlink()
+        steps = not resumed  # a new run's record replaces the old one's steps; a resumed one keeps them
+        try:
+            store.db.call(lambda conn: _store_run(conn, data, steps=steps)).wait_blocking()
+        except OSError as exc:
+            store.close()
+            raise JournalError(f"{store.db.path}: cannot write the conductor's record ({exc})") from None
         crash.point("record: start")
         return journal
 
@@ -109,11 +118,14 @@ class Journal:
     async def begin(self, key: str, intent: dict) -> None:
         """Record a step begun, on disk when this returns (before the action it announces).
 
-        The fdatasync is made by a worker thread, and the begins of lanes that come together share
-        one: the loop goes on serving the other lanes meanwhile (GroupLog).
+        The commit is made by the database's writer thread, and the begins of lanes that come together
+        share one: the loop goes on serving the other lanes meanwhile.
         """
-        self.data["pending"][key] = intent
-        await self._log.write(self._take_lazy() + _line({"begin": key, "intent": intent}), f"begin {key}")
+        entry = {"begin": key, "intent": intent}
+        _apply(self.data, entry)
+        commit = self._write(entry, f"begin {key}")
+        commit.then(_passed(f"record: begin {key}"))  # in the loop, once on disk, even if this lane is cancelled
+        await commit.wait()
 
     def finish(self, key: str, result: Any = True, *, lazy: bool = False) -> None:
         """Record a step done; `lazy` leaves it to go to disk with the next record.
@@ -121,16 +133,17 @@ class Journal:
         For steps that only look (wait, check, gate): lost to a crash, the
         step is done again with the same result, since nothing has acted
         since; the next action's record carries it to disk first. That
-        saves the syncs of two records per round on the path from a
+        saves the commits of two records per round on the path from a
         session's await to its next prompt. And for a prompt: lost, the step
         is begun and not done, and a restart looks for each prompt in its
         target's queue and log before it would send it again.
         """
-        _apply(self.data, entry := {"finish": key, "result": result})
+        entry = {"finish": key, "result": result}
         if lazy:
-            self._lazy.append(_line(entry))
+            _apply(self.data, entry)
+            self._lazy.append(entry)
         else:
-            self._record(entry, f"done {key}", applied=True)
+            self._record(entry, f"done {key}")
 
     def halt(self, outcome: str, why: str) -> None:
         """Stopped or interrupted from outside: the run is not over, and `run` again resumes it."""
@@ -144,83 +157,155 @@ class Journal:
         self._record({"end": {"outcome": outcome, "why": why}}, f"end {outcome}")
 
     def close(self) -> None:
-        if self._log is not None:
-            os.close(self._log.fd)
-        os.close(self._lock_fd)
+        self._store.close()
 
-    def _record(self, entry: dict, what: str, *, applied: bool = False) -> None:
-        """A record on disk now, in the loop (after what is on its way, in order)."""
-        if not applied:
-            _apply(self.data, entry)
-        self._log.write_now(self._take_lazy() + _line(entry), what)
+    def _record(self, entry: dict, what: str) -> None:
+        """A record on disk when this returns, after those on their way (the loop waits: a bead step's
+        result, the run's end or halt, none of them on a lane's path from an await to its next prompt)."""
+        _apply(self.data, entry)
+        self._write(entry, what).wait_blocking()
+        crash.point(f"record: {what}")
 
-    def _take_lazy(self) -> bytes:
-        data = b"".join(self._lazy)
-        self._lazy.clear()
-        return data
+    def _write(self, entry: dict, what: str) -> Commit:
+        """The record, after the lazy ones waiting, in one job of the writer's next transaction."""
+        entries, self._lazy = [*self._lazy, entry], []
+
+        def work(conn: sqlite3.Connection) -> None:
+            crash.hold_begin(what)  # test-only: a begin held back before its commit
+            for each in entries:
+                _put_entry(conn, each)
+
+        return self._store.db.call(work)
 
 
-class GroupLog:
-    """Records appended to the log, each fdatasynced before it counts, in the order they came.
+class _Store:
+    """What a conductor holds while it runs: its lock, its directory and its database."""
 
-    `write` is a group commit: the records of lanes that come together share one write and one
-    fdatasync, made in a worker thread while the loop serves the other lanes. `write_now` does the
-    same in the loop (with what is waiting, first). The queue is a deque (thread-safe append and
-    popleft); the lock keeps the thread's and the loop's writes from interleaving.
-    """
+    def __init__(self, directory: PrivateDir, lock_fd: int, db: Database):
+        self.directory, self.lock_fd, self.db = directory, lock_fd, db
 
-    def __init__(self, fd: int):
-        self.fd = fd
-        self._queue: collections.deque[tuple[bytes, str]] = collections.deque()
-        self._lock = threading.Lock()
-        self._queued = self._written = 0
-        self._progress = trio.Event()
-        self._writing = False
+    @classmethod
+    def take(cls, state_dir: Path, name: str) -> _Store:
+        if not name or "/" in name or "\0" in name:
+            raise JournalError(f"--name {name!r}: a conductor's name names its files in --state (NAME.db, "
+                               "NAME.lock), so it is not empty and holds no '/'; give another --name")
+        try:
+            directory = PrivateDir(state_dir)
+        except StorageError as exc:
+            raise JournalError(f"{exc}") from None
+        try:
+            lock_fd = _lock(state_dir / f"{name}.lock", name)
+        except BaseException:
+            directory.close()
+            raise
+        try:
+            return cls(directory, lock_fd, _database(directory, name))
+        except BaseException:
+            os.close(lock_fd)
+            directory.close()
+            raise
 
-    async def write(self, data: bytes, what: str) -> None:
-        self._queue.append((data, what))
-        self._queued += 1
-        mine = self._queued
-        if not self._writing:  # this task writes, for itself and for whoever comes meanwhile
-            self._writing = True
+    def close(self) -> None:
+        """Everything queued committed, then the lock let go: the next conductor finds it all."""
+        self.db.close()
+        os.close(self.lock_fd)
+        self.directory.close()
+
+
+def _database(directory: PrivateDir, name: str) -> Database:
+    try:
+        return Database(directory, f"{name}.db", SCHEMA)
+    except StorageError as exc:
+        raise JournalError(f"{exc}") from None
+
+
+def read_record(state_dir: Path, name: str) -> dict | None:
+    """The record of conductor `name` (None if there is none); one not imported yet is read where it is."""
+    record = None
+    if (state_dir / f"{name}.db").exists():
+        directory = PrivateDir(state_dir)
+        try:
+            db = _database(directory, name)
             try:
-                with trio.CancelScope(shield=True):  # a cancelled lane must not leave the others waiting
-                    while self._written < self._queued:
-                        self._wrote(await trio.to_thread.run_sync(self._drain))
+                record = _load(db, db.path)
             finally:
-                self._writing = False
-        while self._written < mine:
-            await self._progress.wait()
-
-    def write_now(self, data: bytes, what: str) -> None:
-        self._queue.append((data, what))
-        self._queued += 1
-        self._wrote(self._drain())
-
-    def _drain(self) -> list[str]:
-        """Write and fdatasync everything queued (the caller's thread: the worker or the loop)."""
-        with self._lock:
-            taken = []
-            while self._queue:
-                taken.append(self._queue.popleft())
-            if taken:
-                crash.hold_begin(taken[-1][1])
-                view = memoryview(b"".join(data for data, _ in taken))
-                while view:
-                    view = view[os.write(self.fd, view):]
-                os.fdatasync(self.fd)  # on disk before the actions they announce
-        return [what for _, what in taken]
-
-    def _wrote(self, whats: list[str]) -> None:
-        """In the loop, after a drain: count them, pass their crash points, wake their writers."""
-        for what in whats:
-            crash.point(f"record: {what}")
-        self._written += len(whats)
-        self._progress.set()
-        self._progress = trio.Event()
+                db.close()
+        finally:
+            directory.close()
+    return record if record is not None else _read_old(state_dir, name)  # not imported yet, or none at all
 
 
-def _other_version(path: Path, data: dict | None, digest: str, backends: dict[str, str], override: list[str],
+def _load(db: Database, where: str) -> dict | None:
+    """The record from its rows: None if it has no run yet."""
+    data: dict[str, Any] = {"done": {}, "pending": {}}
+    try:
+        for kind, key, value in db.rows(_ALL):
+            (data if kind == "run" else data[kind])[key] = json.loads(value)
+    except (sqlite3.Error, ValueError, KeyError) as exc:
+        raise JournalError(f"{where}: cannot read the conductor's record ({exc}); "
+                           "move it away to start over") from None
+    return data if "run" in data else None
+
+
+def _import_old(directory: PrivateDir, state_dir: Path, name: str, db: Database) -> None:
+    """The record of the format before, if there is one, into the database; then its files removed."""
+    if not directory.exists(f"{name}.json"):
+        return
+    if _load(db, db.path) is None:  # else imported by a conductor killed before it removed the files
+        data = _read_old(state_dir, name)
+        if data is not None:
+            data.pop("log", None)
+            db.call(lambda conn: _store_run(conn, data, steps=True)).wait_blocking()
+    crash.point("import: committed")
+    n = re.escape(name)
+    logs = re.compile(rf"{n}\.[0-9a-f]{{8}}\.log|\.{n}\.json\.[0-9a-f]{{16}}")  # and a temporary a kill left
+    for file in directory.names():
+        if logs.fullmatch(file):
+            directory.remove(file)
+    directory.remove(f"{name}.json")  # the last: while it is there, the import is not over
+
+
+def _store_run(conn: sqlite3.Connection, data: dict, *, steps: bool) -> None:
+    """The run's fields (a `halted` not in `data` removed); with `steps`, its steps too, replacing all."""
+    if steps:
+        conn.execute("DELETE FROM record")
+        for kind in ("pending", "done"):
+            conn.executemany("INSERT INTO record VALUES (?, ?, ?)",
+                             [(kind, key, _json(value)) for key, value in data[kind].items()])
+    conn.execute("DELETE FROM record WHERE kind = 'run'")
+    conn.executemany("INSERT INTO record VALUES ('run', ?, ?)",
+                     [(key, _json(value)) for key, value in data.items() if key not in ("pending", "done")])
+
+
+def _put_entry(conn: sqlite3.Connection, entry: dict) -> None:
+    """One record's rows: what `_apply` does to the record in memory."""
+    if "begin" in entry:
+        _put(conn, "pending", entry["begin"], entry["intent"])
+    elif "finish" in entry:
+        conn.execute("DELETE FROM record WHERE kind = 'pending' AND key = ?", (entry["finish"],))
+        _put(conn, "done", entry["finish"], entry["result"])
+    elif "halt" in entry:
+        _put(conn, "run", "halted", entry["halt"])
+    elif "end" in entry:
+        _put(conn, "run", "finished", entry["end"])
+
+
+def _put(conn: sqlite3.Connection, kind: str, key: str, value: Any) -> None:
+    conn.execute("INSERT OR REPLACE INTO record VALUES (?, ?, ?)", (kind, key, _json(value)))
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
+def _passed(label: str) -> Callable[[OSError | None], None]:
+    def point(error: OSError | None) -> None:
+        if error is None:
+            crash.point(label)
+    return point
+
+
+def _other_version(path: str, data: dict | None, digest: str, backends: dict[str, str], override: list[str],
                    again: bool) -> bool:
     """Whether the record's run began with another workflow file, or made its sessions on other backends
     (another --backend): refused (JournalError) unless `again`, which then starts a new run. A finished run
@@ -253,27 +338,15 @@ def _listed(backends: dict[str, str]) -> str:
     return ", ".join(f"{name}={backend}" for name, backend in sorted(backends.items())) or "none"
 
 
-def read_record(state_dir: Path, name: str) -> dict | None:
-    """The record of conductor `name`: its snapshot with its log replayed (None if there is none)."""
-    path = state_dir / f"{name}.json"
+def _lock(path: Path, name: str) -> int:
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
     try:
-        data = json.loads(path.read_text()) if path.exists() else None
-        lines = (state_dir / data["log"]).read_bytes().split(b"\n") if data is not None and data.get("log") else []
-    except FileNotFoundError:
-        lines = []
-    except (OSError, ValueError) as exc:
-        raise JournalError(f"{path}: cannot read the conductor's record ({exc}); move it away to start over") from None
-    for number, line in enumerate(lines, 1):
-        try:
-            entry = json.loads(line) if line else None
-        except ValueError:
-            if number == len(lines):
-                break  # torn by a kill while written: never synced, its action never begun
-            raise JournalError(f"{state_dir / data['log']}:{number}: a broken line; "
-                               "move the conductor's files away to start over") from None
-        if entry is not None:
-            _apply(data, entry)
-    return data
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise JournalError(f"another conductor named {name!r} is running (it holds {path}); "
+                           "stop it first, or give this one another --name") from None
+    return fd
 
 
 def _apply(data: dict, entry: dict) -> None:
@@ -288,45 +361,25 @@ def _apply(data: dict, entry: dict) -> None:
         data["finished"] = entry["end"]
 
 
-def _line(entry: dict) -> bytes:
-    return json.dumps(entry, sort_keys=True, separators=(",", ":")).encode() + b"\n"
-
-
-def _empty_log(path: Path) -> int:
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND | os.O_NOFOLLOW, 0o600)
-    os.fsync(fd)
-    dir_fd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
+def _read_old(state_dir: Path, name: str) -> dict | None:
+    """A record of the format before the database: the snapshot `NAME.json` with the log it names replayed,
+    one JSON line a record (a torn last one was never synced, and its action never begun)."""
+    path = state_dir / f"{name}.json"
     try:
-        os.fsync(dir_fd)  # the log's name is on disk before a record in it counts
-    finally:
-        os.close(dir_fd)
-    return fd
-
-
-def write_atomically(path: Path, data: bytes) -> None:
-    tmp = path.with_name(f".{path.name}.{secrets.token_hex(8)}")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-    try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view):]
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
-    dir_fd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
-
-
-def _lock(path: Path, name: str) -> int:
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        os.close(fd)
-        raise JournalError(f"another conductor named {name!r} is running (it holds {path}); "
-                           "stop it first, or give this one another --name") from None
-    return fd
+        data = json.loads(path.read_text()) if path.exists() else None
+        lines = (state_dir / data["log"]).read_bytes().split(b"\n") if data is not None and data.get("log") else []
+    except FileNotFoundError:
+        lines = []
+    except (OSError, ValueError) as exc:
+        raise JournalError(f"{path}: cannot read the conductor's record ({exc}); move it away to start over") from None
+    for number, line in enumerate(lines, 1):
+        try:
+            entry = json.loads(line) if line else None
+        except ValueError:
+            if number == len(lines):
+                break
+            raise JournalError(f"{state_dir / data['log']}:{number}: a broken line; "
+                               "move the conductor's files away to start over") from None
+        if entry is not None:
+            _apply(data, entry)
+    return data

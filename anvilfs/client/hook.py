@@ -44,7 +44,7 @@ from .commands import CommandError
 WORDS = ("running", "await")
 ANSWER_BUFFER = "anvilfs-answer-"  # + $TMUX_PANE: where backends/tmux.py looks for a kept answer
 NO_TURN = "hand in an answer while its turn runs"  # the server's refusal when no turn runs (sessions/owned.py)
-NOT_SAVED = "taken, but not on disk"  # the server's EIO when its save failed (Sessions._save_answered)
+NOT_SAVED = "not saved: the disk refused it"  # the server's EIO when a write's change was refused (waitable.on_disk)
 EXIT_KEEP = 1  # as when no server answers: hooks/anvilfs-status keeps the word in the pane for a next server
 EXIT_REFUSED = 3  # the server answered, and refused the word: hooks/anvilfs-status keeps nothing in the pane
 INPUT_WAIT = 5.0  # seconds the hook's input may take to end (Claude Code writes it at once and closes it)

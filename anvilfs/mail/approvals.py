@@ -8,9 +8,11 @@ one request its recipient has waiting for its sender, and is refused when
 there is not exactly one. The answer goes to the requester's inbox; a
 requester with none (anvilfs, for a lease holder's bead; a session removed
 since) cannot stop the answer: it is kept with the request's record. A
-waiting request is on disk (STATE/approvals/<id>.json); the answer is
-recorded there before it is delivered, so a crash in between delivers it
-at the next start, once.
+waiting request is a row of the database (store.py: approvals), written in
+the transaction that delivers it; an answer is delivered and its request's
+row deleted (or kept with the answer) in one transaction, so it is answered
+once, crash or not. (A record with an answer not yet delivered comes only
+from a state directory of an earlier anvilfs: load() delivers it, once.)
 
 For a bead's request, the response's subject decides: its first word is
 `approved` or `rejected` (the body says why), and the beads' rules decide
@@ -29,7 +31,7 @@ import trio
 
 from ..domain_events import ApprovalDecided, ApprovalWaiting, BeadChanged
 from ..errors import InvalidRequest, NotFound, NotPermitted
-from ..faults import kill_point
+from ..faults import armed
 from ..journal import timestamp
 from ..waitable import Changes
 from .message import Draft, Message, MessageType
@@ -65,11 +67,11 @@ class Approvals:
         post.bus.subscribe(BeadChanged, self._bead_changed)
 
     def load(self) -> list[str]:
-        found, problems = self.post.files.waiting_requests()
+        found, problems = self.post.store.waiting_requests()
         for request, answer in found:
             if answer is None:
                 self._waiting[request.id] = request
-                if not self.post.files.holds(request):
+                if not self.post.holds(request):  # an earlier anvilfs recorded it first, delivered it then
                     self.post.deliver(request)
             else:  # answered, and the server stopped before the answer was delivered or the record cleared
                 self._settle(request, answer, redo=True)
@@ -129,39 +131,48 @@ class Approvals:
                 self.post.bus.publish(ApprovalDecided(request.bead, approved, response.sender, reason, writer))
             finally:
                 self._deciding = None
-            kill_point("approval-answer")  # a crash here is mended at the next start (App.agree_on_approvals)
+            self._kill_point("approval-answer")  # a crash here is mended at the next start (App.agree_on_approvals)
         self._settle(request, response)
 
     def _settle(self, request: Message, answer: Message, *, redo: bool = False) -> None:
-        files = self.post.files
-        if not redo:
-            files.wait_for_answer(request, answer)
-        inbox = self.post.is_participant(answer.to)
-        if inbox and not files.holds(answer):
-            self.post.deliver(answer)
-        files.answered(request.id, keep=not inbox)
-        if not inbox and self.post.bus.journal is not None:
-            self.post.bus.journal.append(f"- mail:{answer.id} APPROVAL_RESPONSE re {request.id} from {answer.sender}: "
-                                         f"{answer.to} has no inbox; the answer is kept with the request's record")
-        self._waiting.pop(request.id, None)
-        self._announced.pop(request.id, None)
-        self.changes.bump()
+        post = self.post
+        inbox = post.is_participant(answer.to)
+        deliver = inbox and not (redo and post.holds(answer))
+        saved = post.store.settle(request, answer, deliver=deliver, keep=not inbox)
+        if deliver:
+            post.arrived(answer, saved)
+        if saved is not None:  # refused by the disk: the request still waits there, and so here
+            saved.then(lambda error: self.waiting_for(request) if error else None)
+        if not inbox and post.bus.journal is not None:
+            post.bus.journal.append(f"- mail:{answer.id} APPROVAL_RESPONSE re {request.id} from {answer.sender}: "
+                                    f"{answer.to} has no inbox; the answer is kept with the request's record")
+        self.forget(request.id)
 
     def waiting_for(self, request: Message) -> None:
-        self.post.files.wait_for_answer(request)
+        """A request waits (its record is the post office's to write, with its delivery)."""
         self._waiting[request.id] = request
         self.changes.bump()
+
+    def forget(self, request_id: str) -> None:
+        self._waiting.pop(request_id, None)
+        self._announced.pop(request_id, None)
+        self.changes.bump()
+
+    def _kill_point(self, name: str) -> None:
+        """A test's kill point (faults.py) after the bead's change is on disk and before the mail's is."""
+        if armed(name):
+            self.post.store.kill_point(name)
 
     # ------------------------------------------------------------ beads
 
     def _bead_changed(self, event: BeadChanged) -> None:
         if event.verb == "complete" and event.status == "pending_approval":
-            kill_point("approval-request")  # a crash here is mended at the next start (App.agree_on_approvals)
+            self._kill_point("approval-request")  # a crash here is mended at the next start (App.agree_on_approvals)
             self.ask_for_bead(event.bead, event.detail, event.convoy)
         elif event.verb in ("approve", "reject") and event.bead != self._deciding:
             request = next((m for m in self.waiting() if m.bead == event.bead), None)
             if request is not None:
-                kill_point("approval-answer")
+                self._kill_point("approval-answer")
                 by, _, reason = event.detail.removeprefix("by ").partition(": ")
                 self.answer_for_bead(request, event.verb == "approve", by, reason)
 

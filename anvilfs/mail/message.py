@@ -3,7 +3,7 @@
 A writer gives ``to``, ``type``, ``subject`` and ``body`` (and optionally
 ``re``, the id of the message answered, and ``bead``); the server fills
 ``id``, ``from`` and ``timestamp``. The delivered form is one JSON object,
-the same on disk (STATE/mail/<participant>/inbox/<id>.json) and in the tree.
+the same in the database (store.py: the table mail) and in the tree.
 """
 
 from __future__ import annotations

@@ -2,8 +2,10 @@
 
 Participants are every session and `human`. ``send`` checks everything
 first (recipient, room in its inbox, the rules of approval answers), then
-writes the message to the recipient's inbox on disk, and only then returns:
-a write that was answered is a message delivered. Ids are 16 digits that
+queues the message's row in the database (store.py) and puts it in the
+recipient's inbox in memory: the write that sent it is answered once the
+row is committed (the server waits for what a request changed), and a row
+the disk refused is taken out of the inbox again. Ids are 16 digits that
 only grow: the larger of the last id plus one and the time in microseconds,
 starting above every id kept on disk, so they sort in acceptance order and
 are never reused.
@@ -19,9 +21,10 @@ from dataclasses import dataclass
 from ..domain_events import EventBus, MailAcked, MailDelivered, SessionEnded
 from ..errors import AnvilError, LimitExceeded, NotFound
 from ..journal import timestamp
+from ..storage.database import Commit
 from .approvals import Approvals
-from .files import MailFiles, MemoryMailFiles
 from .message import Draft, Message, MessageType
+from .store import MailTables, MemoryMailFiles
 
 HUMAN = "human"
 
@@ -47,9 +50,9 @@ class IdClock:
 
 
 class PostOffice:
-    def __init__(self, files: MailFiles | MemoryMailFiles, bus: EventBus, *, is_session: Callable[[str], bool],
+    def __init__(self, store: MailTables | MemoryMailFiles, bus: EventBus, *, is_session: Callable[[str], bool],
                  limits: MailLimits = MailLimits(), clock: Callable[[], float] = time.time):
-        self.files, self.bus, self.is_session, self.limits = files, bus, is_session, limits
+        self.store, self.bus, self.is_session, self.limits = store, bus, is_session, limits
         self.ids = IdClock(clock)
         self._inbox: dict[str, dict[str, Message]] = {}
         self.approvals = Approvals(self)
@@ -58,12 +61,10 @@ class PostOffice:
 
     def load(self) -> list[str]:
         """Read every inbox and waiting approval; a line for each problem (reported, never fixed silently)."""
-        problems = []
-        for who in self.files.mailboxes():
-            messages, bad = self.files.unacked(who)
-            problems += bad
+        found, problems = self.store.inboxes()
+        for who, messages in found.items():
             self._inbox[who] = {m.id: m for m in messages}
-        self.ids.last = self.files.highest_id()
+        self.ids.last = self.store.highest_id()
         problems += self.approvals.load()
         return problems
 
@@ -108,17 +109,37 @@ class PostOffice:
         return message
 
     def deliver(self, message: Message) -> None:
-        """Put a checked message in its recipient's inbox (on disk first), and tell whoever listens."""
-        if message.type is MessageType.APPROVAL_REQUEST:
-            self.approvals.waiting_for(message)  # recorded first: a crash in between delivers it at restart
+        """Put a checked message in its recipient's inbox (its row queued first), and tell whoever listens."""
+        request = message.type is MessageType.APPROVAL_REQUEST
+        if request:
+            self.approvals.waiting_for(message)
         try:
-            self.files.deliver(message)
+            saved = self.store.deliver(message, waiting=request)  # a request with its record: one transaction
         except OSError as exc:
             raise AnvilError(f"cannot store mail for {message.to}: {exc.strerror or exc}; nothing was sent") from None
+        self.arrived(message, saved)
+
+    def arrived(self, message: Message, saved: Commit | None) -> None:
+        """A message whose row is queued (`saved`, None in memory) is in its recipient's inbox: tell whoever listens."""
         self._inbox.setdefault(message.to, {})[message.id] = message
+        if saved is not None:
+            saved.then(lambda error: self._not_saved(message, error) if error else None)
         self.bus.publish(MailDelivered(message.id, message.sender, message.to, message.type.value,
                                        message.subject, message.bead or ""))
         self.on_arrival(message)
+
+    def holds(self, message: Message) -> bool:
+        """Whether a message is in its recipient's inbox or done/ already."""
+        return self.find(message.to, message.id) is not None or self.done_size(message.to, message.id) is not None
+
+    def _not_saved(self, message: Message, error: OSError) -> None:
+        """The disk refused a message's row: it leaves the inbox it was shown in (its write got EIO)."""
+        self._inbox.get(message.to, {}).pop(message.id, None)
+        if message.type is MessageType.APPROVAL_REQUEST:
+            self.approvals.forget(message.id)
+        if self.bus.journal is not None:
+            self.bus.journal.append(f"- mail:{message.id} to {message.to} not saved ({error.strerror or error}): "
+                                    "not delivered")
 
     # ------------------------------------------------------------ reading and acknowledging
 
@@ -131,27 +152,30 @@ class PostOffice:
     def ack(self, who: str, message_id: str) -> None:
         if self.find(who, message_id) is None:
             raise NotFound(f"no message {message_id} in the inbox of {who}: `ls inbox/` shows those waiting")
+        message = self._inbox[who][message_id]
         try:
-            self.files.ack(who, message_id)
+            saved = self.store.ack(who, message)
         except OSError as exc:
             raise AnvilError(f"cannot acknowledge {message_id}: {exc.strerror or exc}; it stays in inbox/") from None
         del self._inbox[who][message_id]
+        if saved is not None:  # if the disk refuses the UPDATE, the message is in inbox/ still: there and here
+            saved.then(lambda error: self._inbox.setdefault(who, {}).setdefault(message_id, message) if error else None)
         self.bus.publish(MailAcked(message_id, who))
 
     def done_sizes(self, who: str) -> list[tuple[str, int]]:
         """The acknowledged messages of `who`, oldest first, with their sizes, none of them read."""
-        return self.files.done_sizes(who)
+        return self.store.done_sizes(who)
 
     def done_size(self, who: str, message_id: str) -> int | None:
-        return self.files.done_size(who, message_id)
+        return self.store.done_size(who, message_id)
 
     def read_done(self, who: str, message_id: str) -> bytes | None:
-        return self.files.read_done(who, message_id)
+        return self.store.read_done(who, message_id)
 
     def _session_ended(self, event: SessionEnded) -> None:
         if event.how != "removed":
             return
         self._inbox.pop(event.session, None)
-        where = self.files.retire(event.session)
+        where = self.store.retire(event.session)
         if where and self.bus.journal is not None:
             self.bus.journal.append(f"- mail of {event.session} kept in {where}")

@@ -35,6 +35,7 @@ from ..ninep import messages as m
 from ..ninep.dialect import MIN_MSIZE, UNKNOWN
 from ..ninep.errstr import fit, word_for_9p2000
 from ..ninep.fids import FidTable
+from ..waitable import collecting, on_disk
 from ..tree import Caller, Directory, Handle, Node, SnapshotBudget, SnapshotReads
 from .attrs import pack_dirents, pack_stats, packed_qid, qid_of
 from .attr_requests import AttributeRequests
@@ -268,9 +269,14 @@ class Dispatcher(AttributeRequests):
         if not fid.can_write:
             return _RREAD(tag, self.take(handle, offset, count))
         try:
-            return _RREAD(tag, self.take(handle, offset, count))
-        finally:  # a read can submit what was written (mail's read-back); nothing else is held
+            with collecting() as saving:  # a read can submit what was written (mail's read-back): saved first
+                data = self.take(handle, offset, count)
+        finally:  # nothing else is held
             self.collected.recount(fid)
+        if saving:
+            return Deferred(on_disk(saving, "what was written"), m.Tread(tag=tag, fid=number, offset=offset, count=count),
+                            _RREAD(tag, data))
+        return _RREAD(tag, data)
 
     def take(self, handle: Handle, offset: int, count: int) -> bytes:
         """What a read of an open file that need not wait gives; a snapshot it takes is this connection's to hold."""
@@ -307,23 +313,33 @@ class Dispatcher(AttributeRequests):
         fid.listing = listing
         return m.Rreaddir(tag=tag, data=data)
 
-    def write(self, tag: int, fid: int, offset: int, data: bytes) -> m.Message:
-        fid = self._fid(fid)
+    def write(self, tag: int, fid: int, offset: int, data: bytes) -> m.Message | Deferred:
+        number, fid = fid, self._fid(fid)
         if not fid.can_write:
             raise RequestError("fid is not open for writing", errno.EBADF)
         self.collected.check(fid.handle.adds(offset, data))  # ctl writes add nothing: never refused here
         try:
-            count = fid.handle.write(offset, data)
+            with collecting() as saving:  # what the write changed goes to disk before it is answered
+                count = fid.handle.write(offset, data)
         finally:
             self.collected.recount(fid)
-        return m.Rwrite(tag=tag, count=count)
+        reply = m.Rwrite(tag=tag, count=count)
+        if saving:
+            return Deferred(on_disk(saving, "the write"), m.Twrite(tag=tag, fid=number, offset=offset, data=data), reply)
+        return reply
 
     def clunk(self, tag: int, fid: int) -> m.Message | bytes | Deferred:
         closed = self._fids.pop(fid, None)
         if closed is None:
             closed = self.fids.pop(fid)  # which raises what says it is unknown
-        if closed.handle is not None and (later := self.close(closed)) is not None:
-            return Deferred(later, m.Tclunk(tag=tag, fid=fid), _RCLUNK(tag))  # a prompt: answered once it is on disk
+        if closed.handle is None:
+            return _RCLUNK(tag)
+        with collecting() as saving:
+            later = self.close(closed)
+        if later is not None:  # a prompt: answered once it is on disk, with its own error if it is not
+            saving.insert(0, later)
+        if saving:
+            return Deferred(on_disk(saving, "what was written"), m.Tclunk(tag=tag, fid=fid), _RCLUNK(tag))
         return _RCLUNK(tag)
 
     def close(self, fid: Fid) -> Later | None:
@@ -334,13 +350,15 @@ class Dispatcher(AttributeRequests):
         self.collected.release(fid)  # before the submit, which may fail: the bytes go either way
         return fid.handle.clunk()
 
-    def remove(self, tag: int, fid: int) -> m.Message:
-        fid = self.fids.pop(fid)  # remove(5): the fid is clunked even if the remove fails
-        self.close(fid)
-        if len(fid.trail) < 2:
-            raise NotPermitted("the root cannot be removed")
-        fid.trail[-2].remove_entry(fid.node, fid.caller)
-        return m.Rremove(tag=tag)
+    def remove(self, tag: int, fid: int) -> m.Message | Deferred:
+        number, fid = fid, self.fids.pop(fid)  # remove(5): the fid is clunked even if the remove fails
+        with collecting() as saving:
+            self.close(fid)
+            if len(fid.trail) < 2:
+                raise NotPermitted("the root cannot be removed")
+            fid.trail[-2].remove_entry(fid.node, fid.caller)
+        reply = m.Rremove(tag=tag)
+        return Deferred(on_disk(saving, "the removal"), m.Tremove(tag=tag, fid=number), reply) if saving else reply
 
     def unlinkat(self, tag: int, dirfid: int, name: str, flags: int) -> m.Message:
         """Linux's rm and rmdir: the entry `name` of the directory `dirfid` (AT_REMOVEDIR needs a directory)."""
@@ -354,8 +372,13 @@ class Dispatcher(AttributeRequests):
         if bool(flags & _AT_REMOVEDIR) != node.is_dir:
             raise RequestError(f"{node.name} is {'a' if node.is_dir else 'not a'} directory",
                                errno.EISDIR if node.is_dir else errno.ENOTDIR)
-        fid.node.remove_entry(node, fid.caller)
-        return m.Runlinkat(tag=tag)
+        with collecting() as saving:
+            fid.node.remove_entry(node, fid.caller)
+        reply = m.Runlinkat(tag=tag)
+        if saving:
+            return Deferred(on_disk(saving, "the removal"), m.Tunlinkat(tag=tag, dirfid=dirfid, name=name, flags=flags),
+                            reply)
+        return reply
 
 
 # The replies of the requests every read of a file makes, encoded straight from their values (no

@@ -3,6 +3,7 @@
 from .backend import Agent, AgentExited, AgentFailed, Backend, PromptNotSent, SessionInfo, TurnFailed
 from .manager import RestartPolicy, SessionLimits, Sessions
 from .session import Definition, Prompt, Session, Turn
+from .store import SCHEMA as SESSIONS_SCHEMA
 from .store import SessionStore
 from .states import State
 
@@ -15,6 +16,7 @@ __all__ = [
     "Prompt",
     "PromptNotSent",
     "RestartPolicy",
+    "SESSIONS_SCHEMA",
     "Session",
     "SessionInfo",
     "SessionLimits",

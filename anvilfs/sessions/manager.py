@@ -3,9 +3,9 @@
 ``Sessions.run`` owns a nursery; each session gets a runner task there
 (runner.py). ``new``, ``submit``, ``interrupt``, ``stop``, ``restart`` and
 ``clear`` are synchronous, so ctl writes act inline: they only change state
-(saved to disk before they return; a prompt's save is on its way, and
-``submit`` returns the Later its write's answer waits on) and start or
-cancel tasks. What ``new`` accepts is checked in options.py.
+(queued for the database, which the request that made them waits for; a
+prompt joins its queue once it is on disk, and ``submit`` returns the Later
+its write's answer waits on) and start or cancel tasks. What ``new`` accepts is checked in options.py.
 """
 
 from __future__ import annotations
@@ -72,20 +72,17 @@ class Sessions:
         self.version, self.changed_at = 0, int(time.time())
         self._nursery: trio.Nursery | None = None
         self.saver = SessionSaver(store, events)
-        self.owners = Owners(self)  # what the owners of external sessions do through their files
+        # what the owners of external sessions (and the hooks of hook-driven ones) do through their files
+        self.owners = Owners(self.get, self.hook, lambda: self.limits.max_prompt_bytes)
 
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
-        try:
-            async with trio.open_nursery() as nursery:
-                self._nursery = nursery
-                if self.store is not None:
-                    await restore_all(self)
-                    nursery.start_soon(self.saver.run)
-                task_status.started()
-                await trio.sleep_forever()
-        finally:
-            self.saver.flush()  # a clean stop leaves everything on disk
-            self.saver.close()
+        async with trio.open_nursery() as nursery:  # what was queued at the end the database commits as it closes
+            self._nursery = nursery
+            if self.store is not None:
+                await restore_all(self)
+                nursery.start_soon(self.saver.run)
+            task_status.started()
+            await trio.sleep_forever()
 
     # ------------------------------------------------------------ lookup
 
@@ -121,22 +118,36 @@ class Sessions:
                                 ephemeral=ephemeral, conversation=str(uuid.uuid4()), created=timestamp(), notify=notify,
                                 conductor=conductor)
         session = self._make(definition, chosen, saved=None)
-        try:
-            self.saver.save_now(session)
-        except AnvilError:
-            del self._sessions[name]
-            self._table_changed()
-            self.saver.forget(session)  # its .toml, kept to be tried again, must not make it exist later
-            raise
+        commit = self.saver.add(session)  # the write that made it is answered once it is on disk
+        if commit is not None:
+            commit.then(lambda error: self._refused(session, error))
         marks = " ephemeral" * ephemeral + " notify" * notify + " conductor" * conductor + " simulated" * chosen.simulated
         self.events.append(f"{name} new backend={backend} cwd={definition.cwd}{marks}")
         self._changed(session, saved=True)
         self._start(session)
         return session
 
-    def _make(self, definition: Definition, backend: Backend, saved: dict | None) -> Session:
+    def _refused(self, session: Session, error: OSError | None) -> None:
+        """The disk refused a new session's row: it was never made (its write fails with EIO)."""
+        if error is None or self._sessions.get(session.name) is not session:
+            return
+        self.saver.forget(session)
+        self._cancel_runner(session.name)
+        del self._sessions[session.name]
+        self._table_changed()
+        session.changes.bump()
+        if self._nursery is not None:
+            self._nursery.start_soon(session.agent.kill)
+        self.events.append(f"{session.name} not made: its save failed ({error.strerror or error})")
+
+    def restored(self, definition: Definition, backend: Backend, saved: dict, row: int) -> Session:
+        """A session the store had (restore.py loads the rest, then starts its runner or moves it on)."""
+        return self._make(definition, backend, saved, row)
+
+    def _make(self, definition: Definition, backend: Backend, saved: dict | None, row: int = 0) -> Session:
         session = Session(definition, backend, backend.agent(self.info(definition), saved),
                           on_change=self._changed, on_log=self._logged)
+        session.row = row
         session.driven = lambda: definition.name in self._scopes  # a runner, or a restart on its way
         self._sessions[definition.name] = session
         self._table_changed()
@@ -149,16 +160,16 @@ class Sessions:
             raise NameTaken(f"choose another name: {name!r} already exists as a file beside the sessions")
         if name in self._sessions:
             raise NameTaken(f"choose another name: a session named {name!r} already exists")
-        if self.store is not None and self.store.has_files(name):
-            raise NameTaken(f"choose another name: files of an earlier session {name!r} are in {self.store.dir} "
-                            "(see agent/errors from the start); move them away to use the name")
+        if self.store is not None and name in self.store.unreadable:
+            raise NameTaken(f"choose another name: an earlier session {name!r} in {self.store.where} could not be "
+                            "read (see agent/events from the start); mend or remove its row to use the name")
         return name
 
     def _next_name(self) -> str:
         while True:
             self._counter += 1
             name = f"s{self._counter}"
-            if name not in self._sessions and name not in self.reserved and not (self.store and self.store.has_files(name)):
+            if name not in self._sessions and name not in self.reserved and not (self.store and name in self.store.unreadable):
                 return name
 
     # ------------------------------------------------------------ reporting and saving
@@ -206,22 +217,18 @@ class Sessions:
             return None
         commit.then(lambda error: self._landed(session, prompt, error))
         return Later(commit, lambda exc: AnvilError(  # what matters first: 9P2000 keeps 128 bytes of it
-            f"prompt for {name} not queued: its save failed ({exc.strerror or exc}) in {self.store.prompt_dir.path}"))
+            f"prompt for {name} not queued: its save failed ({exc.strerror or exc}) in {self.store.where}"))
 
     def _landed(self, session: Session, prompt: Prompt, error: OSError | None) -> None:
-        if not any(p is prompt for p in session.incoming):
+        if not session.landed(prompt):
             return  # dropped on its way (a stop): as if it had been queued, then dropped
-        session.incoming = [p for p in session.incoming if p is not prompt]
-        # the .toml catches up: with the prompt, or past a refused one's seq (never to be replayed)
-        self.saver.landed(session)
         if error is None:
             self._queued(session, prompt)
         else:
             session.changes.bump()  # `wait` readers: it is not coming
 
     def _queued(self, session: Session, prompt: Prompt) -> None:
-        session.queue.append(prompt)
-        session.changes.bump()  # the runner and `wait` readers see the queue; the state did not change
+        session.enqueue(prompt)
         waiting = "" if session.state in ACCEPTS_PROMPTS else f"; session is {session.state.value}: write 'restart' to run it"
         self.events.append(f"{session.name} prompt queued ({len(session.queue)} waiting) from {prompt.sender}{waiting}")
 
@@ -247,12 +254,8 @@ class Sessions:
 
         The stop is saved before it is answered, so a restarted server keeps it; it happened even if
         the save failed (then EIO)."""
-        what = "kill" if kill else "stop"
         self._stop(name, kill=kill)
-        try:
-            self._save_answered(self.get(name), what)
-        finally:
-            self.publish(SessionEnded(name, "killed" if kill else "stopped"))
+        self.publish(SessionEnded(name, "killed" if kill else "stopped"))
 
     def _stop(self, name: str, *, kill: bool, restarting: bool = False) -> None:
         """Stop the agent; its queued prompts are dropped, unless `restarting` (a restart keeps them, and
@@ -261,39 +264,29 @@ class Sessions:
         session.restart_pending = False  # a stop cancels a restart on its way
         if session.state is State.STOPPED:
             raise Busy(f"session {name} is already stopped; 'restart' starts it")
-        dropped = 0 if restarting else len(session.queue) + len(session.incoming)
-        if not restarting:
-            session.queue.clear()
-            session.incoming = []
+        dropped = 0 if restarting else session.drop_queue()
         self._cancel_runner(name)
         session.abort_turn("killed" if kill else "stopped")
         session.move(Event.STOP, f"{dropped} queued prompts dropped" if dropped else "")
         self._nursery.start_soon(session.agent.kill if kill else session.agent.stop)
 
-    def _save_answered(self, session: Session, what: str) -> None:
-        """Save a change a write made (`what`: a ctl command, a status word, an answer) before it is answered.
-
-        The change itself has happened: if the disk refuses, it stays pending (retried in the background)
-        and the write fails with EIO, saying so, as a write is answered only once it is on disk; a hook
-        that gets it keeps its answer for a next server (client/hook.py matches "not on disk")."""
-        try:
-            self.saver.save_now(session)
-        except AnvilError as exc:
-            self.events.append(f"- state: {exc.message}; will try again")
-            raise AnvilError(f"{what}: taken, but not on disk: {exc.message}; the server tries again") from None
+    def save(self, session: Session) -> None:
+        """Save what a write changed that no move of the session did (an agent's saved() data): the write is
+        answered once it is on disk, or fails with EIO; then the change stays made, and saved when it can."""
+        self.saver.changed(session)
 
     def remove(self, name: str) -> None:
-        """Forget a stopped or exited session; its files move to the state's `removed/` history."""
+        """Forget a stopped or exited session; its rows stay in the store as history."""
         session = self.get(name)
         if session.state not in (State.STOPPED, State.EXITED):
             raise Busy(f"session {name} is {session.state.value}: write 'stop' to its ctl first, then 'remove'")
-        session.incoming = []  # a prompt still on its way to the log is dropped with the session
+        session.drop_queue()  # a prompt still on its way to disk is dropped with the session
         where = self.saver.remove(session)
         self._cancel_runner(name)  # a restart on its way, for an exited session
         del self._sessions[name]
         self._table_changed()
         session.changes.bump()  # readers blocked on it (wait, stream) see it gone
-        kept = f"; its files are in {where}" if where else ""
+        kept = f"; its record is kept in {where} as history" if where else ""
         self.events.append(f"{name} removed{kept}")
         self.publish(SessionEnded(name, "removed"))
 
@@ -308,6 +301,7 @@ class Sessions:
         self._cancel_runner(name)
         session.move(Event.RESTART)
         session.agent = session.backend.agent(self.info(session.definition), session.agent.saved())
+        self.saver.changed(session)  # with the new agent's saved() data
         self._start(session)
 
     def _start(self, session: Session) -> None:
@@ -316,7 +310,7 @@ class Sessions:
         idle too, even if this change was not saved yet)."""
         if session.backend.owner_driven:
             session.move(Event.STARTED)
-        self._start_runner(session, adopted=session.backend.owner_driven)
+        self.start_runner(session, adopted=session.backend.owner_driven)
 
     def clear(self, name: str) -> None:
         session = self.get(name)
@@ -327,7 +321,6 @@ class Sessions:
         session.role_pending = bool(session.definition.role)
         session.record(f"--- cleared at {timestamp()}: a fresh conversation begins\n")
         session.move(Event.CLEAR)
-        self._save_answered(session, "clear")
 
     def hook(self, name: str, word: str) -> None:
         """An agent's hook wrote running/await to its status."""
@@ -346,7 +339,7 @@ class Sessions:
                 session.end_turn(Event.TURN_DONE)
         # The hook's write is answered only once what it said is on disk (the agent's saved() notes a
         # turn's await), so a server killed right after answering still knows the turn ended.
-        self._save_answered(session, f"status {word}")
+        self.save(session)
 
     # ------------------------------------------------------------ runners
 
@@ -355,7 +348,8 @@ class Sessions:
         if scope is not None:
             scope.cancel()
 
-    def _start_runner(self, session: Session, *, adopted: bool = False) -> None:
+    def start_runner(self, session: Session, *, adopted: bool = False) -> None:
+        """Run the session's agent in a task of its own (`adopted`: it runs already, outliving an old server)."""
         scope = trio.CancelScope()
         self._scopes[session.name] = scope
 

@@ -48,15 +48,12 @@ write fails with EIO, so a hook keeps its answer for a next server.
 from __future__ import annotations
 
 import weakref
-from typing import TYPE_CHECKING
+from collections.abc import Callable
 
 from ..errors import Busy, InvalidRequest, LimitExceeded, NotPermitted
 from ..journal import has_line_breakers, one_line
 from .session import Prompt, Session, Turn
 from .states import Event, IllegalTransition, State
-
-if TYPE_CHECKING:
-    from .manager import Sessions
 
 MAX_DETAIL = 200  # characters: the detail shows in `status` and `events` lines
 _WORDS = {"running": Event.TURN_BEGAN, "await": Event.TURN_DONE, "error": Event.TURN_FAILED}
@@ -76,15 +73,19 @@ def check_detail(detail: str) -> None:
 
 
 class Owners:
-    """The owner's side of the external sessions of one Sessions, and the hooks' side of the hook-driven ones."""
+    """The owner's side of the external sessions of one Sessions, and the hooks' side of the hook-driven ones.
 
-    def __init__(self, sessions: Sessions):
-        self.sessions = sessions
+    It is given what it needs of the manager: `get` (a session by name, or NotFound), `hook` (a hook's
+    word on a session, Sessions.hook) and `max_answer` (the most bytes an answer may have)."""
+
+    def __init__(self, get: Callable[[str], Session], hook: Callable[[str, str], None],
+                 max_answer: Callable[[], int]):
+        self._get, self._hook, self._max_answer = get, hook, max_answer
         # hook-driven sessions whose hook said `running`: the turn it last said it in (this server's life)
         self._said_running: weakref.WeakKeyDictionary[Session, Turn | None] = weakref.WeakKeyDictionary()
 
     def _owned(self, name: str) -> Session:
-        session = self.sessions.get(name)
+        session = self._get(name)
         if not session.backend.owner_driven:
             raise InvalidRequest(f"{name} is on {session.backend.kind} backend {session.backend.name}, which runs "
                                  "its own turns: only an external session's owner reports them")
@@ -108,20 +109,19 @@ class Owners:
                 session.end_turn(event, detail)
         except IllegalTransition as exc:
             raise IllegalTransition(f"status {word}: {exc}") from None
-        self.sessions._save_answered(session, f"status {word}")
 
     def hook(self, name: str, line: str, writer: str) -> None:
         """An agent's hook wrote `running` or `await` to status: on a hook-driven session, as the session."""
-        session = self.sessions.get(name)
+        session = self._get(name)
         word = line.split(" ", 1)[0]
         if not session.backend.hook_driven:
-            self.sessions.hook(name, word)  # refused there, with why
+            self._hook(name, word)  # refused there, with why
             return
         self._check_agent(session, writer, "status", "reports its turns", "running|await")
         if word == "await":
             self._check_said_running(session, "status await: end a turn once its hook said running", "await")
         try:
-            self.sessions.hook(name, word)
+            self._hook(name, word)
         finally:  # a `running` the disk did not take was heard all the same
             if word == "running" and session.state is State.RUNNING:
                 self._said_running[session] = session.turn
@@ -144,7 +144,7 @@ class Owners:
             return turn.prompt if turn is not None and not turn.done else None
         if not session.queue or session.state not in (State.IDLE, State.AWAIT, State.ERROR):
             return None
-        prompt = session.queue.popleft()
+        prompt = session.take()
         session.begin_turn(prompt)  # saves the turn with its prompt, then logs the prompt
         return prompt
 
@@ -158,12 +158,12 @@ class Owners:
 
     def check_answer(self, name: str, size: int, writer: str = "") -> None:
         """What a write to `out` can be refused for early: too large, the wrong writer, or no turn running."""
-        session = self.sessions.get(name)
+        session = self._get(name)
         if not size:
             return  # opening out to read it is never refused
         if not session.backend.owner_driven:
             self._check_answerer(session, writer)
-        limit = self.sessions.limits.max_prompt_bytes
+        limit = self._max_answer()
         if size > limit:
             raise LimitExceeded(f"send at most {limit} bytes: the answer for {name} is too long ({size} bytes)")
         if session.state is State.RUNNING:
@@ -193,7 +193,7 @@ class Owners:
         """The bytes of one open of `out`: the answer of the turn running when they began (`turn`, if
         given), which ends (await) with it; refused if that turn is over, even if another runs now."""
         self.check_answer(name, len(text.encode()), writer)
-        session = self.sessions.get(name)
+        session = self._get(name)
         if turn is not None and (session.turn is not turn or turn.done):
             raise Busy(f"out: this answer was begun in turn {turn.number}, which has ended; write the answer of "
                        f"turn {session.turn.number if session.turn else '?'} on a new open of out")
@@ -202,6 +202,5 @@ class Owners:
         else:
             session.turn.answer(text)  # in place of the pane's text, which was the turn's stream
             session.agent.hook("await")  # a runner's turn stops following the pane; saved() notes the await
+        # saved with the turn's end; the write fails with EIO if not, and the hook keeps the answer for a next server
         session.end_turn(Event.TURN_DONE)
-        # the log and out first, then the .toml; EIO if not, and the hook keeps the answer for a next server
-        self.sessions._save_answered(session, f"the answer of turn {session.turn.number}")

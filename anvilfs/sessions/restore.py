@@ -8,25 +8,36 @@ runs its queued prompts. A per-turn turn that was running when the server
 stopped lost its process: it ends `error`, and its prompt is not run again
 unasked. The rest (a tmux agent that is gone; every per-turn session too when
 the server was started `--paused`) come back `exited`, with their queued
-prompts kept: `restart` runs them. The prompts
-answered before the server stopped and not yet in a .toml come from the
-prompt log, at the end of their session's queue.
+prompts kept: `restart` runs them.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import Protocol
 
 from ..domain_events import SessionEnded
-from ..errors import AnvilError
-from ..journal import timestamp
+from ..journal import Journal, timestamp
 from .backend import Agent, AgentFailed, Backend, SessionInfo
-from .session import Prompt, Turn, prompt_header
+from .saving import SessionSaver
+from .session import Definition, Session, Turn, prompt_header
 from .states import Event, State
-from .store import SavedSession
+from .store import SavedSession, SessionStore
 
-if TYPE_CHECKING:
-    from .manager import Sessions
+
+class Sessions(Protocol):
+    """What a restore uses of the manager (manager.Sessions): its public side, no more."""
+
+    backends: dict[str, Backend]
+    events: Journal
+    store: SessionStore
+    saver: SessionSaver
+    paused: bool
+    publish: Callable[[object], None]
+
+    def info(self, definition: Definition) -> SessionInfo: ...
+    def restored(self, definition: Definition, backend: Backend, saved: dict, row: int) -> Session: ...
+    def start_runner(self, session: Session, *, adopted: bool = False) -> None: ...
 
 _ALIVE = (State.STARTING, State.IDLE, State.RUNNING, State.AWAIT, State.ERROR)
 LOST = "lost: the server stopped during the turn"
@@ -59,61 +70,31 @@ class _NoAgent(Agent):
 
 
 async def restore_all(sessions: Sessions) -> None:
-    """Every saved session, with the prompts the prompt log has that its .toml lacks (matched on name
-    and conversation, past the .toml's count); then the log read is deleted, once they are saved."""
+    """Every live session of the store, as its rows have it (store.py)."""
     saved_sessions, problems = sessions.store.load_all()
-    logged, damaged = sessions.saver.found_prompts()
-    for problem in sessions.store.recovered + problems + damaged:  # the redo log's replay came first
+    for problem in sessions.store.recovered + problems:  # the import of a state directory of files came first
         sessions.events.append(f"- restore: {problem}")
-    took = []
     for saved in saved_sessions:
-        definition = saved.definition
-        replay = [p for p in logged.get((definition.name, definition.conversation), []) if p.seq > saved.prompts]
-        await restore_session(sessions, saved, replay)
-        if replay:
-            took.append(sessions.get(definition.name))
-    loaded = {saved.definition.name for saved in saved_sessions}
-    unread = sorted({name for name, _ in logged if name not in loaded and sessions.store.has_files(name)})
-    if unread:  # its .toml could not be read: the log keeps its prompts until it can
-        sessions.events.append(f"- restore: the prompt log is kept for {', '.join(unread)}, whose files could not "
-                               "be read; it is read again at the next start")
-    _save_replayed(sessions, took, retire=not unread)
-
-
-def _save_replayed(sessions: Sessions, took: list, *, retire: bool) -> None:
-    try:
-        sessions.saver.replayed(took, retire=retire)
-    except AnvilError as exc:
-        sessions.events.append(f"- restore: {exc.message}; the prompt log is kept and read again next time")
-    except OSError as exc:  # deleting what was read failed: read again next time, and applied once
-        sessions.events.append(f"- restore: the prompt log read could not be deleted ({exc.strerror or exc}); "
-                               "it is read again next time")
+        await restore_session(sessions, saved)
 
 
 def _log_turn_prompt(session) -> None:
-    """The .toml saves a turn's prompt before the log has it: if the server died in between, log it now."""
+    """A turn's start is saved before its prompt's transcript record, which may be in a later commit: if the
+    server died in between, record it now."""
     turn = session.turn
     if turn.prompt is not None and prompt_header(turn) not in session.log_text():
         session.record(prompt_header(turn))
 
 
-async def restore_session(sessions: Sessions, saved: SavedSession, replay: list[Prompt] = ()) -> None:
-    """`replay`: the prompts the prompt log has and the .toml does not (answered, then the server died
-    before the .toml caught up), in order; they join the end of the queue."""
+async def restore_session(sessions: Sessions, saved: SavedSession) -> None:
     definition = saved.definition
     backend = sessions.backends.get(definition.backend) or MissingBackend(definition.backend)
-    session = sessions._make(definition, backend, saved.agent)
+    session = sessions.restored(definition, backend, saved.agent, saved.row)
     state = State(saved.state)
-    session.state, session.detail = state, saved.detail
-    session.turn_count, session.restarts = saved.turn_count, saved.restarts
-    session.queue.extend(saved.queue)
-    session.queue.extend(replay)
-    session.prompt_seq = max([saved.prompts, *(p.seq for p in replay)])
-    if replay:
-        sessions.events.append(f"{definition.name} {len(replay)} prompts queued again from the prompt log "
-                               "(answered before the server stopped, not yet in its .toml)")
-    session.out, session.role_pending = saved.out, saved.role_pending
-    session.transcript.append(saved.log)
+    session.restore(state=state, detail=saved.detail, turn_count=saved.turn_count, restarts=saved.restarts,
+                    queue=saved.queue, prompt_seq=saved.prompts, out=saved.out, role_pending=saved.role_pending,
+                    log=saved.log)
+    sessions.saver.restored(session)
     if state is State.RUNNING:  # the turn the server was in when it stopped
         session.turn = Turn(saved.turn_count, saved.turn_prompt, saved.turn_started or timestamp())
         _log_turn_prompt(session)
@@ -127,7 +108,7 @@ async def restore_session(sessions: Sessions, saved: SavedSession, replay: list[
         else:
             sessions.events.append(f"{definition.name} adopted: its agent outlived the server ({state.value})")
         # an external session saved before its runner made it idle starts again (it is idle at once)
-        sessions._start_runner(session, adopted=not (backend.owner_driven and state is State.STARTING))
+        sessions.start_runner(session, adopted=not (backend.owner_driven and state is State.STARTING))
         session.changed()
         return
     if definition.ephemeral and saved.turn_count and state in (State.AWAIT, State.ERROR):
@@ -152,5 +133,5 @@ def _carry_on(sessions: Sessions, session, state: State) -> None:
         session.end_turn(Event.TURN_FAILED, LOST)
     sessions.events.append(f"{session.name} kept {session.state.value}: a per-turn agent has no process to lose")
     # one saved `starting` had its start cut short: start it again (a per-turn start only checks the program)
-    sessions._start_runner(session, adopted=state is not State.STARTING)
+    sessions.start_runner(session, adopted=state is not State.STARTING)
     session.changed()

@@ -86,7 +86,7 @@ async def _turns_until_exit(session: Session, role_text: Callable[[str], str]) -
             while not session.queue or session.state is State.RUNNING:
                 await session.changes.wait_changed(session.changes.version)
             try:
-                await _one_turn(session, session.queue.popleft(), role_text)
+                await _one_turn(session, session.take(), role_text)
             except AgentExited as exc:
                 exit_reason = str(exc)
                 nursery.cancel_scope.cancel()
@@ -140,7 +140,7 @@ async def _drive(session: Session, turn, agent_part: Callable[[], Awaitable[None
             await agent_part()
         except TurnFailed as exc:
             if isinstance(exc, PromptNotSent) and turn.prompt is not None and session.turn is turn:
-                session.queue.appendleft(turn.prompt)  # it never ran: it runs next, not lost
+                session.put_back(turn.prompt)  # it never ran: it runs next, not lost
             finish_turn(session, turn, Event.TURN_FAILED, str(exc))
             return False
         finally:

@@ -1,17 +1,20 @@
-"""When each part of a session is written to disk, so that nothing answered is lost.
+"""When each part of a session goes to the database, so that nothing answered is lost.
 
-What a request changes that must survive it is saved before it is answered
-(new and the ctl commands at once, in the loop; a prompt in the prompt log,
-an AppendLog whose own thread fdatasyncs it, which its write's answer waits
-on, and the .toml later), and a turn's start is sealed in the queue ahead
-of the turn's log lines (the prompt leaves the queue on disk only as the
-turn's record). Everything else goes to the save
-queue, rendered once the tasks that made the changes have run and written
-by its worker thread, off the event loop: the log first, then `out`, then
-the .toml, so the .toml never says a turn ended before its answer is on
-disk. A save at once first writes what the queue holds of the session (and
-what the thread has not written yet), so nothing older lands after it.
-Without a store (tests), nothing is written.
+Every change is queued at once, as it happens, through the store (store.py):
+the database's writer thread commits what is waiting as one transaction,
+so a change costs the event loop no more than rendering its row. Who waits
+for what: a request that made a change (a prompt, `new`, a ctl command, a
+hook's word or answer) is answered only once every change it queued is
+committed (server/dispatch.py collects them), and a prompt joins its
+session's queue only then (`incoming` until it has). A turn's output and
+its end, made by no request, are waited on by nobody: they reach the disk
+with the next commit, in the order they came.
+
+A change the disk refuses fails the request that made it (EIO); it stays
+made in memory, and is saved again within a second, and at the session's
+next change (each save writes the whole status). A transcript record the
+disk refused is written again in its place (`n`). Without a store (tests),
+nothing is written.
 """
 
 from __future__ import annotations
@@ -20,159 +23,124 @@ import weakref
 
 import trio
 
-from ..errors import AnvilError
 from ..journal import Journal
-from ..storage import Commit, SaveQueue
+from ..storage import DbCommit
 from .session import Prompt, Session
-from .states import State
-from .store import SessionStore, prompt_record, replayed_prompts
+from .store import SessionStore
 
-_LOG, _OUT, _STATE = 0, 1, 2  # save-queue stages
+RETRY_SECONDS = 1.0
 
 
 class SessionSaver:
     def __init__(self, store: SessionStore | None, events: Journal):
         self.store = store
         self.events = events
-        self.queue = SaveQueue(on_error=self._failed, redo=store.redo if store is not None else None)
-        # a full segment of the prompt log goes once the .tomls pending then (with its prompts) are on disk
-        self.prompts = store.prompt_log(covered=self.queue.commit) if store is not None else None
-        self._reported: dict = {}  # the last refusal reported per pending write
-        self._refusals: list[OSError] | None = None  # during a save at once: what the disk said
-        self._removed: weakref.WeakSet[Session] = weakref.WeakSet()  # nothing of these is written again
+        self._gone: weakref.WeakSet[Session] = weakref.WeakSet()  # removed (or refused): nothing written again
+        self._outs: weakref.WeakKeyDictionary[Session, str] = weakref.WeakKeyDictionary()  # `out` as last saved
+        self._unsaved: weakref.WeakSet[Session] = weakref.WeakSet()  # the last save failed: tried again
+        self._unlogged: list[tuple[Session, int, str]] = []  # transcript records the disk refused
+        self._unremoved: set[Session] = set()  # removals the disk refused (held: nothing else holds them)
+        self._reported: dict[str, str] = {}  # what the events said failed, per thing saved: said once, till it is
+        self._retry = trio.Event()
 
     async def run(self) -> None:
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(self.prompts.run)
-            nursery.start_soon(self.queue.run)
+        """Tries again what the disk refused, a second after it did, until it takes it."""
+        while True:
+            await self._retry.wait()
+            self._retry = trio.Event()
+            await trio.sleep(RETRY_SECONDS)
+            for session in list(self._unsaved):
+                self.changed(session)
+            lines, self._unlogged = self._unlogged, []
+            if lines:
+                self._log(lines)
+            for session in list(self._unremoved):
+                self._remove(session)
 
-    def flush(self) -> None:
-        """A clean stop: everything on disk, in place (no redo log left to replay)."""
-        if self.prompts is not None:
-            self.prompts.flush()  # first: a prompt that lands joins its .toml, which the queue writes next
-        self.queue.flush()
-        self.queue.checkpoint()
-
-    def close(self) -> None:
-        if self.prompts is not None:
-            self.prompts.close()
-            self.store.redo.close()
-
-    def found_prompts(self) -> tuple[dict[tuple[str, str], list[Prompt]], list[str]]:
-        """What the prompt log holds after a restart, by (session, conversation); and what is damaged."""
-        records, damaged = self.prompts.records()
-        found, unreadable = replayed_prompts(records)
-        return found, damaged + unreadable
-
-    def replayed(self, sessions: list[Session], *, retire: bool) -> None:
-        """The sessions that took prompts from the log at a restart are saved, then the log read is deleted
-        (if `retire`); if a save fails the log stays (applied again next time, harmlessly: the seqs tell)."""
-        for session in sessions:
-            self.save_now(session)
-        if retire:
-            self.prompts.retire()
-
-    def save_now(self, session: Session) -> None:
-        """Save at once, through the queue (its transcript and `out` first, and in the redo log, which a
-        direct write of the .toml would overtake); raises AnvilError (EIO) if the disk refuses."""
+    def add(self, session: Session) -> DbCommit | None:
+        """A new session's row: the write that made it waits for it."""
         if self.store is None:
+            return None
+        self._outs[session] = session.out
+        return self.store.add(session)
+
+    def restored(self, session: Session) -> None:
+        """A session read from the store: its `out` is the one saved."""
+        self._outs[session] = session.out
+
+    def changed(self, session: Session) -> None:
+        """Save the session's status (and `out`, if it changed) and its prompts' states."""
+        if self.store is None or session in self._gone:
             return
-        self._state_soon(session)
-        refused: list[OSError] = []
-        self._refusals = refused
-        try:
-            unwritten = self.queue.flush(_keys_of(session))
-        finally:
-            self._refusals = None
-        if unwritten:
-            why = refused[0] if refused else OSError("an earlier write to the state directory failed")
-            raise AnvilError(f"cannot save session {session.name} in {self.store.dir}: {why.strerror or why}")
+        out = self._outs.get(session) is not session.out
+        self._outs[session] = session.out
+        self._unsaved.discard(session)
+        commit = self.store.save(session, out=out)
+        commit.then(lambda error: self._saved(session, error, out))
 
-    def commit_prompt(self, session: Session, prompt: Prompt) -> Commit | None:
-        """Put `prompt` in the session's incoming prompts and in the prompt log: a Commit done once it is
-        on disk (None without a store: nothing to wait for, and nothing done).
+    def _saved(self, session: Session, error: OSError | None, out: bool) -> None:
+        if error is None:
+            self._reported.pop(f"cannot save the state of {session.name}", None)  # the next refusal is said again
+        if error is None or session in self._gone:
+            return
+        if out:
+            self._outs.pop(session, None)  # written again with the next save
+        self._unsaved.add(session)
+        self._failed(f"cannot save the state of {session.name}", error)
 
-        A prompt's write waits on one fdatasync of the log, not on the save queue's batch in flight
-        (often the same session's ended turn) nor on an fsync in the event loop; the prompts of many
-        sessions that come together share one. The .toml follows once it has landed (`landed`).
-        """
+    def commit_prompt(self, session: Session, prompt: Prompt) -> DbCommit | None:
+        """Put `prompt` in the session's incoming prompts and queue its row: a Commit done once it is on
+        disk (None without a store: nothing to wait for, and nothing done). The prompts of many sessions
+        that come together share one commit, and none waits for a turn's output in the loop."""
         if self.store is None:
             return None
         session.prompt_seq += 1
         prompt.seq = session.prompt_seq
-        session.incoming.append(prompt)
-        return self.prompts.add(prompt_record(session, prompt))
-
-    def landed(self, session: Session) -> None:
-        """A prompt of the session landed in the log (or was refused): its .toml catches up soon."""
-        if self.store is not None:
-            self._state_soon(session)
-
-    def changed(self, session: Session) -> None:
-        """A change to save soon; a turn that just began is sealed, so it lands before the turn's log lines."""
-        if self.store is None or session in self._removed:
-            return
-        self._state_soon(session)
-        if session.turn is not None and session.turn.done:
-            self.queue.replace((session, "out"), lambda: self.store.out_file(session), stage=_OUT)
-        if session.state is State.RUNNING and session.turn is not None and not session.turn.done:
-            # the .toml with the prompt as the turn in progress goes before the prompt's record in the
-            # log: at every moment the prompt is in the .toml's queue, its turn, or the log
-            self.queue.seal()
-
-    def _state_soon(self, session: Session) -> None:
-        """The .toml, rendered when the queue takes it: as the session is then."""
-        if session in self._removed:
-            return  # its files are in the history: a late change (a prompt landing) must not bring it back
-        self.queue.replace((session, "state"), lambda: self.store.state_file(session), stage=_STATE)
+        session.arriving(prompt)
+        return self.store.add_prompt(session, prompt)
 
     def logged(self, session: Session, text: str) -> None:
-        """A transcript record: lazy, as nobody's write waits on it by itself. It is on disk before the
-        next `out` or .toml lands (a turn's end or start), before a save at once of the session is
-        answered, and within a second otherwise; a crash in the middle of a turn can lose the last of its
-        output, never a prompt or an answer."""
-        if self.store is not None and session not in self._removed:
-            self.queue.append((session, "log"), self.store.files, self.store.log_name(session), text.encode(),
-                              stage=_LOG, lazy=True)
+        """A transcript record: nobody waits on it by itself; it is in the next commit."""
+        if self.store is not None and session not in self._gone:
+            self._log([(session, self.store.line_number(), text)])
+
+    def _log(self, lines: list[tuple[Session, int, str]]) -> None:
+        lines = [line for line in lines if line[0] not in self._gone]
+        if lines:
+            commit = self.store.log([(n, session.row, text) for session, n, text in lines])
+            commit.then(lambda error: self._logs_failed(lines, error))
+
+    def _logs_failed(self, lines: list[tuple[Session, int, str]], error: OSError | None) -> None:
+        if error is not None:
+            self._unlogged.extend(lines)
+            self._failed(f"cannot save the transcript of {', '.join(sorted({s.name for s, _, _ in lines}))}", error)
 
     def remove(self, session: Session) -> str:
-        """Move a session's files to the history; returns where (empty without a store)."""
+        """Mark a session removed (its rows stay as history); returns where they are ("" without a store)."""
         if self.store is None:
             return ""
-        self.queue.flush(_keys_of(session))  # what is pending goes with it into the history
-        try:
-            where = self.store.remove(session)
-        except OSError as exc:
-            raise AnvilError(f"cannot move the files of session {session.name} out of {self.store.dir}: "
-                             f"{exc.strerror or exc}; it was not removed") from None
-        try:  # after the move, so that a crash before it keeps the session; a replay must not bring it back
-            self.queue.gone(self.store.files, self.store.file_names(session))
-        except OSError:  # else no record of the session's files may outlive the move: make them all durable
-            self.queue.checkpoint()
         self.forget(session)
-        return where
+        self._remove(session)
+        return self.store.where
+
+    def _remove(self, session: Session) -> None:
+        self._unremoved.discard(session)
+        self.store.remove(session).then(lambda error: self._removal_failed(session, error))
+
+    def _removal_failed(self, session: Session, error: OSError | None) -> None:
+        if error is not None:
+            self._unremoved.add(session)
+            self._failed(f"cannot save the removal of {session.name}", error)
 
     def forget(self, session: Session) -> None:
         """Nothing of `session` is written any more (removed, or its `new` refused by the disk)."""
-        for what in ("state", "log", "out"):
-            self.queue.discard((session, what))
-        self.queue.forget_lazy(_keys_of(session))  # a transcript tail the disk refused stays behind, not in a new NAME.log
-        self._removed.add(session)
+        self._gone.add(session)
+        self._unsaved.discard(session)
 
-    def _failed(self, key, exc: OSError) -> None:
-        """Report a background save the disk refused; it is retried every second, so say it once."""
-        if self._refusals is not None:
-            self._refusals.append(exc)
-        owner, what = key
-        if owner == "redo":
-            text = f"cannot make the redo log's writes durable in place (a checkpoint): {exc.strerror or exc}"
-        else:
-            text = f"cannot save the {({'out': 'answer'}).get(what, what)} of {owner.name}: {exc.strerror or exc}"
-        if self._reported.get(key) != text:
-            self._reported[key] = text
+    def _failed(self, what: str, error: OSError) -> None:
+        """Report a save the disk refused (once per kind of failure); it is tried again in a second."""
+        text = f"{what}: {error.strerror or error}"
+        if self._reported.get(what) != text:
+            self._reported[what] = text
             self.events.append(f"- state: {text}; will try again")
-
-
-def _keys_of(session: Session):
-    """Picks the save queue's keys of `session`: (session, "state" | "log" | "out")."""
-    return lambda key: key[0] is session
+        self._retry.set()

@@ -1,9 +1,12 @@
 """One session's observable state: status, queue, turns, output, transcript.
 
 This is plain data plus the rules of SPEC §5; the runner drives it, the
-store saves it, and the files in anvilfs.fs read it. Every change goes
-through ``move`` (the transition table) or ``enqueue``, and each calls
-``on_change`` so the manager can save it and report it.
+store saves it, and the files in anvilfs.fs read it. Its state changes only
+through ``move`` (the transition table; a turn's ``begin_turn``,
+``end_turn``), which calls ``on_change`` so the manager can save it and
+report it; its queue only through ``arriving``, ``landed``, ``enqueue``,
+``take``, ``put_back`` and ``drop_queue``; and a restart loads it with
+``restore``, the one change that is no transition.
 """
 
 from __future__ import annotations
@@ -40,8 +43,8 @@ class Prompt:
     text: str
     sender: str
     at: str = field(default_factory=timestamp)
-    # the session's count of prompts when this one came (1, 2, ...): what the prompt log's record and the
-    # .toml's `prompts` compare after a crash; 0 for a prompt the log never had (no store)
+    # the session's count of prompts when this one came (1, 2, ...): its row in the store's prompts table;
+    # 0 for a prompt never stored (no store)
     seq: int = field(default=0, compare=False)
 
 
@@ -104,10 +107,11 @@ class Session:
         self.state = State.STARTING
         self.detail = ""  # why it is in error / exited, shown after the state word
         self.queue: deque[Prompt] = deque()
-        # prompts accepted and on their way to the prompt log: their writes are answered, and they join
-        # the queue, once they are on disk (SessionSaver.commit_prompt); the .toml has them only then
+        # prompts accepted and on their way to disk: their writes are answered, and they join the queue,
+        # once their rows are committed (SessionSaver.commit_prompt)
         self.incoming: list[Prompt] = []
         self.prompt_seq = 0  # the seq of the last prompt accepted
+        self.row = 0  # its row in the store's sessions table (0 without a store)
         self.turn: Turn | None = None  # the current or last turn
         self.turn_count = 0
         self.out = ""
@@ -207,7 +211,7 @@ class Session:
         advance(self.state, Event.TURN_BEGAN)  # refused before anything changes
         self.turn_count += 1
         turn = self.turn = Turn(self.turn_count, prompt)
-        # the move saves the turn (with its prompt) before the prompt is in the log: one of them has it
+        # the move saves the turn with its prompt's row moved to `turn`, in one job: one of them has it
         self.move(Event.TURN_BEGAN, detail)
         return turn
 
@@ -238,6 +242,46 @@ class Session:
 
     def log_text(self) -> str:
         return "".join(self.transcript)
+
+    # ------------------------------------------------------------ the queue
+
+    def arriving(self, prompt: Prompt) -> None:
+        """A prompt accepted, on its way to disk (its write is answered, and it joins the queue, once there)."""
+        self.incoming.append(prompt)
+
+    def landed(self, prompt: Prompt) -> bool:
+        """The prompt is on disk (or was refused): no longer on its way; False if a stop dropped it meanwhile."""
+        if not any(p is prompt for p in self.incoming):
+            return False
+        self.incoming = [p for p in self.incoming if p is not prompt]
+        return True
+
+    def enqueue(self, prompt: Prompt) -> None:
+        self.queue.append(prompt)
+        self.changes.bump()  # the runner and `wait` readers see the queue; the state did not change
+
+    def take(self) -> Prompt:
+        """The oldest queued prompt, out of the queue (its turn begins next: begin_turn saves it as the turn's)."""
+        return self.queue.popleft()
+
+    def put_back(self, prompt: Prompt) -> None:
+        """A taken prompt that never ran: it runs next, not lost."""
+        self.queue.appendleft(prompt)
+
+    def drop_queue(self) -> int:
+        """Empty the queue and the prompts on their way (a stop, a removal); how many were dropped."""
+        dropped = len(self.queue) + len(self.incoming)
+        self.queue.clear()
+        self.incoming = []
+        return dropped
+
+    def restore(self, *, state: State, detail: str, turn_count: int, restarts: int, queue: list[Prompt],
+                prompt_seq: int, out: str, role_pending: bool, log: str) -> None:
+        """Load what the store saved, before anything runs (restore.py): no transition, the state it had."""
+        self.state, self.detail, self.turn_count, self.restarts = state, detail, turn_count, restarts
+        self.queue.extend(queue)
+        self.prompt_seq, self.out, self.role_pending = prompt_seq, out, role_pending
+        self.transcript.append(log)
 
 
 def prompt_header(turn: Turn) -> str:

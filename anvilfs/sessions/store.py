@@ -1,181 +1,189 @@
-"""Sessions on disk, so a server that stops, crashes or loses power loses nothing answered.
+"""Sessions in the state's database (STATE/anvilfs.db), so a server that stops, crashes or loses power
+loses nothing answered.
 
-    STATE/sessions/NAME.toml   definition, status, queued prompts, the turn in progress, the agent's saved() data
-    STATE/sessions/NAME.log    the transcript, appended as it grows
-    STATE/sessions/NAME.out    the last answer
-    STATE/prompts/NNNNNN.wal   the prompt log: each prompt, on disk before its write is answered
-    STATE/redo/NNNNNN.redo     the save queue's redo log: the writes above not yet fsynced in place
-    STATE/removed/NAME.TIME.*  the files of a session that was removed, kept as history
+    sessions      a row per session ever made: its definition, status, the agent's saved() data, `out`;
+                  a removed session keeps its row as history (`removed_at` set), and its name is free
+    session_log   the transcript, a row per record, in the order they came (`n`)
+    prompts       a row per prompt, whose `state` moves: queued -> turn (the turn in progress) ->
+                  done, or dropped (a stop emptied the queue)
 
-Every file goes through the storage module (anvilfs.storage): private
-(0600 in a 0700 directory, no symbolic link followed), replaced atomically
-or appended, and durable: through the redo log (storage/redolog.py), which a
-restart replays before the files are read. What the manager decides is *when*: a prompt is
-in the prompt log before its write is answered, and its session's .toml
-follows in the background (`prompts` in it counts the prompts it has, so a
-restart applies from the log what the .toml lacks, and nothing twice); at a
-turn's start the .toml records the prompt as the turn in progress before
-the prompt leaves the queue on disk. So at every instant an answered prompt
-is in the prompt log, the queue or the turn record of the .toml, or in the
-transcript.
+Every change goes through the database's writer thread (storage/database.py),
+which commits whatever is waiting as one transaction: nothing here blocks or
+flushes in the event loop. What the manager decides (saving.py) is *when*;
+what is here is *what*: each change is one job, so what it says lands whole
+or not at all. A session's save writes its status and moves its prompts in
+the same job: at a turn's start the row says `running` and the prompt's row
+says `turn` together, and at its end `await` and `done`; so at every
+commit an answered prompt is queued, the turn in progress, or done (and in
+the transcript). A prompt's row is written on its own before its write is
+answered (the request waits for its commit: server/dispatch.py).
 """
 
 from __future__ import annotations
 
+import itertools
 import json
-from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field
 
 from ..journal import timestamp
-from ..storage import AppendLog, Commit, PrivateDir, RedoLog, Replace, tomlread, tomlwrite
+from ..storage import Database, DbCommit, PrivateDir
+from .imported import import_files  # the one-shot import of a state directory of files (until the next release)
 from .session import Definition, Prompt, Session
+from .states import State
 
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS sessions (
+    id INTEGER PRIMARY KEY, name TEXT NOT NULL, definition TEXT NOT NULL,
+    state TEXT NOT NULL, detail TEXT NOT NULL DEFAULT '', turns INTEGER NOT NULL DEFAULT 0,
+    restarts INTEGER NOT NULL DEFAULT 0, role_pending INTEGER NOT NULL DEFAULT 0,
+    restart_pending INTEGER NOT NULL DEFAULT 0, turn_started TEXT NOT NULL DEFAULT '',
+    agent TEXT NOT NULL DEFAULT '{}', out TEXT NOT NULL DEFAULT '', removed_at TEXT);
+CREATE UNIQUE INDEX IF NOT EXISTS sessions_live ON sessions(name) WHERE removed_at IS NULL;
+CREATE TABLE IF NOT EXISTS session_log (n INTEGER PRIMARY KEY, session INTEGER NOT NULL, text TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS session_log_of ON session_log(session, n);
+CREATE TABLE IF NOT EXISTS prompts (
+    session INTEGER NOT NULL, seq INTEGER NOT NULL, sender TEXT NOT NULL, at TEXT NOT NULL,
+    text TEXT NOT NULL, state TEXT NOT NULL, PRIMARY KEY (session, seq)) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS prompts_waiting ON prompts(session, seq) WHERE state IN ('queued', 'turn');
+"""
 
-_SUFFIXES = (".log", ".out", ".toml")  # a session's files, the .toml last (it holds the name)
+_STATUS = ("state", "detail", "turns", "restarts", "role_pending", "restart_pending", "turn_started", "agent")
+_UPDATE = f"UPDATE sessions SET {', '.join(f'{c} = ?' for c in _STATUS)} WHERE id = ?"
+_UPDATE_OUT = f"UPDATE sessions SET {', '.join(f'{c} = ?' for c in _STATUS)}, out = ? WHERE id = ?"
+# a session's prompts as its save sees them: the turn's, those it still holds (queued, or on their way in:
+# their rows come first, in the writer's order), and the rest, which a turn took or a stop dropped
+_PROMPTS = """UPDATE prompts SET state = CASE WHEN seq = :turn THEN 'turn'
+    WHEN seq IN (SELECT value FROM json_each(:held)) THEN 'queued' WHEN state = 'turn' THEN 'done' ELSE 'dropped' END
+    WHERE session = :session AND state IN ('queued', 'turn')"""
+
 
 @dataclass
 class SavedSession:
+    """A session as its rows have it, for restore.py."""
+
+    row: int
     definition: Definition
     state: str
-    detail: str
-    turn_count: int
-    restarts: int
-    queue: list[Prompt]
-    agent: dict
+    detail: str = ""
+    turn_count: int = 0
+    restarts: int = 0
+    queue: list[Prompt] = field(default_factory=list)
+    agent: dict = field(default_factory=dict)
     out: str = ""
     log: str = ""
     role_pending: bool = False
     turn_prompt: Prompt | None = None  # the prompt of the turn in progress, if one was
     restart_pending: bool = False  # the old server was waiting to restart it after a crash
-    turn_started: str = ""
-    prompts: int = 0  # the seq of the last prompt this .toml has (or that was dropped before it)
+    turn_started: str = ""  # when the turn in progress began ("" if none was)
+    prompts: int = 0  # the seq of its last prompt
 
 
 class SessionStore:
-    def __init__(self, state: PrivateDir):
-        self.state = state
-        self.files = state.subdir("sessions")
-        self.dir = self.files.path
-        self.prompt_dir = state.subdir("prompts")
-        self.redo = RedoLog(state.subdir("redo"), {"sessions": self.files})
-        self.recovered = self.redo.recover()  # before anything reads the files: a line per problem
-        self._history: PrivateDir | None = None  # removed/, opened at the first removal
-        # each session's [session] table as last rendered, with the Definition it was rendered from
-        self._definitions: dict[str, tuple[Definition, tomlwrite.Rendered]] = {}
+    """The sessions' tables: each method queues one job and returns its Commit (never blocks)."""
 
-    def prompt_log(self, covered: Callable[[], Commit | None]) -> AppendLog:
-        return AppendLog(self.prompt_dir, covered=covered)
+    def __init__(self, db: Database, state: PrivateDir | None = None):
+        self.db = db
+        self.recovered = import_files(state, db) if state is not None else []  # a line per problem
+        self.unreadable: set[str] = set()  # names of rows restore could not read: not given again
+        top = db.read("SELECT max(id) FROM sessions UNION ALL SELECT max(session) FROM session_log "
+                      "UNION ALL SELECT max(session) FROM prompts")
+        self._rows = itertools.count(max((r[0] or 0 for r in top), default=0) + 1)
+        self._lines = itertools.count((db.read("SELECT max(n) FROM session_log")[0][0] or 0) + 1)
 
-    def state_file(self, session: Session) -> Replace:
-        """The .toml as the session is now (rendered in the loop; written now, or later by the save queue)."""
-        doc = {
-            "session": self._session_table(session.definition),
-            "status": {
-                "state": session.state.value, "detail": session.detail, "turns": session.turn_count,
-                "restarts": session.restarts, "role_pending": session.role_pending,
-                "restart_pending": session.restart_pending, "prompts": _prompts_had(session),
-            },
-            "agent": session.agent.saved(),
-        }
+    @property
+    def where(self) -> str:
+        return self.db.path
+
+    # ------------------------------------------------------------ writing
+
+    def add(self, session: Session) -> DbCommit:
+        """A new session's row (its name must be free among the live ones)."""
+        session.row = next(self._rows)
+        values = (session.row, session.name, json.dumps(asdict(session.definition)), *_status(session), session.out)
+        return self.db.execute(f"INSERT INTO sessions (id, name, definition, {', '.join(_STATUS)}, out) "
+                               f"VALUES ({', '.join('?' * len(values))})", values)
+
+    def save(self, session: Session, *, out: bool) -> DbCommit:
+        """The session's status (and `out`, if it changed) with its prompts' states, in one job."""
+        status = (*_status(session), *((session.out,) if out else ()), session.row)
         turn = session.turn
-        if turn is not None and not turn.done and turn.prompt is not None:
-            doc["turn"] = {"number": turn.number, "started": turn.started, **_prompt(turn.prompt)}
-        doc["queue"] = [_prompt(p) for p in session.queue]  # the incoming ones are in the prompt log
-        text = tomlwrite.dumps(doc, comment="anvilfs session; rewritten by the server on every change")
-        return Replace(self.files, f"{session.name}.toml", text.encode())
+        running = turn.prompt.seq if session.state is State.RUNNING and turn and not turn.done and turn.prompt else -1
+        held = json.dumps([p.seq for p in (*session.queue, *session.incoming)])
 
-    def _session_table(self, definition: Definition) -> tomlwrite.Rendered:
-        """The [session] table, rendered once per Definition: it is frozen, so a changed one is a new object."""
-        kept = self._definitions.get(definition.name)
-        if kept is None or kept[0] is not definition:
-            kept = self._definitions[definition.name] = (definition, tomlwrite.rendered(asdict(definition)))
-        return kept[1]
+        def work(conn) -> None:
+            conn.execute(_UPDATE_OUT if out else _UPDATE, status)
+            conn.execute(_PROMPTS, {"turn": running, "held": held, "session": status[-1]})
 
-    def out_file(self, session: Session) -> Replace:
-        return Replace(self.files, f"{session.name}.out", session.out.encode())
+        return self.db.call(work)
 
-    def log_name(self, session: Session) -> str:
-        return f"{session.name}.log"
+    def add_prompt(self, session: Session, prompt: Prompt) -> DbCommit:
+        return self.db.execute("INSERT INTO prompts (session, seq, sender, at, text, state) VALUES (?, ?, ?, ?, ?, "
+                               "'queued')", (session.row, prompt.seq, prompt.sender, prompt.at, prompt.text))
 
-    def file_names(self, session: Session) -> list[str]:
-        return [f"{session.name}{suffix}" for suffix in _SUFFIXES]
+    def log(self, lines: Iterable[tuple[int, int, str]]) -> DbCommit:
+        """Transcript records: (n, session row, text); `n` keeps their order, and makes a retry harmless."""
+        return self.db.executemany("INSERT OR REPLACE INTO session_log (n, session, text) VALUES (?, ?, ?)", lines)
 
-    def remove(self, session: Session) -> str:
-        """Move the session's files to `removed/NAME.TIME.*` (a history, never read back); returns where."""
-        self._definitions.pop(session.name, None)
-        if self._history is None:
-            self._history = self.state.subdir("removed")
-        history, stamp = self._history, timestamp().replace(":", "")
-        for suffix in _SUFFIXES:  # the .toml last: while it is there, the name is taken
-            # written without fsync (the redo log had them): durable before the move takes them from its reach
-            self.files.sync_file(f"{session.name}{suffix}")
-            self.files.move(f"{session.name}{suffix}", history, f"{session.name}.{stamp}{suffix}")
-        return f"{history.path}/{session.name}.{stamp}.*"
+    def line_number(self) -> int:
+        return next(self._lines)
 
-    def has_files(self, name: str) -> bool:
-        """Files of a session by this name (one that could not be read, or half removed) are here."""
-        return any(self.files.exists(f"{name}{suffix}") for suffix in _SUFFIXES)
+    def remove(self, session: Session) -> DbCommit:
+        """The row stays as history; its name is free, and its queue dropped."""
+        row = session.row
+
+        def work(conn) -> None:
+            conn.execute("UPDATE sessions SET removed_at = ? WHERE id = ?", (timestamp(), row))
+            conn.execute("UPDATE prompts SET state = 'dropped' WHERE session = ? AND state IN ('queued', 'turn')",
+                         (row,))
+
+        return self.db.call(work)
+
+    # ------------------------------------------------------------ reading (at start)
 
     def load_all(self) -> tuple[list[SavedSession], list[str]]:
-        """The saved sessions, and a line for each file that could not be read."""
-        sessions, problems = [], []
-        for file in self.files.names(".toml"):
+        """The live sessions, and a line for each row that could not be read (its name stays taken)."""
+        db, found, problems = self.db, {}, []
+        for row in db.rows("SELECT id, name, definition, state, detail, turns, restarts, role_pending, "
+                           "restart_pending, turn_started, agent, out FROM sessions WHERE removed_at IS NULL "
+                           "ORDER BY id"):
             try:
-                sessions.append(self._load(file.removesuffix(".toml")))
-            except Exception as exc:  # a damaged file must not stop the server
-                problems.append(f"{self.dir}/{file}: cannot be read ({type(exc).__name__}: {exc}); left as it is")
-        return sessions, problems
-
-    def _load(self, name: str) -> SavedSession:
-        data = tomlread.loads(self._text(f"{name}.toml"))
-        status = data.get("status", {})
-        turn = data.get("turn")
-        return SavedSession(
-            definition=Definition(**data["session"]),
-            state=status.get("state", "exited"), detail=status.get("detail", ""),
-            turn_count=status.get("turns", 0), restarts=status.get("restarts", 0),
-            role_pending=status.get("role_pending", False), restart_pending=status.get("restart_pending", False),
-            queue=[_from_toml(p) for p in data.get("queue", [])],
-            agent=data.get("agent", {}),
-            out=self._text(f"{name}.out"), log=self._text(f"{name}.log"),
-            turn_prompt=_from_toml(turn) if turn else None, turn_started=turn.get("started", "") if turn else "",
-            prompts=status.get("prompts", 0),
-        )
-
-    def _text(self, file: str) -> str:
-        raw = self.files.read(file)
-        return raw.decode("utf-8", errors="replace") if raw is not None else ""
-
-
-def _prompts_had(session: Session) -> int:
-    """The seq up to which the .toml has every prompt, or dropped it: all but those still on their way."""
-    return session.incoming[0].seq - 1 if session.incoming else session.prompt_seq
+                found[row[0]] = _saved(row)
+            except (ValueError, TypeError, KeyError) as exc:  # a damaged row must not stop the server
+                self.unreadable.add(row[1])
+                problems.append(f"session {row[1]} (row {row[0]} of {db.path}) cannot be read "
+                                f"({type(exc).__name__}: {exc}); left as it is, and its name is not given again")
+        for session, seq, sender, at, text, state in db.rows(
+                "SELECT session, seq, sender, at, text, state FROM prompts WHERE state IN ('queued', 'turn') "
+                "ORDER BY session, seq"):
+            if (saved := found.get(session)) is not None:
+                prompt = Prompt(text, sender, at, seq=seq)
+                if state == "turn":
+                    saved.turn_prompt = prompt
+                else:
+                    saved.queue.append(prompt)
+        for saved in found.values():
+            saved.prompts = db.read("SELECT max(seq) FROM prompts WHERE session = ?", (saved.row,))[0][0] or 0
+        logs: dict[int, list[str]] = {}
+        for session, text in db.rows("SELECT l.session, l.text FROM sessions s JOIN session_log l ON l.session = s.id "
+                                     "WHERE s.removed_at IS NULL ORDER BY l.session, l.n"):
+            logs.setdefault(session, []).append(text)
+        for row, saved in found.items():
+            saved.log = "".join(logs.get(row, ()))
+        return list(found.values()), problems
 
 
-def prompt_record(session: Session, prompt: Prompt) -> bytes:
-    """A prompt's line in the prompt log: enough to queue it again after a crash, into this session only."""
-    return json.dumps({"session": session.name, "conversation": session.definition.conversation, "seq": prompt.seq,
-                       "sender": prompt.sender, "at": prompt.at, "text": prompt.text}, ensure_ascii=False).encode()
+def _status(session: Session) -> tuple:
+    turn = session.turn
+    started = turn.started if session.state is State.RUNNING and turn is not None and not turn.done else ""
+    return (session.state.value, session.detail, session.turn_count, session.restarts, int(session.role_pending),
+            int(session.restart_pending), started, json.dumps(session.agent.saved()))
 
 
-def replayed_prompts(records: list[bytes]) -> tuple[dict[tuple[str, str], list[Prompt]], list[str]]:
-    """The prompt log's records by (session, conversation), each list in seq order, once each."""
-    found: dict[tuple[str, str], dict[int, Prompt]] = {}
-    problems = []
-    for record in records:
-        try:
-            r = json.loads(record)
-            key, prompt = (r["session"], r["conversation"]), Prompt(r["text"], r["sender"], r["at"], seq=int(r["seq"]))
-        except (ValueError, KeyError, TypeError) as exc:
-            problems.append(f"a prompt log record cannot be read ({type(exc).__name__}: {exc}); left out")
-            continue
-        found.setdefault(key, {})[prompt.seq] = prompt
-    return {key: [by_seq[n] for n in sorted(by_seq)] for key, by_seq in found.items()}, problems
-
-
-def _prompt(p: Prompt) -> dict:
-    return {"sender": p.sender, "at": p.at, "text": p.text}
-
-
-def _from_toml(p: dict) -> Prompt:
-    return Prompt(p["text"], p["sender"], p.get("at", ""))
+def _saved(row: tuple) -> SavedSession:
+    (number, _, definition, state, detail, turns, restarts, role_pending, restart_pending, started, agent,
+     out) = row
+    State(state)  # a state this server knows, or ValueError
+    return SavedSession(row=number, definition=Definition(**json.loads(definition)), state=state, detail=detail,
+                        turn_count=turns, restarts=restarts, agent=json.loads(agent), out=out,
+                        role_pending=bool(role_pending), restart_pending=bool(restart_pending), turn_started=started)

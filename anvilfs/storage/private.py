@@ -57,6 +57,21 @@ def _check_private(path: str, info: os.stat_result) -> None:
                               f"read it or plant files in it; run `chmod 700 {path}` (and check what is inside)")
 
 
+def checked_file(directory: PrivateDir, name: str, *, create: bool) -> None:
+    """Check `name` in `directory` for a library that opens it by path (SQLite, which follows links): absent
+    or a regular 0600 file of ours; made (empty, 0600) first if `create`."""
+    _check_name(name)
+    flags = os.O_RDONLY | os.O_NONBLOCK | (os.O_CREAT if create else 0)  # a planted FIFO must not block the open
+    try:
+        fd = directory._open(name, flags)
+    except FileNotFoundError:
+        return
+    try:
+        _own_file(fd, directory.path, name)
+    finally:
+        os.close(fd)
+
+
 class PrivateDir:
     """One private directory, held open by its file descriptor."""
 
@@ -125,8 +140,8 @@ class PrivateDir:
         os.fsync(self._fd)
 
     def append(self, name: str, data: bytes, *, sync: bool = True) -> int:
-        """Add to the end of `name` (made 0600 if new), on disk when this returns unless `sync` is False
-        (then `sync_tail` makes it durable later); returns where `data` begins."""
+        """Add to the end of `name` (made 0600 if new), on disk when this returns unless `sync` is False;
+        returns where `data` begins."""
         _check_name(name)
         fd = self._open(name, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
         try:
@@ -145,55 +160,6 @@ class PrivateDir:
             os.fsync(self._fd)  # the new directory entry, too
         return size
 
-    def sync_tail(self, name: str, start: int, data: bytes, *, rewrite: bool = False) -> None:
-        """Make appends made without sync durable: `data` is what the file has from `start` on. If the
-        fsync fails, or `rewrite` says an earlier one did (the kernel may have dropped those pages and
-        forgotten the error), `data` is written again from `start` and fsynced."""
-        if (fd := self._open_existing(name, os.O_WRONLY)) is None:
-            return  # moved away or removed since (a removed session's files): nothing left to make durable
-        try:
-            if not rewrite:
-                try:
-                    os.fsync(fd)
-                    return
-                except OSError:
-                    pass
-            os.ftruncate(fd, start)
-            os.lseek(fd, start, os.SEEK_SET)
-            _write_all(fd, data)
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-
-    def write_at(self, name: str, offset: int, data: bytes) -> None:
-        """Put `data` at `offset` of `name` (made 0600 if new), without fsync; done twice, it leaves the
-        same bytes (a redo log's append, applied again after a crash)."""
-        _check_name(name)
-        fd = self._open(name, os.O_WRONLY | os.O_CREAT)
-        try:
-            _own_file(fd, self.path, name)
-            size = os.fstat(fd).st_size
-            view = memoryview(data)
-            try:
-                while view:
-                    offset += (n := os.pwrite(fd, view, offset))
-                    view = view[n:]
-            except OSError:
-                os.ftruncate(fd, size)  # no torn fragment past the old end: the retry starts there again
-                raise
-        finally:
-            os.close(fd)
-
-    def cut(self, name: str, size: int) -> None:
-        """Shorten `name` to `size` bytes if it is longer (what a power cut left past a log's last append)."""
-        if (fd := self._open_existing(name, os.O_WRONLY)) is None:
-            return
-        try:
-            if os.fstat(fd).st_size > size:
-                os.ftruncate(fd, size)
-        finally:
-            os.close(fd)
-
     def size(self, name: str) -> int:
         """How long `name` is (0 if there is none): where an append to it would begin."""
         _check_name(name)
@@ -202,30 +168,9 @@ class PrivateDir:
         except FileNotFoundError:
             return 0
 
-    def sync_file(self, name: str) -> None:
-        """fsync what `name` holds now (a checkpoint); a file that is gone since is no error."""
-        if (fd := self._open_existing(name, os.O_RDONLY)) is None:
-            return
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-
     def discard(self, tmp: str) -> None:
         """Remove a prepared temporary file that will not be put (nothing durable refers to it)."""
         _unlink_quietly(tmp, self._fd)
-
-    def open_log(self, name: str) -> LogFile:
-        """`name` opened to be appended to and kept open (a write-ahead log's segment), made if new."""
-        _check_name(name)
-        fd = self._open(name, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
-        try:
-            if _own_file(fd, self.path, name):
-                os.fsync(self._fd)  # the new directory entry: an fdatasync of the file does not cover it
-            return LogFile(fd, name, os.fstat(fd).st_size)
-        except BaseException:
-            os.close(fd)
-            raise
 
     def move(self, name: str, dest: PrivateDir, new_name: str) -> None:
         """Move `name` into another private directory (a missing file is no error)."""
@@ -307,31 +252,6 @@ class PrivateDir:
         for name in os.listdir(self._fd):
             if _is_temporary(name):
                 _unlink_quietly(name, self._fd)
-
-
-class LogFile:
-    """An open file of a private directory that only grows; each write is on disk when it returns."""
-
-    def __init__(self, fd: int, name: str, size: int):
-        self.fd, self.name, self.size = fd, name, size
-
-    def write_durably(self, data: bytes) -> None:
-        """Append `data` and fdatasync it; if that fails, what was written of it is cut off again."""
-        try:
-            _write_all(self.fd, data)
-            os.fdatasync(self.fd)
-        except OSError:
-            try:
-                os.ftruncate(self.fd, self.size)
-            except OSError:
-                pass  # the reader's CRC leaves out a torn line; a whole one is replayed, harmlessly
-            raise
-        self.size += len(data)
-
-    def close(self) -> None:
-        if self.fd >= 0:
-            os.close(self.fd)
-            self.fd = -1
 
 
 def _is_temporary(name: str) -> bool:

@@ -20,7 +20,7 @@ import socket
 import subprocess
 import sys
 import threading
-import tomllib
+import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -151,10 +151,13 @@ class Gate:
 
 
 def saved_state(srv: AnvilServer, name: str) -> str:
+    """The session's state as the server's database has it (its last commit)."""
     try:
-        return tomllib.loads((srv.state / "sessions" / f"{name}.toml").read_text())["status"]["state"]
-    except (OSError, tomllib.TOMLDecodeError, KeyError):
+        with contextlib.closing(sqlite3.connect(f"file:{srv.state / 'anvilfs.db'}?mode=ro", uri=True)) as db:
+            row = db.execute("SELECT state FROM sessions WHERE name = ? AND removed_at IS NULL", (name,)).fetchone()
+    except sqlite3.Error:
         return ""
+    return row[0] if row else ""
 
 
 def pane_option(socket: str, window: str, option: str) -> str:

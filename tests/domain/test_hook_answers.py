@@ -6,7 +6,7 @@ turn_end = "hook"; the test is its hook, writing the session's `out` file.
 
 from __future__ import annotations
 
-import tomllib
+import sqlite3
 
 import pytest
 import trio.testing
@@ -16,22 +16,23 @@ from anvilfs.sessions import SessionLimits, State
 from anvilfs.sessions.states import IllegalTransition
 from anvilfs.tree import Caller
 from harness.apps import until
+from harness.stored import request
 from harness.pane_agents import ANSWER, PANE, hooked, write_out
 
 
-async def test_the_agents_answer_ends_its_turn_and_is_out_in_place_of_the_pane(autojump_clock, running, tmp_path):
+async def test_the_agents_answer_ends_its_turn_and_is_out_in_place_of_the_pane(running, tmp_path):
     app, s = await hooked(running, state_dir=tmp_path)
     app.sessions.submit("a", "fix it", "glenda")
     await until(lambda: s.state is State.RUNNING and s.turn.chunks)
-    write_out(app, "a", "a", ANSWER)
+    _, writing = request(lambda: write_out(app, "a", "a", ANSWER), "what was written")
     assert s.state is State.AWAIT and s.out == ANSWER  # at once: the turn ended with the write
+    await writing.wait()  # answered once on disk
     assert s.agent.heard == ["await"]  # the agent was told, so its turn stops following the pane
     assert "".join(s.turn.chunks) == PANE  # what `stream` showed stays what streamed
     log = s.log_text()
     assert "--- answer 1 at " in log and log.endswith(f"Z\n{ANSWER}") and "Crunching" not in log, log
-    saved = tomllib.loads((tmp_path / "sessions" / "a.toml").read_text())
-    assert saved["status"]["state"] == "await"  # on disk before the write was answered, the answer first
-    assert (tmp_path / "sessions" / "a.out").read_text() == ANSWER
+    with sqlite3.connect(tmp_path / "anvilfs.db") as conn:  # on disk before the write was answered, with the answer
+        assert conn.execute("SELECT state, out FROM sessions WHERE name = 'a'").fetchall() == [("await", ANSWER)]
     await until(lambda: not s.busy)  # the runner's turn returned, and found the turn ended
     assert s.out == ANSWER and s.turn_count == 1
 

@@ -19,6 +19,7 @@ from anvilfs.errors import AnvilError, Busy, InvalidRequest, NotPermitted
 from anvilfs.sessions import State
 from anvilfs.tree import Caller
 from harness.apps import until
+from harness.stored import FullDatabase, answered
 from harness.pane_agents import ANSWER, PANE, hooked, write_out, write_status
 
 LATE = "the answer of turn 1, late\n"
@@ -35,7 +36,7 @@ async def interrupted_then_next(app, s) -> None:
     await until(lambda: s.state is State.RUNNING and s.turn.number == 2 and s.turn.chunks)
 
 
-async def test_a_late_answer_of_an_interrupted_turn_does_not_end_the_next(autojump_clock, running, tmp_path):
+async def test_a_late_answer_of_an_interrupted_turn_does_not_end_the_next(running, tmp_path):
     app, s = await hooked(running, state_dir=tmp_path)
     await interrupted_then_next(app, s)
     with pytest.raises(Busy, match="hand in an answer while its turn runs: turn 2 of a has not said running yet") as late:
@@ -47,7 +48,7 @@ async def test_a_late_answer_of_an_interrupted_turn_does_not_end_the_next(autoju
     write_status(app, "a", "a", "running")  # turn 2's own hooks: running, then its answer
     write_out(app, "a", "a", ANSWER)
     assert (s.state, s.turn.number, s.out) == (State.AWAIT, 2, ANSWER)
-    await until(lambda: (tmp_path / "sessions" / "a.out").read_text() == ANSWER)
+    await until(lambda: app.db.read("SELECT out FROM sessions WHERE name = 'a'") == [(ANSWER,)])
 
 
 async def test_a_late_await_of_an_interrupted_turn_does_not_end_the_next(autojump_clock, running):
@@ -100,61 +101,40 @@ async def test_status_is_written_only_by_the_sessions_own_agent(autojump_clock, 
         write_status(app, "b", "b", "await")
 
 
-def disk_refuses(app, state) -> list:
-    """The redo log's next segments are directories, so a save at once fails for real (EISDIR) until they go.
-
-    A save is on disk once its record is in the redo log (storage/redolog.py); a checkpoint, as at a clean
-    stop, closes the segment open now, so the next record opens a new one: where the directories are."""
-    redo = state / "redo"
-    top = max((int(p.name.split(".")[0]) for p in redo.glob("*.redo")), default=0)
-    app.sessions.saver.queue.checkpoint()
-    blocked = [redo / f"{n:06d}.redo" for n in range(top + 1, top + 4)]  # each failed record takes a number
-    for path in blocked:
-        path.mkdir()
-    return blocked
-
-
-def disk_takes(blocked: list) -> None:
-    for path in blocked:
-        path.rmdir()
-
-
-async def test_an_answer_not_saved_is_refused_with_eio_and_saved_once_the_disk_takes_it(autojump_clock, running,
-                                                                                          tmp_path):
+async def test_an_answer_not_saved_is_refused_with_eio_and_saved_once_the_disk_takes_it(running, tmp_path):
     app, s = await hooked(running, state_dir=tmp_path)
     app.sessions.submit("a", "fix it", "glenda")
     await until(lambda: s.state is State.RUNNING)
-    blocked = disk_refuses(app, tmp_path)
-    with pytest.raises(AnvilError, match=r"^the answer of turn 1: taken, but not on disk: cannot save session a in "
-                                         r".*/sessions: Is a directory") as refused:
-        write_out(app, "a", "a", ANSWER)
+    disk = FullDatabase(app.db)
+    with pytest.raises(AnvilError, match=r"^what was written not saved: the disk refused it \(No space left") as refused:
+        await answered(lambda: write_out(app, "a", "a", ANSWER), "what was written")
     # not acknowledged: `anvilfs hook` keeps the answer for the next server
     assert refused.value.errno == errno.EIO and NOT_SAVED in str(refused.value)
     assert (s.state, s.out) == (State.AWAIT, ANSWER)  # taken by this server, which saves it when it can
-    assert "will try again" in app.events.text()
-    disk_takes(blocked)
-    await until(lambda: (tmp_path / "sessions" / "a.out").is_file()
-                and (tmp_path / "sessions" / "a.out").read_text() == ANSWER, "the answer saved on a retry")
+    await until(lambda: "will try again" in app.events.text())
+    disk.full = False
+    await until(lambda: app.db.read("SELECT out FROM sessions WHERE name = 'a'") == [(ANSWER,)],
+                "the answer saved on a retry")
 
 
-async def test_a_hooks_word_not_saved_is_refused_with_eio(autojump_clock, running, tmp_path):
+async def test_a_hooks_word_not_saved_is_refused_with_eio(running, tmp_path):
     app, s = await hooked(running, state_dir=tmp_path)
     app.sessions.submit("a", "fix it", "glenda")
     await until(lambda: s.state is State.RUNNING)
-    disk_refuses(app, tmp_path)
-    with pytest.raises(AnvilError, match=r"^status await: taken, but not on disk: cannot save session a") as refused:
-        write_status(app, "a", "a", "await")
-    assert refused.value.errno == errno.EIO
+    FullDatabase(app.db)
+    with pytest.raises(AnvilError, match=r"^the write not saved: the disk refused it") as refused:
+        await answered(lambda: write_status(app, "a", "a", "await"))
+    assert refused.value.errno == errno.EIO and NOT_SAVED in str(refused.value)
     await until(lambda: s.state is State.AWAIT)
 
 
-async def test_a_stop_not_saved_is_refused_with_eio_and_the_agent_still_stops(autojump_clock, running, tmp_path):
+async def test_a_stop_not_saved_is_refused_with_eio_and_the_agent_still_stops(running, tmp_path):
     app, s = await hooked(running, state_dir=tmp_path)
     ended: list[SessionEnded] = []
     app.bus.subscribe(SessionEnded, ended.append)  # what releases its beads, say
-    disk_refuses(app, tmp_path)
-    with pytest.raises(AnvilError, match=r"^stop: taken, but not on disk: cannot save session a") as refused:
-        app.sessions.stop("a")
+    FullDatabase(app.db)
+    with pytest.raises(AnvilError, match=r"^the write not saved: the disk refused it") as refused:
+        await answered(lambda: app.sessions.stop("a"))
     assert refused.value.errno == errno.EIO and s.state is State.STOPPED
     assert ended == [SessionEnded("a", "stopped")]
     await until(lambda: s.agent.killed, "the agent stopped all the same")

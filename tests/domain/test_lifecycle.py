@@ -11,6 +11,7 @@ import trio.testing
 
 from anvilfs.sessions import RestartPolicy, State
 from harness.apps import until
+from harness.stored import FullDatabase, answered
 
 
 async def test_interrupt_ends_the_turn_in_await_and_the_queue_goes_on(autojump_clock, running):
@@ -128,34 +129,26 @@ async def test_restart_of_a_live_session_keeps_its_queue(autojump_clock, running
     assert "kept" in s.out
 
 
-async def test_a_disk_that_refuses_writes_fails_the_request_not_the_server(autojump_clock, running, tmp_path):
+async def test_a_disk_that_refuses_writes_fails_the_request_not_the_server(running, tmp_path):
     from anvilfs.errors import AnvilError
 
     app = await running(state_dir=tmp_path)
-    redo = app.sessions.store.redo  # where a save at once goes first
-    real_log = redo.log
-
-    def disk_full(ops):
-        if any(op.name.startswith("boom.") for op in ops):
-            raise OSError(28, "No space left on device")
-        real_log(ops)
-
-    redo.log = disk_full  # the save of session boom cannot happen
-    with pytest.raises(AnvilError, match="cannot save session boom"):
-        app.sessions.new("sim", "/tmp", name="boom")
+    disk = FullDatabase(app.db)  # the save of session boom cannot happen
+    with pytest.raises(AnvilError, match="the write not saved: the disk refused it"):
+        await answered(lambda: app.sessions.new("sim", "/tmp", name="boom"))
     assert app.sessions.find("boom") is None  # not half made
-    s = app.sessions.new("sim", "/tmp", name="ok")
+    disk.full = False
+    s = await answered(lambda: app.sessions.new("sim", "/tmp", name="ok"))
     await until(lambda: s.state is State.IDLE)
-    (tmp_path / "sessions" / "ok.toml").unlink()
-    (tmp_path / "sessions" / "ok.toml").mkdir()
-    (tmp_path / "prompts" / "000001.wal").mkdir()  # where the prompt log's first segment would go
+    disk.full = True
     answer = app.sessions.submit("ok", "hello", "glenda")  # accepted; its write is answered once on disk
-    with pytest.raises(AnvilError, match=r"prompt for ok not queued: its save failed \(Is a directory\) in .*/prompts"):
+    with pytest.raises(AnvilError, match=r"prompt for ok not queued: its save failed \(No space left on device\) in "
+                                         r".*/anvilfs.db"):
         await answer.wait()
     assert not s.queue and not s.incoming and not s.busy
     app.sessions.clear("ok")  # a change saved in the background fails too: reported, not fatal
     await until(lambda: "cannot save the state of ok" in app.events.text())
-    (tmp_path / "sessions" / "ok.toml").rmdir()
+    disk.full = False
     app.sessions.submit("ok", "hello again", "glenda")
     await until(lambda: s.state is State.AWAIT)
 
@@ -232,7 +225,7 @@ async def test_event_lines_cannot_be_forged_by_what_a_client_sends(autojump_cloc
     assert any("glenda\\n2026" in line for line in lines)
 
 
-async def test_remove_forgets_a_stopped_session_and_keeps_its_files_as_history(autojump_clock, tmp_path):
+async def test_remove_forgets_a_stopped_session_and_keeps_its_rows_as_history(tmp_path):
     async with trio.open_nursery() as nursery:
         app = App(state_dir=tmp_path)
         await nursery.start(app.run)
@@ -242,13 +235,14 @@ async def test_remove_forgets_a_stopped_session_and_keeps_its_files_as_history(a
         with pytest.raises(Busy, match="write 'stop' to its ctl first, then 'remove'"):
             app.sessions.remove("bot1")
         app.sessions.stop("bot1")
-        app.sessions.remove("bot1")
+        await answered(lambda: app.sessions.remove("bot1"))
         assert app.sessions.find("bot1") is None
-        assert "bot1 removed; its files are in" in app.events.text()
-        assert not list((tmp_path / "sessions").iterdir())
-        history = sorted(p.name for p in (tmp_path / "removed").iterdir())
-        assert [name.rsplit(".", 1)[1] for name in history] == ["log", "out", "toml"]
-        assert "remember me" in next((tmp_path / "removed").glob("bot1.*.log")).read_text()
+        assert "bot1 removed; its record is kept in" in app.events.text()
+        assert app.db.read("SELECT name FROM sessions WHERE removed_at IS NULL") == []
+        history = app.db.read("SELECT name, state FROM sessions WHERE removed_at IS NOT NULL")
+        assert history == [("bot1", "stopped")]
+        assert "remember me" in "".join(t for (t,) in app.db.read("SELECT text FROM session_log WHERE session = ?",
+                                                                  (s.row,)))
         again = app.sessions.new("sim", "/tmp", name="bot1")  # the name is free again
         assert again.turn_count == 0
         nursery.cancel_scope.cancel()

@@ -124,14 +124,18 @@ class _SavingHookBackend(Backend):
         return _SavingHookAgent()
 
 
-async def test_a_hook_write_is_on_disk_before_it_is_answered(autojump_clock, running, tmp_path):
-    import tomllib
+async def test_a_hook_write_is_on_disk_before_it_is_answered(running, tmp_path):
+    import json
+    import sqlite3
+
+    from harness.stored import answered
 
     app = await running(backends={"h": _SavingHookBackend("h")}, state_dir=tmp_path)
     s = app.sessions.new("h", "/tmp", name="bot1")
     await until(lambda: s.state is State.IDLE)
     app.sessions.submit("bot1", "go", "glenda")
     await until(lambda: s.state is State.RUNNING)
-    app.sessions.hook("bot1", "await")  # returns as the 9P write would be answered
-    saved = tomllib.loads((tmp_path / "sessions" / "bot1.toml").read_text())
-    assert saved["agent"] == {"awaited": 1}, "the hook's await must be on disk when its write is answered"
+    await answered(lambda: app.sessions.hook("bot1", "await"))  # returns as the 9P write would be answered
+    with sqlite3.connect(tmp_path / "anvilfs.db") as db:
+        [(agent,)] = db.execute("SELECT agent FROM sessions WHERE name = 'bot1'").fetchall()
+    assert json.loads(agent) == {"awaited": 1}, "the hook's await must be on disk when its write is answered"

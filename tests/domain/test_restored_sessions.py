@@ -4,12 +4,15 @@ test_lifecycle.py as they were)."""
 
 from __future__ import annotations
 
+import sqlite3
+
 import pytest
 import trio
 
 from anvilfs.app import App
 from anvilfs.sessions import Agent, Backend, RestartPolicy, State
 from harness.apps import started, until
+from harness.stored import answered
 
 
 async def stopped_mid_turn(tmp_path) -> str:
@@ -28,7 +31,7 @@ async def stopped_mid_turn(tmp_path) -> str:
         return s.out
 
 
-async def test_a_restarted_server_carries_on_a_per_turn_session_where_it_was(autojump_clock, tmp_path):
+async def test_a_restarted_server_carries_on_a_per_turn_session_where_it_was(tmp_path):
     """SPEC §5: a per-turn agent has no process to lose; the turn that was running ends error, not run again."""
     await stopped_mid_turn(tmp_path)
     async with trio.open_nursery() as nursery:
@@ -45,7 +48,7 @@ async def test_a_restarted_server_carries_on_a_per_turn_session_where_it_was(aut
         nursery.cancel_scope.cancel()
 
 
-async def test_an_ephemeral_per_turn_session_whose_one_turn_was_cut_short_ends_stopped(autojump_clock, tmp_path):
+async def test_an_ephemeral_per_turn_session_whose_one_turn_was_cut_short_ends_stopped(tmp_path):
     """Its one turn was the lost one (error): it does no other, and stops, as after any turn of its own."""
     async with started(tmp_path) as first:
         s = first.sessions.new("sim", "/tmp", name="e1", ephemeral=True)
@@ -57,7 +60,7 @@ async def test_an_ephemeral_per_turn_session_whose_one_turn_was_cut_short_ends_s
         assert r.turn_count == 1 and "--- failed 1 at " in r.log_text(), r.log_text()
 
 
-async def test_a_server_started_paused_restores_per_turn_sessions_as_exited_with_their_queue(autojump_clock, tmp_path):
+async def test_a_server_started_paused_restores_per_turn_sessions_as_exited_with_their_queue(tmp_path):
     answer = await stopped_mid_turn(tmp_path)
     async with trio.open_nursery() as nursery:
         second = App(state_dir=tmp_path, paused=True)
@@ -78,22 +81,21 @@ async def test_a_server_started_paused_restores_per_turn_sessions_as_exited_with
         nursery.cancel_scope.cancel()
 
 
-async def test_a_damaged_session_file_is_reported_not_fatal(autojump_clock, tmp_path):
-    (tmp_path / "sessions").mkdir(mode=0o700)
-    (tmp_path / "sessions" / "bad.toml").write_text("this is [not toml")
-    from anvilfs.storage import AppendLog, PrivateDir
-    log = AppendLog(PrivateDir(tmp_path / "prompts"))
-    log.add(b'{"session": "bad", "conversation": "c", "seq": 1, "sender": "x", "at": "", "text": "keep me"}')
-    log.flush()
-    log.close()
+async def test_a_damaged_session_row_is_reported_not_fatal(tmp_path):
+    async with started(tmp_path) as first:
+        await answered(lambda: first.sessions.new("sim", "/tmp", name="bad"))
+        await answered(lambda: first.sessions.submit("bad", "keep me", "glenda"))
+    with sqlite3.connect(tmp_path / "anvilfs.db") as conn:
+        conn.execute("UPDATE sessions SET definition = 'this is [not json' WHERE name = 'bad'")
     async with trio.open_nursery() as nursery:
         app = App(state_dir=tmp_path)
         await nursery.start(app.run)
         assert app.sessions.all() == []
-        assert "bad.toml: cannot be read" in app.events.text()
-        assert "the prompt log is kept for bad" in app.events.text()
+        assert "session bad (row 1 of" in app.events.text() and "cannot be read" in app.events.text()
         nursery.cancel_scope.cancel()
-    assert (tmp_path / "prompts" / "000001.wal").exists(), "its prompts wait until its .toml can be read"
+    with sqlite3.connect(tmp_path / "anvilfs.db") as conn:  # its prompts wait until its row can be read
+        assert conn.execute("SELECT text, state FROM prompts").fetchall() in ([("keep me", "queued")],
+                                                                              [("keep me", "turn")])
 
 
 async def claimed_by_w1(app: App):
@@ -107,7 +109,7 @@ async def claimed_by_w1(app: App):
     return s, bead
 
 
-async def test_a_bead_held_by_a_session_in_crash_backoff_is_released_when_the_server_restarts(autojump_clock, tmp_path):
+async def test_a_bead_held_by_a_session_in_crash_backoff_is_released_when_the_server_restarts(tmp_path):
     """The backoff lived in the old server only: the restored session is exited with no restart coming."""
     async with trio.open_nursery() as nursery:
         app = App(state_dir=tmp_path)
@@ -115,7 +117,7 @@ async def test_a_bead_held_by_a_session_in_crash_backoff_is_released_when_the_se
         s, bead = await claimed_by_w1(app)
         app.sessions.submit("w1", "sim:exit", "glenda")
         await until(lambda: s.state is State.EXITED and "restarting in" in app.events.text())
-        app.sessions.saver.flush()
+        app.db.flush(30)
         nursery.cancel_scope.cancel()
     async with trio.open_nursery() as nursery:
         again = App(state_dir=tmp_path)
@@ -124,7 +126,7 @@ async def test_a_bead_held_by_a_session_in_crash_backoff_is_released_when_the_se
         nursery.cancel_scope.cancel()
 
 
-async def test_a_bead_held_by_a_per_turn_session_stays_held_across_a_restart_unless_paused(autojump_clock, tmp_path):
+async def test_a_bead_held_by_a_per_turn_session_stays_held_across_a_restart_unless_paused(tmp_path):
     """Its session did not end (item 7 of issue 32: the conductor's bead was released by a clean restart);
     a server started --paused brings the session back exited, and so releases it, as before."""
     async with trio.open_nursery() as nursery:
@@ -141,21 +143,24 @@ async def test_a_bead_held_by_a_per_turn_session_stays_held_across_a_restart_unl
             nursery.cancel_scope.cancel()
 
 
-async def test_a_name_whose_old_files_are_still_there_is_not_given_again(autojump_clock, running, tmp_path):
-    """A session file that could not be read keeps its name: a new session must not append to its transcript."""
+async def test_a_name_whose_old_row_cannot_be_read_is_not_given_again(running, tmp_path):
+    """A session row that could not be read keeps its name: a new session must not take its place."""
     from anvilfs.errors import NameTaken
 
-    (tmp_path / "sessions").mkdir(mode=0o700)
-    (tmp_path / "sessions" / "bot1.toml").write_text("this is [not toml")
-    (tmp_path / "sessions" / "s1.log").write_text("--- an old transcript\n")
+    async with started(tmp_path) as first:
+        for name in ("bot1", "s1"):
+            await answered(lambda name=name: first.sessions.new("sim", "/tmp", name=name))
+    with sqlite3.connect(tmp_path / "anvilfs.db") as conn:
+        conn.execute("UPDATE sessions SET definition = 'this is [not json'")
     app = await running(state_dir=tmp_path)
-    with pytest.raises(NameTaken, match="files of an earlier session 'bot1'"):
+    with pytest.raises(NameTaken, match="an earlier session 'bot1'"):
         app.sessions.new("sim", "/tmp", name="bot1")
-    assert app.sessions.new("sim", "/tmp").name == "s2"  # s1's transcript stays its own
-    assert (tmp_path / "sessions" / "bot1.toml").read_text() == "this is [not toml"
+    assert app.sessions.new("sim", "/tmp").name == "s2"  # s1's row stays its own
+    app.db.flush(30)
+    assert app.db.read("SELECT definition FROM sessions WHERE name = 'bot1'") == [("this is [not json",)]
 
 
-async def test_a_session_that_exited_with_no_restart_coming_releases_nothing_at_each_start(autojump_clock, tmp_path):
+async def test_a_session_that_exited_with_no_restart_coming_releases_nothing_at_each_start(tmp_path):
     from anvilfs.beads import Who
 
     async with trio.open_nursery() as nursery:
@@ -212,7 +217,7 @@ class _AdoptingBackend(Backend):
         return self.adopted
 
 
-async def test_a_prompt_the_old_server_never_typed_runs_next(autojump_clock, tmp_path):
+async def test_a_prompt_the_old_server_never_typed_runs_next(tmp_path):
     """The .toml kept the turn's prompt; the agent says it never got it: it is queued again, first."""
     first = _AdoptingBackend("a")
     async with trio.open_nursery() as nursery:

@@ -126,13 +126,17 @@ def start_server(
     timeout: float = 20,
     log_name: str = "server.trace",
     env: dict[str, str] | None = None,
+    wrap: Sequence[str] = (),
 ) -> AnvilServer:
-    """Start ``anvilfs serve`` and return once its socket accepts connections (``env`` adds to its environment)."""
+    """Start ``anvilfs serve`` and return once its socket accepts connections (``env`` adds to its environment).
+
+    ``wrap``: a command line to run the server under (``strace ... --``); ``proc`` is then that command.
+    """
     namespace = namespace or base / "ns"
     state = state or base / "state"
     trace_path = base / log_name
     before = _identity(namespace / "agent")  # a stale (or live) socket already there
-    argv = [sys.executable, "-m", "anvilfs", "serve",
+    argv = [*wrap, sys.executable, "-m", "anvilfs", "serve",
             "--namespace", str(namespace), "--state", str(state), *extra_args]
     if trace:
         argv.append("--trace")

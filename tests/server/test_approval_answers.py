@@ -12,8 +12,11 @@ import json
 import pytest
 
 from anvilfs.client import Client, ServerError
+from anvilfs.mail import MessageType
 from anvilfs.ninep import Dialect
 from anvilfs.ninep import consts as c
+from harness.mailbox import stored
+from harness.old_mail import OldMailFiles, message
 from harness.server import AnvilServer, anvil_server, start_server
 
 
@@ -158,21 +161,23 @@ def test_a_session_named_approvals_keeps_its_mail_and_the_requests_stay_where_th
 
 
 def test_a_state_directory_of_the_old_layout_with_such_a_session_keeps_working(srv, stopped_later):
-    """Before, waiting requests were kept in STATE/mail/approvals/, a session `approvals`'s mailbox beside them."""
+    """Before, waiting requests were kept in STATE/mail/approvals/, a session `approvals`'s mailbox beside them
+    (the files as anvilfs wrote them then: tests/harness/old_mail.py); they are imported into the database."""
     ok(srv, "write", "agent/ctl", "new sim /tmp name=approvals")
-    ok(srv, "mail", "approvals", "QUERY_REQUEST", "lunch?")
-    ident = ask_human(srv, "dev", "deploy")
     assert srv.stop() == 0
-    state = srv.state
-    for record in (state / "approvals").iterdir():  # the old layout: the records in the session's mail directory
-        record.rename(state / "mail" / "approvals" / record.name)
-    (state / "approvals").rmdir()
+    old = OldMailFiles(srv.state)
+    old.deliver(message(1, "human", "approvals", "lunch?"))
+    request = message(2, "dev", "human", "deploy", MessageType.APPROVAL_REQUEST)
+    old.wait_for_answer(request, where="mail/approvals")
+    old.deliver(request)
     srv = start_server(srv.base, trace=False)
     stopped_later.append(srv)
-    assert [line.split()[0] for line in ok(srv, "read", "agent/human/approvals").splitlines()] == [ident]
+    assert [line.split()[0] for line in ok(srv, "read", "agent/human/approvals").splitlines()] == [request.id]
     assert inbox_subjects(srv, "approvals") == ["lunch?"]
-    assert sorted(p.name for p in (state / "mail" / "approvals").iterdir()) == ["done", "inbox"]  # moved out
-    ok(srv, "approve", ident)
+    assert not (srv.state / "mail").exists()  # imported, and moved away
+    [moved] = (srv.state / "imported").iterdir()
+    assert sorted(p.name for p in (moved / "mail" / "approvals").iterdir()) == [f"{request.id}.json", "inbox"]
+    ok(srv, "approve", request.id)
     assert inbox_subjects(srv, "dev") == ["approved"]
 
 
@@ -229,8 +234,8 @@ def test_a_lease_holders_request_is_answered_and_the_answer_kept_with_its_record
     answer = ok(srv, "approve", bead).strip()
     assert status(srv, bead) == "completed"
     assert ok(srv, "read", "agent/human/approvals") == ""
-    record = json.loads((srv.state / "approvals" / "answered" / f"{request}.json").read_text())
-    assert (record["request"]["id"], record["answer"]["id"], record["answer"]["to"]) == (request, answer, "anvilfs")
+    [(kept_request, kept_answer)] = kept_records(srv)
+    assert (kept_request["id"], kept_answer["id"], kept_answer["to"]) == (request, answer, "anvilfs")
 
 
 def test_a_request_of_a_removed_session_is_answered(srv):
@@ -242,15 +247,14 @@ def test_a_request_of_a_removed_session_is_answered(srv):
     ok(srv, "approve", bead)
     assert status(srv, bead) == "completed"
     assert ok(srv, "read", "agent/human/approvals") == ""
-    assert sorted(p.name for p in (srv.state / "approvals" / "answered").iterdir()) == sorted(
-        [f"{ident}.json", f"{json.loads(bead_request_record(srv, bead))['request']['id']}.json"])
+    kept = {request.get("bead"): (request["id"], answer["to"]) for request, answer in kept_records(srv)}
+    assert kept[None] == (ident, "dev") and kept[bead][1] == "dev", kept  # each kept with its answer
 
 
-def bead_request_record(srv: AnvilServer, bead: str) -> str:
-    for path in (srv.state / "approvals" / "answered").iterdir():
-        if json.loads(path.read_text())["request"].get("bead") == bead:
-            return path.read_text()
-    raise AssertionError(f"no answered record for bead {bead}")
+def kept_records(srv: AnvilServer) -> list[tuple[dict, dict]]:
+    """The answered requests whose answer no inbox took: kept in the database with their answers."""
+    return [(json.loads(request), json.loads(answer))
+            for request, answer in stored(srv.state, "SELECT request, answer FROM approvals WHERE kept = 1 ORDER BY id")]
 
 
 # ------------------------------------------------------------ an answer without "re" (item 12)

@@ -1,10 +1,9 @@
-"""Acknowledged mail (done/) on a real server with a real state directory: listed without being read.
+"""Acknowledged mail (done/) on a real server with a real state directory: lengths that reads agree with.
 
-A listing of done/ gives each entry's length (SPEC §4) from a stat of its
-stored file, so it opens none of them: counted by the kernel (inotify on
-STATE/mail/human/done, tests/harness/inotify.py), which sees every open and
-read the server makes there. The same watch sees the reads that follow,
-so its silence during the listing is no blind spot. Over 9P2000.u a
+A listing of done/ gives each entry's length (SPEC §4) from the database
+(length() of the stored JSON, which reads none of it:
+tests/domain/test_mail_store.py sees the statements a listing runs), and
+a read gives exactly that many bytes, in both dialects: over 9P2000.u a
 directory read carries the lengths; over 9P2000.L `ls -l` is a Treaddir
 and then a walk and a Tgetattr of each entry.
 """
@@ -19,8 +18,7 @@ import pytest
 from anvilfs.client import Client, ServerError
 from anvilfs.ninep import Dialect
 from anvilfs.ninep import messages as m
-from harness.inotify import FileOpens
-from harness.mailbox import mail, server_with_dev
+from harness.mailbox import mail, server_with_dev, stored
 
 MESSAGES = 30
 
@@ -69,15 +67,13 @@ def lengths_ls_l(client: Client, path: str) -> dict[str, int]:
 
 @pytest.mark.parametrize("dialect, listing", [(Dialect.P2000U, lengths_9p2000u), (Dialect.P2000L, lengths_ls_l)],
                          ids=["9P2000.u", "9P2000.L"])
-def test_a_done_listing_reads_no_message_yet_gives_the_lengths_reads_give(srv, dialect, listing):
+def test_a_done_listing_gives_the_lengths_reads_give(srv, dialect, listing):
     ids = acknowledged(srv, MESSAGES)
-    with FileOpens(srv.state / "mail" / "human" / "done") as opens, srv.connect(dialect=dialect) as client:
+    with srv.connect(dialect=dialect) as client:
         lengths = listing(client, "human/done")
         assert sorted(lengths) == [f"{i}.json" for i in ids]
-        assert opens.names() == [], "listing done/ opened or read stored messages"
         with srv.connect(dialect=Dialect.P2000U) as reader:
             contents = {name: reader.read_file(f"human/done/{name}") for name in lengths}
-        assert opens.names(), "the watch saw no reads at all: its silence above proves nothing"
     assert {name: len(data) for name, data in contents.items()} == lengths
     assert json.loads(contents[f"{ids[1]}.json"])["subject"] == "café ☕ 1"  # lengths are bytes, not characters
     assert len(contents[f"{ids[1]}.json"]) > len(contents[f"{ids[1]}.json"].decode())
@@ -85,15 +81,15 @@ def test_a_done_listing_reads_no_message_yet_gives_the_lengths_reads_give(srv, d
 
 def test_a_stored_message_damaged_on_disk_reads_as_long_as_its_listing_says(srv):
     [ident] = acknowledged(srv, 1)
-    damaged = srv.state / "mail" / "human" / "done" / "0000000000000001.json"
-    damaged.write_bytes(b'{"id": "0000000000000001", "body": "caf\xe9 \xff"}\n')  # Latin-1, and a stray byte
-    damaged.chmod(0o600)
+    damaged = b'{"id": "0000000000000001", "body": "caf\xe9 \xff"}\n'  # Latin-1, and a stray byte
+    stored(srv.state, "INSERT INTO mail (id, participant, box, json) VALUES ('0000000000000001', 'human', 'done', ?)",
+           (damaged,))
     with srv.connect(dialect=Dialect.P2000U) as client:
         lengths = lengths_9p2000u(client, "human/done")
         assert sorted(lengths) == ["0000000000000001.json", f"{ident}.json"]
         data = client.read_file("human/done/0000000000000001.json")
     assert data == b'{"id": "0000000000000001", "body": "caf? ?"}\n'  # each byte that is not UTF-8 reads as "?"
-    assert lengths["0000000000000001.json"] == len(data) == os.path.getsize(damaged)
+    assert lengths["0000000000000001.json"] == len(data) == len(damaged)
 
 
 def test_a_body_with_a_lone_surrogate_escape_is_refused_saying_why(srv):

@@ -20,6 +20,7 @@ from anvilfs.client import Client, ServerError
 from anvilfs.ninep import Dialect
 from anvilfs.ninep import consts as c
 from anvilfs.ninep import messages as m
+from harness.mailbox import stored
 from harness.server import REPO_ROOT, AnvilServer, anvil_server
 
 MSG = {"to": "human", "type": "QUERY_REQUEST", "subject": "where is the config?", "body": "thanks"}
@@ -182,9 +183,11 @@ def test_a_removed_sessions_unread_mail_is_kept_in_the_history(srv):
         client.write_file("dev/ctl", b"stop\n")
         events = client.open("events", c.OREAD)
         client.write_file("dev/ctl", b"remove\n")
-        kept = list((srv.state / "removed").glob(f"dev.*.mail/inbox/{ident}.json"))
-        assert len(kept) == 1 and json.loads(kept[0].read_bytes())["to"] == "dev"
-        assert f"mail of dev kept in {kept[0].parent.parent}" in client.read_chunk(events, 0).decode()
+        [(participant, box, data, removed)] = stored(srv.state, "SELECT participant, box, json, removed FROM mail "
+                                                                "WHERE id = ?", (ident,))
+        assert (participant, box, json.loads(data)["to"]) == ("dev", "inbox", "dev") and removed
+        assert f"mail of dev kept in {srv.state / 'anvilfs.db'} (table mail, participant 'dev', removed '{removed}')" \
+            in client.read_chunk(events, 0).decode()
         client.write_file("ctl", b"new sim /tmp name=dev\n")  # a new session of that name starts empty
         assert names(client, "dev/inbox") == []
 

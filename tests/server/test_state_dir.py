@@ -52,35 +52,37 @@ def test_what_the_server_writes_is_private(base):
     finally:
         srv.stop()
     state = base / "state"
-    assert _mode(state) == 0o700 and _mode(state / "sessions") == 0o700
-    files = sorted(p.name for p in (state / "sessions").iterdir())
-    assert files == ["bot1.log", "bot1.out", "bot1.toml"]
-    assert {name: _mode(state / "sessions" / name) for name in files} == dict.fromkeys(files, 0o600)
+    assert _mode(state) == 0o700 and not (state / "sessions").exists()  # sessions are in the database
+    files = sorted(p.name for p in state.iterdir() if p.name.startswith("anvilfs.db"))
+    assert "anvilfs.db" in files
+    assert {name: _mode(state / name) for name in files} == dict.fromkeys(files, 0o600)
 
 
-def test_a_link_planted_in_the_state_directory_is_not_written_through(base):
+def test_a_link_planted_in_the_state_directory_is_not_read_or_written_through(base):
+    """In the sessions of an older anvilfs, which the start imports (sessions/imported.py), and where the
+    database's write-ahead log goes (SQLite would follow it)."""
     victim = base / "victim"
-    victim.write_text("precious\n")
+    victim.write_text('[session]\nname = "bot1"\nbackend = "sim"\ncwd = "/tmp"\n')
     sessions = base / "state" / "sessions"
     sessions.mkdir(parents=True, mode=0o700)
     os.chmod(base / "state", 0o700)
-    os.symlink(victim, sessions / "bot1.log")
+    os.symlink(victim, sessions / "bot1.toml")
     srv = start_server(base)
     try:
-        # a name whose files are there is taken: the planted link cannot become a session's transcript
-        refused = srv.run_cli("write", "agent/ctl", "new sim /tmp name=bot1")
-        assert refused.returncode == 1 and "files of an earlier session 'bot1'" in refused.stderr
-        # and a link planted under a live session's name is refused when the server comes to write it
-        assert srv.run_cli("write", "agent/ctl", "new sim /tmp name=bot2").returncode == 0
-        os.symlink(victim, sessions / "bot2.out")
-        assert srv.run_cli("write", "agent/bot2/in", "a private prompt").returncode == 0
-        assert srv.run_cli("read", "agent/bot2/wait").stdout == "await\n"
-        assert "private prompt" in srv.run_cli("read", "agent/bot2/out").stdout  # in memory, not through the link
+        assert "bot1" not in srv.run_cli("read", "agent/list").stdout  # not imported through the link
+        assert srv.run_cli("write", "agent/ctl", "new sim /tmp name=bot1").returncode == 0
     finally:
         srv.stop()
-    assert victim.read_text() == "precious\n"
-    assert os.path.islink(sessions / "bot1.log")  # left for the user to look at, never followed
-    assert not os.path.islink(sessions / "bot2.out")  # an atomic replace renames over the link itself
+    [kept] = (base / "state" / "imported").iterdir()  # imported/TIME/
+    assert os.path.islink(kept / "sessions" / "bot1.toml")  # left for the user to look at
+    os.symlink(victim, base / "state" / "anvilfs.db-wal")
+    result = subprocess.run(
+        [sys.executable, "-m", "anvilfs", "serve", "--namespace", str(base / "ns"), "--state", str(base / "state")],
+        capture_output=True, text=True, timeout=30, cwd=REPO_ROOT, env=os.environ | {"XDG_CONFIG_HOME": str(base / "cfg")},
+        stdin=subprocess.DEVNULL)
+    assert result.returncode == 1 and "Traceback" not in result.stderr and "anvilfs.db-wal" in result.stderr, \
+        result.stderr
+    assert victim.read_text().startswith("[session]")
 
 
 def test_a_link_planted_among_the_beads_is_reported_and_the_server_starts(base):

@@ -150,14 +150,13 @@ def test_an_answer_refused_because_its_turn_is_over_ends_nothing(capsys):
 
 
 # what the server says when its save failed, as a 9P2000 client gets it (worded for EIO, cut to 127 bytes)
-NOT_SAVED = word_for_9p2000("the answer of turn 1: taken, but not on disk: cannot save session a in "
-                            "/var/lib/anvilfs/state/sessions: No space left on device; the server tries again",
+NOT_SAVED = word_for_9p2000("what was written not saved: the disk refused it (No space left on device); see events",
                             "i/o error")
 
 
 def test_an_answer_taken_but_not_saved_is_kept_for_the_next_server_and_no_word_follows(capsys):
     """Exit 1, as if no server answered: hooks/anvilfs-status leaves await in the pane, the answer is in tmux."""
-    assert NOT_SAVED.startswith("i/o error: the answer of turn 1: taken, but not on disk")
+    assert NOT_SAVED.startswith("i/o error: what was written not saved: the disk refused it")
     client = Recorder(refuse={"out": NOT_SAVED})
     assert run_hook(client, "await", "All done.\n") == hook.EXIT_KEEP == 1
     assert client.writes == []  # no await: the server took the answer, the turn is over there
@@ -165,7 +164,7 @@ def test_an_answer_taken_but_not_saved_is_kept_for_the_next_server_and_no_word_f
 
 
 def test_a_word_taken_but_not_saved_is_kept_in_the_pane(capsys):
-    client = Recorder(refuse={"status": NOT_SAVED.replace("the answer of turn 1", "status await")})
+    client = Recorder(refuse={"status": NOT_SAVED.replace("what was written", "the write")})
     assert run_hook(client, "await", "") == hook.EXIT_KEEP
 
 

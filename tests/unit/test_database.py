@@ -1,0 +1,163 @@
+"""The database's writer thread: group commit, a failure kept to its own change, order, checked paths.
+
+Real SQLite on a real disk, real threads; every wait has a deadline (the writer could hang).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+
+import pytest
+import trio
+
+from anvilfs.storage import PrivateDir, StorageError
+from anvilfs.storage.database import Database
+from anvilfs.waitable import collecting
+from harness.deadlines import within
+
+SCHEMA = "CREATE TABLE IF NOT EXISTS kv (k TEXT PRIMARY KEY, v TEXT);"
+
+
+@pytest.fixture
+def state(tmp_path):
+    directory = PrivateDir(tmp_path / "state")
+    yield directory
+    directory.close()
+
+
+@pytest.fixture
+def db(state):
+    database = Database(state, "test.db", SCHEMA)
+    yield database
+    database.close()
+
+
+def _hold_writer(db: Database) -> threading.Event:
+    """Keep the writer thread busy until the event is set, so that what is queued meanwhile waits together."""
+    release, holding = threading.Event(), threading.Event()
+
+    def hold(conn):
+        holding.set()
+        assert release.wait(30), "the test never released the writer"
+
+    db.call(hold, barrier=True)
+    assert holding.wait(30), "the writer thread never took the first job"
+    return release
+
+
+async def test_changes_queued_together_commit_as_one_transaction(db):
+    release = _hold_writer(db)
+    before = db.commits
+    commits = [db.execute("INSERT INTO kv VALUES (?, ?)", (str(n), "x")) for n in range(50)]
+    release.set()
+    with within(30, "the 50 inserts to commit"):
+        for commit in commits:
+            await commit.wait()
+    assert db.commits - before == 2  # the held job's own, and one for all 50
+    assert db.read("SELECT count(*) FROM kv") == [(50,)]
+
+
+async def test_a_failing_change_fails_alone_and_the_rest_of_its_group_commits(db):
+    release = _hold_writer(db)
+    first = db.execute("INSERT INTO kv VALUES ('a', '1')")
+    duplicate = db.execute("INSERT INTO kv VALUES ('a', '2')")
+    last = db.execute("INSERT INTO kv VALUES ('b', '3')")
+    release.set()
+    with within(30, "the group to commit"):
+        await first.wait()
+        await last.wait()
+        with pytest.raises(OSError, match="UNIQUE constraint failed"):
+            await duplicate.wait()
+    assert db.read("SELECT k, v FROM kv ORDER BY k") == [("a", "1"), ("b", "3")]
+
+
+async def test_a_commit_that_fails_fails_every_change_of_its_group_and_keeps_none(state):
+    schema = ("PRAGMA foreign_keys=ON; CREATE TABLE IF NOT EXISTS parent (id TEXT PRIMARY KEY);"
+              "CREATE TABLE IF NOT EXISTS child (id TEXT, parent TEXT REFERENCES parent(id) DEFERRABLE INITIALLY DEFERRED);")
+    db = Database(state, "fk.db", schema)
+    try:
+        release = _hold_writer(db)
+        fine = db.execute("INSERT INTO parent VALUES ('p')")
+        orphan = db.execute("INSERT INTO child VALUES ('c', 'nobody')")  # refused only at COMMIT
+        release.set()
+        with within(30, "the group to fail"):
+            for commit in (fine, orphan):
+                with pytest.raises(OSError, match="FOREIGN KEY"):
+                    await commit.wait()
+        assert db.read("SELECT count(*) FROM parent") == [(0,)]
+        after = db.execute("INSERT INTO parent VALUES ('q')")  # the writer goes on
+        with within(30, "the next change"):
+            await after.wait()
+    finally:
+        db.close()
+
+
+async def test_a_file_is_written_after_the_changes_before_it_and_before_those_after(db, state):
+    seen = []
+    db.execute("INSERT INTO kv VALUES ('before', '')")
+    file = db.write_file(state, "bead.toml", b"title = 'x'\n")
+    after = db.call(lambda conn: seen.append(os.path.exists(os.path.join(state.path, "bead.toml"))))
+    with within(30, "the file and the change after it"):
+        await file.wait()
+        await after.wait()
+    assert seen == [True]
+    assert db.commits >= 2  # the insert was committed on its own, before the file
+
+
+async def test_a_change_made_while_a_request_is_handled_is_what_its_answer_waits_for(db):
+    with collecting() as saving:
+        commit = db.execute("INSERT INTO kv VALUES ('k', 'v')")
+    assert saving == [commit]
+    outside = db.execute("INSERT INTO kv VALUES ('k2', 'v')")  # no request: nothing collects it
+    with within(30, "the inserts"):
+        await commit.wait()
+        await outside.wait()
+
+
+async def test_a_bug_in_a_change_fails_it_with_eio_and_the_writer_goes_on(db):
+    broken = db.call(lambda conn: 1 / 0)
+    fine = db.execute("INSERT INTO kv VALUES ('k', 'v')")
+    with within(30, "both changes to settle"):
+        with pytest.raises(OSError, match="ZeroDivisionError"):
+            await broken.wait()
+        await fine.wait()
+
+
+def test_close_commits_what_is_queued_and_refuses_more(state):
+    db = Database(state, "close.db", SCHEMA)
+    commits = [db.execute("INSERT INTO kv VALUES (?, '')", (str(n),)) for n in range(20)]
+    db.close()
+    for commit in commits:
+        commit.wait_blocking(0)  # settled already: close waited for the writer
+    with pytest.raises(StorageError, match="closed"):
+        db.execute("INSERT INTO kv VALUES ('late', '')")
+    again = Database(state, "close.db", SCHEMA)
+    assert again.read("SELECT count(*) FROM kv") == [(20,)]
+    again.close()
+
+
+def test_the_database_and_its_companions_are_private_files_never_links(state, tmp_path):
+    db = Database(state, "mode.db", SCHEMA)
+    db.execute("INSERT INTO kv VALUES ('k', 'v')").wait_blocking(30)
+    for suffix in ("", "-wal", "-shm"):
+        assert os.stat(os.path.join(state.path, "mode.db" + suffix)).st_mode & 0o777 == 0o600
+    db.close()
+    target = tmp_path / "elsewhere"
+    target.write_text("")
+    os.symlink(target, os.path.join(state.path, "linked.db-wal"))
+    with pytest.raises(StorageError, match="symbolic link"):
+        Database(state, "linked.db", SCHEMA)
+    os.mkfifo(os.path.join(state.path, "fifo.db-shm"))  # must be refused, not block the open
+    with pytest.raises(StorageError, match="not a regular file"):
+        Database(state, "fifo.db", SCHEMA)
+
+
+async def test_settled_in_the_event_loop_with_then_callbacks_first(db):
+    order = []
+    commit = db.execute("INSERT INTO kv VALUES ('k', 'v')")
+    commit.then(lambda error: order.append(("then", error, trio.lowlevel.current_task() is not None)))
+    with within(30, "the insert"):
+        await commit.wait()
+    order.append("woke")
+    assert order == [("then", None, True), "woke"]
