@@ -114,7 +114,11 @@ async def _delete_if_merged(git: Git, repo: str, branch: str, base: str) -> bool
 
 async def prune(git: Git, repo: str, root: str, records: Iterable[SessionWorktree], live: Iterable[str],
                 base: str) -> tuple[list[str], list[str]]:
-    """Remove the merged, clean worktrees under `root`, then the merged anvil/ branches no worktree holds."""
+    """Remove the merged, clean worktrees under `root`, then the merged anvil/ branches no worktree holds.
+
+    A session's idle branch goes only with its worktree: while the directory
+    is there, the branch is part of it even when the worktree is detached.
+    """
     records = list(records)
     removed = []
     for info in await list_worktrees(git, repo, root, records, live, base):
@@ -125,6 +129,9 @@ async def prune(git: Git, repo: str, root: str, records: Iterable[SessionWorktre
     deleted = []
     for ref in await git.lines(repo, "for-each-ref", "--format=%(refname)", "refs/heads/anvil/"):
         branch = ref.removeprefix("refs/heads/")
+        slot = branch.removeprefix(SESSION_PREFIX)
+        if branch.startswith(SESSION_PREFIX) and os.path.lexists(os.path.join(root, slot)):
+            continue
         if await _delete_if_merged(git, repo, branch, base):
             deleted.append(branch)
     return removed, deleted

@@ -76,7 +76,12 @@ async def ahead(git: Git, repo: str, base: str, ref: str) -> int:
 
 
 async def stashes_of(git: Git, repo: str, branch: str | None, head: str) -> tuple[str, ...]:
-    """The stash entries made on `branch`, or on top of `head` (a detached worktree's): work kept outside any branch."""
+    """The stash entries made on `branch`, or detached on top of `head`: work kept outside any branch.
+
+    A stash records the branch it was made on only in its message ("WIP on
+    BRANCH: ..." or "On BRANCH: ...", "(no branch)" when detached), and the
+    commit it was made on as its first parent.
+    """
     done = await git.run(repo, "stash", "list", "--format=%gd%x00%P%x00%gs")
     if done.status:
         return ()  # no refs/stash: git says so with a non-zero exit on old versions
@@ -84,6 +89,7 @@ async def stashes_of(git: Git, repo: str, branch: str | None, head: str) -> tupl
     for line in done.stdout.splitlines():
         name, parents, subject = (line.split("\0") + ["", ""])[:3]
         on_branch = branch is not None and (f" on {branch}:" in f" {subject}" or f"On {branch}:" in subject)
-        if on_branch or parents.split(" ")[0] == head:
+        detached_here = "(no branch):" in subject and parents.split(" ")[0] == head
+        if on_branch or detached_here:
             found.append(name)
     return tuple(found)

@@ -69,3 +69,17 @@ def make_repo(path) -> str:
 
 def in_worktree(wt: SessionWorktree, name: str) -> str:
     return os.path.join(wt.path, name)
+
+
+async def finished_bead(root_wt: SessionWorktree, bead: str, files: dict[str, str]):
+    """Claim `bead` in the worktree, write `files` there as its agent would, complete it: the Completed."""
+    from anvilfs.worktrees import claim, complete
+    await claim(GIT, root_wt, bead)
+    for name, text in files.items():
+        write(os.path.join(root_wt.path, name), text)
+    return await complete(GIT, root_wt, bead)
+
+
+def entry_for(wt: SessionWorktree, bead: str):
+    from anvilfs.worktrees import MergeEntry, bead_branch
+    return MergeEntry(bead, bead_branch(bead), wt.repo, wt.base)
