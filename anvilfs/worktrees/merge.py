@@ -109,6 +109,7 @@ async def _build(git: Git, entry: MergeEntry, config: MergeConfig, path: str, ol
                              f"Merge bead {entry.bead} ({entry.branch})", tip)
     if done.status:
         files = await unmerged(git, path)
+        kill_point("worktrees-in-conflict")  # the merge worktree mid-rebase: the repair's to abort
         if files:
             return MergeOutcome(MergeState.CONFLICT, f"{entry.branch} conflicts with {entry.base} in "
                                 f"{', '.join(files[:5])}", files=files, output=done.tail(), base_before=old)

@@ -1,0 +1,147 @@
+"""SIGKILL of a process running merge steps, at random moments and at each named point: nothing lost, nothing twice.
+
+After each kill the start-up repair runs, then the checks: no worktree
+mid-rebase or mid-merge, `git fsck` clean, REPO's checkout clean and on
+the base, the base's history linear, every bead's work in the base or in
+its kept branch, and no bead's commit in the base twice. The queue then
+goes on from where it was, until each entry is merged or in conflict.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+
+import pytest
+import trio
+
+from anvilfs.faults import ENV as KILL_AT
+from anvilfs.worktrees import claim, complete, create, merge_path_for, repair
+from harness.deadlines import within
+from harness.worktrees import GIT, git, mid_operation, status, write
+
+RUNNER = os.path.join(os.path.dirname(__file__), "merge_runner.py")
+PROJECT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(__file__))))
+GATE = ("sh", "-c", "sleep 0.2; test -f README")  # long enough for kills to land inside gates too
+POINTS = ("worktrees-before-rebase", "worktrees-in-conflict", "worktrees-after-rebase", "worktrees-before-refs", "worktrees-between-refs",
+          "worktrees-after-refs")
+
+
+async def queue_of(repo, root, tmp_path, beads: int) -> tuple[str, dict[str, str]]:
+    """`beads` completed beads (each writing its own file) and two editing one line: the entries file, the work."""
+    work = {f"b{n:02d}-001": (f"work/b{n:02d}.txt", f"bead {n}\n") for n in range(beads)}
+    work["clash-001"] = work["clash-002"] = ("shared.txt", "")
+    sessions = [await create(GIT, repo, root, f"dev{n}") for n in range(3)]
+    for n, (bead, (name, text)) in enumerate(work.items()):
+        wt = sessions[n % 3]
+        await claim(GIT, wt, bead)
+        text = f"one\ntwo by {bead}\nthree\n" if bead.startswith("clash") else text
+        work[bead] = (name, text)
+        write(os.path.join(wt.path, name), text)
+        done = await complete(GIT, wt, bead)
+        assert done.own_commits == 1
+    entries = [dict(bead=b, branch=f"anvil/bead/{b}", repo=sessions[0].repo, base="main") for b in work]
+    path = str(tmp_path / "entries.json")
+    with open(path, "w") as file:
+        json.dump(entries, file)
+    return path, work
+
+
+def runner_env(point: str = "") -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_") and k != KILL_AT}
+    env["PYTHONPATH"] = PROJECT + os.pathsep + env.get("PYTHONPATH", "")
+    if point:
+        env[KILL_AT] = point
+    return env
+
+
+def argv(repo, root, tmp_path, entries) -> list[str]:
+    return [sys.executable, RUNNER, repo, root, str(tmp_path / "progress.json"), entries, *GATE]
+
+
+def progress(tmp_path) -> dict[str, str]:
+    try:
+        with open(tmp_path / "progress.json") as file:
+            return json.load(file)
+    except FileNotFoundError:
+        return {}
+
+
+async def check_after_repair(repo, root, work: dict[str, tuple[str, str]]) -> None:
+    merges = merge_path_for(root, repo)
+    with within(120, "the start-up repair (it waits for the killed runner's git and gates)"):
+        repaired = await repair(GIT, repo, merges, lock_wait=90)
+    assert repaired.stale_locks == ()
+    if os.path.isdir(merges):
+        assert mid_operation(merges) == [] and status(merges) == ""
+    for path in git(repo, "worktree", "list", "--porcelain").splitlines():
+        if path.startswith("worktree ") and ".merge-" not in path:
+            assert mid_operation(path.split(" ", 1)[1]) == [], path
+    fsck = subprocess.run(["git", "fsck", "--no-progress"], cwd=repo, capture_output=True, text=True, timeout=60)
+    assert fsck.returncode == 0, fsck.stdout + fsck.stderr
+    assert status(repo) == "" and git(repo, "symbolic-ref", "--short", "HEAD") == "main"
+    assert git(repo, "rev-list", "--merges", "main") == "", "the base's history must stay linear"
+    subjects = git(repo, "log", "--format=%s", "main").splitlines()
+    for bead, (name, text) in work.items():
+        assert subjects.count(bead) <= 1, f"{bead} is in main {subjects.count(bead)} times"
+        found = [ref for ref in ("main", f"anvil/bead/{bead}")
+                 if git(repo, "show", f"{ref}:{name}", check=False) + "\n" == text]
+        assert found, f"the work of {bead} is neither in main nor in its branch"
+
+
+async def run_to_the_end(repo, root, tmp_path, entries) -> None:
+    with within(180, "the runner to merge what is left"):
+        done = await trio.run_process(argv(repo, root, tmp_path, entries), env=runner_env(), check=False,
+                                      capture_stdout=True, capture_stderr=True)
+    assert done.returncode == 0, done.stderr.decode()
+
+
+def check_the_end(repo, tmp_path, work) -> None:
+    states = progress(tmp_path)
+    assert sorted(states.values()).count("conflict") == 1 and {states["clash-001"], states["clash-002"]} == {
+        "merged", "conflict"}
+    assert all(state == "merged" for bead, state in states.items() if not bead.startswith("clash"))
+    subjects = git(repo, "log", "--format=%s", "main").splitlines()
+    assert all(subjects.count(bead) == 1 for bead, state in states.items() if state == "merged")
+
+
+@pytest.mark.timeout(900)
+async def test_sigkill_at_twenty_random_moments_loses_nothing_and_merges_nothing_twice(repo, root, tmp_path):
+    seed = random.randrange(1 << 30)
+    chance = random.Random(seed)
+    with within(120, "the queue's beads"):
+        entries, work = await queue_of(repo, root, tmp_path, 40)  # more than 20 runs can merge
+    kills = 0
+    while kills < 20:
+        runner = await trio.lowlevel.open_process(argv(repo, root, tmp_path, entries), env=runner_env(),
+                                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        with trio.move_on_after(chance.uniform(0.3, 2.0)):
+            await runner.wait()
+        if runner.returncode is None:
+            runner.send_signal(signal.SIGKILL)  # the runner alone, as a server is killed: its git finishes
+            kills += 1
+        with within(30, f"the killed runner to be gone (seed {seed})"):
+            await runner.wait()
+        await check_after_repair(repo, root, work)
+        assert runner.returncode != 0, f"the queue ran out before the twentieth kill: give it more (seed {seed})"
+    await run_to_the_end(repo, root, tmp_path, entries)
+    await check_after_repair(repo, root, work)
+    check_the_end(repo, tmp_path, work)
+
+
+@pytest.mark.parametrize("point", POINTS)
+async def test_sigkill_at_each_point_of_a_step(repo, root, tmp_path, point):
+    with within(120, "the queue's beads"):
+        entries, work = await queue_of(repo, root, tmp_path, 1)
+    with within(120, f"the runner to kill itself at {point}"):
+        killed = await trio.run_process(argv(repo, root, tmp_path, entries), env=runner_env(point), check=False,
+                                        capture_stdout=True, capture_stderr=True)
+    assert killed.returncode == -signal.SIGKILL, f"the runner never reached {point}: {killed.stderr.decode()}"
+    await check_after_repair(repo, root, work)
+    await run_to_the_end(repo, root, tmp_path, entries)
+    await check_after_repair(repo, root, work)
+    check_the_end(repo, tmp_path, work)
