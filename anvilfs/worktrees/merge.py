@@ -5,10 +5,12 @@
     3. REPO has the base checked out with local changes: blocked, nothing touched
     4. rebase the branch onto the base's tip (or merge it, by configuration), detached
     5. setup and gates, each with its timeout; the tail of a failing one's output
-    6. push to the remote, by configuration (before the local base moves: they never disagree)
-    7. journal; the bead's branch moved to the result; the base moved with its expected old
+    6. journal; the bead's branch moved to the result; the base moved with its expected old
        value (update-ref), or REPO's checkout fast-forwarded (merge --ff-only): a base that
        moved meanwhile is detected, never clobbered; journal cleared
+    7. push the base to the remote, by configuration: a push that fails or hangs leaves the
+       entry blocked, merged locally; its retry finds it merged and pushes again (and any later
+       entry's push carries it too), so the remote is never ahead of the base, at most behind
 
 A conflict or a failing gate aborts at 4 or 5: the merge worktree is reset,
 the base and every branch and worktree are as they were. A crash anywhere
@@ -19,6 +21,7 @@ leaves either nothing moved, or the bead's branch rebased onto the old base
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 
 from ..faults import kill_point
 from . import mergework, process
@@ -65,8 +68,9 @@ async def _step(git: Git, entry: MergeEntry, config: MergeConfig, merge_path: st
         return MergeOutcome(MergeState.BLOCKED, f"branch {gone} is gone from {entry.repo}: restore it, or drop "
                                                 f"{entry.bead}", base_before=old or "")
     if await contains(git, entry.repo, tip, old):
-        return MergeOutcome(MergeState.MERGED, f"{entry.base} already has {entry.branch}", base_before=old,
-                            base_after=old)
+        merged = MergeOutcome(MergeState.MERGED, f"{entry.base} already has {entry.branch}", base_before=old,
+                              base_after=old)
+        return await _push(git, entry, config, merge_path, merged)
     holder = await holder_of(git, entry.repo, entry.base)
     blocked = await _blocked(git, entry, holder)
     if blocked:
@@ -77,10 +81,11 @@ async def _step(git: Git, entry: MergeEntry, config: MergeConfig, merge_path: st
     if isinstance(built, MergeOutcome):
         return built
     kill_point("worktrees-after-rebase")
-    failed = await _gates(git, config, merge_path) or await _push(git, entry, config, merge_path, built)
+    failed = await _gates(git, config, merge_path)
     if failed:
         return MergeOutcome(**{**failed, "base_before": old})
-    return await _move(git, entry, merge_path, old, tip, built)
+    moved = await _move(git, entry, merge_path, old, tip, built)
+    return await _push(git, entry, config, merge_path, moved) if moved.state is MergeState.MERGED else moved
 
 
 async def _blocked(git: Git, entry: MergeEntry, holder: Registered | None) -> str:
@@ -99,14 +104,20 @@ async def _blocked(git: Git, entry: MergeEntry, holder: Registered | None) -> st
 
 async def _build(git: Git, entry: MergeEntry, config: MergeConfig, path: str, old: str,
                  tip: str) -> str | MergeOutcome:
-    """The commit the base would move to: the branch rebased onto `old`, or merged into it."""
-    if config.mode is MergeMode.REBASE:
-        await git.out(path, "checkout", "--quiet", "--detach", "--force", tip)
-        done = await git.run(path, "rebase", "--no-autosquash", old)
-    else:
+    """The commit the base would move to: the branch rebased onto `old` (squashed if it merged the base in),
+    or merged into it."""
+    if config.mode is MergeMode.MERGE:
         await git.out(path, "checkout", "--quiet", "--detach", "--force", old)
         done = await git.run(path, "merge", "--no-ff", "--no-edit", "-m",
                              f"Merge bead {entry.bead} ({entry.branch})", tip)
+    elif int(await git.out(path, "rev-list", "--count", "--merges", f"{old}..{tip}", "--")):
+        # a bead back from a conflict merged the base in: a rebase would drop that merge and its
+        # resolution with it, and stop at the same conflict again; its changes as one commit instead
+        await git.out(path, "checkout", "--quiet", "--detach", "--force", old)
+        done = await git.run(path, "merge", "--squash", tip)
+    else:
+        await git.out(path, "checkout", "--quiet", "--detach", "--force", tip)
+        done = await git.run(path, "rebase", "--no-autosquash", old)
     if done.status:
         files = await unmerged(git, path)
         kill_point("worktrees-in-conflict")  # the merge worktree mid-rebase: the repair's to abort
@@ -115,7 +126,17 @@ async def _build(git: Git, entry: MergeEntry, config: MergeConfig, path: str, ol
                                 f"{', '.join(files[:5])}", files=files, output=done.tail(), base_before=old)
         return MergeOutcome(MergeState.BLOCKED, f"git {config.mode} of {entry.branch} failed: "
                             f"{done.tail(200)}", output=done.tail(), base_before=old)
+    if not await git.ok(path, "diff", "--cached", "--quiet"):
+        await _commit_squash(git, entry, path, old, tip)
     return await git.out(path, "rev-parse", "HEAD")
+
+
+async def _commit_squash(git: Git, entry: MergeEntry, path: str, old: str, tip: str) -> None:
+    author = await git.out(path, "log", "-1", "--no-merges", "--format=%an <%ae>", tip, "--")
+    subjects = await git.out(path, "log", "--no-merges", "--reverse", "--format=- %s", f"{old}..{tip}", "--")
+    await git.out(path, "commit", "--quiet", "--no-verify", f"--author={author}", "-m",
+                  f"{entry.bead}: its branch as one commit", "-m",
+                  f"{entry.branch} had {entry.base} merged into it (back from a conflict):\n{subjects}")
 
 
 async def _gates(git: Git, config: MergeConfig, path: str) -> dict | None:
@@ -133,19 +154,22 @@ async def _gates(git: Git, config: MergeConfig, path: str) -> dict | None:
     return None
 
 
-async def _push(git: Git, entry: MergeEntry, config: MergeConfig, path: str, new: str) -> dict | None:
+async def _push(git: Git, entry: MergeEntry, config: MergeConfig, path: str,
+                merged: MergeOutcome) -> MergeOutcome:
+    """The base pushed to the remote, by configuration: `merged` as it is, or blocked with the push's reason."""
     if not config.push:
-        return None
+        return merged
     try:
-        done = await git.run(path, "push", "--porcelain", config.remote, f"{new}:refs/heads/{entry.base}",
-                             timeout=config.push_timeout)
+        done = await git.run(path, "push", "--porcelain", config.remote,
+                             f"refs/heads/{entry.base}:refs/heads/{entry.base}", timeout=config.push_timeout)
     except GitTimedOut:
-        return dict(state=MergeState.BLOCKED, detail=f"push to {config.remote} did not finish within "
-                                                     f"{config.push_timeout:g}s")
-    if done.status:
-        return dict(state=MergeState.BLOCKED, detail=f"push to {config.remote} failed: {done.tail(200)}",
-                    output=done.tail())
-    return None
+        why, output = f"did not finish within {config.push_timeout:g}s", ""
+    else:
+        if not done.status:
+            return merged
+        why, output = f"failed: {done.tail(200)}", done.tail()
+    return replace(merged, state=MergeState.BLOCKED, output=output,
+                   detail=f"merged into {entry.base} locally; push to {config.remote} {why}: retry pushes again")
 
 
 async def _move(git: Git, entry: MergeEntry, path: str, old: str, tip: str, new: str) -> MergeOutcome:

@@ -35,8 +35,8 @@ async def toplevel(git: Git, repo: str) -> str:
 
 async def create(git: Git, repo: str, root: str, session: str, base: str | None = None) -> SessionWorktree:
     """A new worktree for `session` under `root`, on its own branch made from the base's tip."""
+    checked = await check_base(git, repo, base)  # REPO as named: the branch its own checkout has
     repo = await toplevel(git, repo)
-    checked = await check_base(git, repo, base)
     os.makedirs(root, exist_ok=True)
     path, branch = await free_slot(git, repo, os.path.realpath(root), session)
     known = {w.path for w in await registered(git, repo)}

@@ -33,6 +33,7 @@ POLL = 0.05  # seconds between tries of the lock while a killed step's children 
 @contextlib.asynccontextmanager
 async def held(git: Git, merge_path: str, wait: float) -> AsyncIterator[Git]:
     """Hold the step lock (waiting up to `wait` seconds); a Git whose children inherit it."""
+    os.makedirs(os.path.dirname(merge_path), exist_ok=True)
     fd = os.open(merge_path + ".lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
     try:
         with trio.move_on_after(wait) as waited:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import sys
 
-from anvilfs.worktrees import MergeConfig, MergeMode, MergeState, create, merge_path_for, merge_step
+from anvilfs.worktrees import MergeConfig, MergeMode, MergeState, claim, complete, create, merge_path_for, merge_step
 from harness.deadlines import within
 from harness.worktrees import GIT, commit_file, entry_for, finished_bead, git, mid_operation, status, tip, write
 
@@ -26,7 +26,10 @@ async def two_sessions(repo, root):
         return await create(GIT, repo, root, "dev1"), await create(GIT, repo, root, "dev2")
 
 
-async def test_two_beads_merge_in_turn_and_repos_checkout_follows(repo, root):
+async def test_two_beads_merge_in_turn_and_repos_checkout_follows(repo, root, tmp_path):
+    for hook in ("pre-rebase", "post-rewrite", "post-merge", "pre-commit", "reference-transaction"):
+        write(os.path.join(repo, ".git", "hooks", hook), f"#!/bin/sh\ntouch {tmp_path}/{hook}-ran\nexit 1\n")
+        os.chmod(os.path.join(repo, ".git", "hooks", hook), 0o755)
     dev1, dev2 = await two_sessions(repo, root)
     with within(30, "beads"):
         await finished_bead(dev1, "a-001", {"a.txt": "from a\n"})
@@ -41,6 +44,7 @@ async def test_two_beads_merge_in_turn_and_repos_checkout_follows(repo, root):
     assert status(repo) == "" and git(repo, "rev-list", "--merges", "main") == ""  # followed, and linear
     assert tip(repo, "anvil/bead/b-002") == tip(repo, "main")  # the branch records what was merged
     assert mid_operation(merges) == [] and status(merges) == ""
+    assert not [name for name in os.listdir(tmp_path) if name.endswith("-ran")], "a hook of REPO's ran"
 
 
 async def test_an_entry_merged_already_is_never_merged_twice(repo, root):
@@ -166,7 +170,7 @@ async def test_merge_mode_makes_a_merge_commit(repo, root):
     assert status(repo) == "" and os.path.exists(os.path.join(repo, "a.txt"))
 
 
-async def test_a_push_goes_before_the_base_moves_and_its_failure_is_a_state(repo, root, tmp_path):
+async def test_the_base_is_pushed_and_a_failed_push_is_a_state_its_retry_ends(repo, root, tmp_path):
     remote = str(tmp_path / "remote.git")
     git(tmp_path, "init", "-q", "--bare", remote)
     git(repo, "remote", "add", "origin", remote)
@@ -180,11 +184,15 @@ async def test_a_push_goes_before_the_base_moves_and_its_failure_is_a_state(repo
         pushed = await merge_step(GIT, entry_for(dev1, "a-001"), MergeConfig(push=True), merges)
     assert pushed.state is MergeState.MERGED and tip(remote, "main") == tip(repo, "main") == pushed.base_after
     git(repo, "remote", "set-url", "origin", str(tmp_path / "gone.git"))
-    before = snapshot(repo)
     with within(60, "merge with a failing push"):
         failed = await merge_step(GIT, entry_for(dev2, "b-002"), MergeConfig(push=True), merges)
-    assert failed.state is MergeState.BLOCKED and failed.detail.startswith("push to origin failed")
-    assert snapshot(repo) == before
+    assert failed.state is MergeState.BLOCKED and "push to origin failed" in failed.detail
+    assert tip(repo, "main") == failed.base_after != pushed.base_after  # merged locally all the same
+    assert tip(remote, "main") == pushed.base_after  # the remote behind, never ahead
+    git(repo, "remote", "set-url", "origin", remote)
+    with within(60, "the retry"):
+        retried = await merge_step(GIT, entry_for(dev2, "b-002"), MergeConfig(push=True), merges)
+    assert retried.state is MergeState.MERGED and tip(remote, "main") == failed.base_after
 
 
 async def test_a_push_that_hangs_is_ended_at_its_timeout(repo, root):
@@ -193,9 +201,30 @@ async def test_a_push_that_hangs_is_ended_at_its_timeout(repo, root):
     dev1, _ = await two_sessions(repo, root)
     with within(30, "bead"):
         await finished_bead(dev1, "a-001", {"a.txt": "from a\n"})
-    before = snapshot(repo)
     with within(30, "merge with a hanging push"):
         outcome = await merge_step(GIT, entry_for(dev1, "a-001"), MergeConfig(push=True, push_timeout=1),
                                    merge_path_for(root, repo))
-    assert outcome.state is MergeState.BLOCKED and outcome.detail == "push to origin did not finish within 1s"
-    assert snapshot(repo) == before
+    assert outcome.state is MergeState.BLOCKED and "push to origin did not finish within 1s" in outcome.detail
+    assert tip(repo, "main") == outcome.base_after != outcome.base_before
+
+
+async def test_a_bead_back_from_a_conflict_merges_once_resolved(repo, root):
+    dev1, dev2 = await two_sessions(repo, root)
+    with within(30, "beads on the same line"):
+        await finished_bead(dev1, "a-001", {"shared.txt": "one\nTWO by a\nthree\n"})
+        await finished_bead(dev2, "b-002", {"shared.txt": "one\nTWO by b\nthree\n", "b.txt": "b\n"})
+    merges = merge_path_for(root, repo)
+    with within(60, "merge a, then b in conflict"):
+        await merge_step(GIT, entry_for(dev1, "a-001"), MergeConfig(), merges)
+        assert (await merge_step(GIT, entry_for(dev2, "b-002"), MergeConfig(), merges)).state is MergeState.CONFLICT
+    with within(30, "b back to its worker"):
+        again = await claim(GIT, dev2, "b-002")
+        assert again.conflicts == ("shared.txt",)
+        write(os.path.join(dev2.path, "shared.txt"), "one\nTWO by a and b\nthree\n")
+        await complete(GIT, dev2, "b-002")
+    with within(60, "merge b again"):
+        outcome = await merge_step(GIT, entry_for(dev2, "b-002"), MergeConfig(), merges)
+    assert outcome.state is MergeState.MERGED, outcome
+    assert git(repo, "show", "main:shared.txt") == "one\nTWO by a and b\nthree" and git(repo, "show", "main:b.txt")
+    assert git(repo, "rev-list", "--merges", "main") == "" and status(repo) == ""
+    assert git(repo, "log", "-1", "--format=%an|%s", "main") == "dev2|b-002: its branch as one commit"
