@@ -26,15 +26,28 @@ async def two_sessions(repo, root):
         return await create(GIT, repo, root, "dev1"), await create(GIT, repo, root, "dev2")
 
 
+async def two_beads(repo, root, a_files: dict[str, str], b_files: dict[str, str]):
+    """Sessions dev1 and dev2 with beads a-001 and b-002 completed; and the merge worktree's path."""
+    dev1, dev2 = await two_sessions(repo, root)
+    with within(30, "beads a-001 and b-002"):
+        await finished_bead(dev1, "a-001", a_files)
+        await finished_bead(dev2, "b-002", b_files)
+    return dev1, dev2, merge_path_for(root, repo)
+
+
+async def bead_a(repo, root):
+    """Session dev1 with bead a-001 (writing a.txt) completed, ready to merge."""
+    with within(30, "bead a-001"):
+        dev1, _ = await two_sessions(repo, root)
+        await finished_bead(dev1, "a-001", {"a.txt": "from a\n"})
+    return dev1
+
+
 async def test_two_beads_merge_in_turn_and_repos_checkout_follows(repo, root, tmp_path):
     for hook in ("pre-rebase", "post-rewrite", "post-merge", "pre-commit", "reference-transaction"):
         write(os.path.join(repo, ".git", "hooks", hook), f"#!/bin/sh\ntouch {tmp_path}/{hook}-ran\nexit 1\n")
         os.chmod(os.path.join(repo, ".git", "hooks", hook), 0o755)
-    dev1, dev2 = await two_sessions(repo, root)
-    with within(30, "beads"):
-        await finished_bead(dev1, "a-001", {"a.txt": "from a\n"})
-        await finished_bead(dev2, "b-002", {"b.txt": "from b\n"})
-    merges = merge_path_for(root, repo)
+    dev1, dev2, merges = await two_beads(repo, root, {"a.txt": "from a\n"}, {"b.txt": "from b\n"})
     with within(60, "two merge steps"):
         first = await merge_step(GIT, entry_for(dev1, "a-001"), MergeConfig(), merges)
         second = await merge_step(GIT, entry_for(dev2, "b-002"), MergeConfig(), merges)
@@ -48,9 +61,7 @@ async def test_two_beads_merge_in_turn_and_repos_checkout_follows(repo, root, tm
 
 
 async def test_an_entry_merged_already_is_never_merged_twice(repo, root):
-    dev1, _ = await two_sessions(repo, root)
-    with within(30, "bead"):
-        await finished_bead(dev1, "a-001", {"a.txt": "from a\n"})
+    dev1 = await bead_a(repo, root)
     merges = merge_path_for(root, repo)
     with within(60, "the same step twice"):
         first = await merge_step(GIT, entry_for(dev1, "a-001"), MergeConfig(), merges)
@@ -60,11 +71,7 @@ async def test_an_entry_merged_already_is_never_merged_twice(repo, root):
 
 
 async def test_a_conflict_changes_nothing_and_names_the_file(repo, root):
-    dev1, dev2 = await two_sessions(repo, root)
-    with within(30, "beads on the same line"):
-        await finished_bead(dev1, "a-001", {"shared.txt": "one\nTWO by a\nthree\n"})
-        await finished_bead(dev2, "b-002", {"shared.txt": "one\nTWO by b\nthree\n"})
-    merges = merge_path_for(root, repo)
+    dev1, dev2, merges = await two_beads(repo, root, {"shared.txt": "one\nTWO by a\nthree\n"}, {"shared.txt": "one\nTWO by b\nthree\n"})
     with within(60, "merge a"):
         assert (await merge_step(GIT, entry_for(dev1, "a-001"), MergeConfig(), merges)).state is MergeState.MERGED
     before = snapshot(repo)
@@ -77,9 +84,7 @@ async def test_a_conflict_changes_nothing_and_names_the_file(repo, root):
 
 
 async def test_a_failing_gate_changes_nothing_and_reports_its_output(repo, root):
-    dev1, _ = await two_sessions(repo, root)
-    with within(30, "bead"):
-        await finished_bead(dev1, "a-001", {"a.txt": "from a\n"})
+    dev1 = await bead_a(repo, root)
     gate = ("sh", "-c", "test -f a.txt && echo the tests found a.txt; echo boom >&2; exit 3")
     before = snapshot(repo)
     with within(60, "merge"):
@@ -91,9 +96,7 @@ async def test_a_failing_gate_changes_nothing_and_reports_its_output(repo, root)
 
 
 async def test_a_gate_that_hangs_is_ended_at_its_timeout(repo, root):
-    dev1, _ = await two_sessions(repo, root)
-    with within(30, "bead"):
-        await finished_bead(dev1, "a-001", {"a.txt": "from a\n"})
+    dev1 = await bead_a(repo, root)
     config = MergeConfig(gates=((PYTHON, "-c", "import time; print('started', flush=True); time.sleep(600)"),),
                          gate_timeout=1)
     with within(30, "merge with a hanging gate"):
@@ -103,9 +106,7 @@ async def test_a_gate_that_hangs_is_ended_at_its_timeout(repo, root):
 
 
 async def test_a_gate_that_cannot_start_says_so(repo, root):
-    dev1, _ = await two_sessions(repo, root)
-    with within(30, "bead"):
-        await finished_bead(dev1, "a-001", {"a.txt": "from a\n"})
+    dev1 = await bead_a(repo, root)
     config = MergeConfig(gates=(("/nonexistent/gate",),))
     with within(30, "merge"):
         outcome = await merge_step(GIT, entry_for(dev1, "a-001"), config, merge_path_for(root, repo))
@@ -113,9 +114,7 @@ async def test_a_gate_that_cannot_start_says_so(repo, root):
 
 
 async def test_repo_with_local_changes_on_the_base_blocks_and_keeps_them(repo, root):
-    dev1, _ = await two_sessions(repo, root)
-    with within(30, "bead"):
-        await finished_bead(dev1, "a-001", {"a.txt": "from a\n"})
+    dev1 = await bead_a(repo, root)
     write(os.path.join(repo, "README"), "the user's edit\n")
     before = snapshot(repo)
     merges = merge_path_for(root, repo)
@@ -129,9 +128,7 @@ async def test_repo_with_local_changes_on_the_base_blocks_and_keeps_them(repo, r
 
 
 async def test_a_base_moved_during_the_step_is_never_clobbered(repo, root):
-    dev1, _ = await two_sessions(repo, root)
-    with within(30, "bead"):
-        await finished_bead(dev1, "a-001", {"a.txt": "from a\n"})
+    dev1 = await bead_a(repo, root)
     sneak = ("git", "-C", repo, "-c", "user.name=u", "-c", "user.email=u@x", "commit", "-q", "--allow-empty",
              "-m", "the user committed meanwhile")
     merges = merge_path_for(root, repo)
@@ -147,9 +144,7 @@ async def test_a_base_moved_during_the_step_is_never_clobbered(repo, root):
 
 async def test_without_a_checkout_the_base_moves_by_update_ref(repo, root):
     git(repo, "switch", "-q", "-c", "elsewhere")
-    dev1, _ = await two_sessions(repo, root)  # their base: elsewhere, the branch REPO has checked out
-    with within(30, "bead"):
-        await finished_bead(dev1, "a-001", {"a.txt": "from a\n"})
+    dev1 = await bead_a(repo, root)  # its base: elsewhere, the branch REPO has checked out
     git(repo, "switch", "-q", "main")  # now no worktree has the base checked out
     with within(60, "merge"):
         outcome = await merge_step(GIT, entry_for(dev1, "a-001"), MergeConfig(), merge_path_for(root, repo))
@@ -158,15 +153,14 @@ async def test_without_a_checkout_the_base_moves_by_update_ref(repo, root):
 
 
 async def test_merge_mode_makes_a_merge_commit(repo, root):
-    dev1, _ = await two_sessions(repo, root)
-    with within(30, "bead"):
-        done = await finished_bead(dev1, "a-001", {"a.txt": "from a\n"})
+    dev1 = await bead_a(repo, root)
+    done_tip = tip(repo, "anvil/bead/a-001")
     commit_file(repo, "main.txt", "main moved\n")
     with within(60, "merge"):
         outcome = await merge_step(GIT, entry_for(dev1, "a-001"), MergeConfig(mode=MergeMode.MERGE),
                                    merge_path_for(root, repo))
     assert outcome.state is MergeState.MERGED
-    assert git(repo, "log", "-1", "--format=%P", "main").split() == [outcome.base_before, done.tip]
+    assert git(repo, "log", "-1", "--format=%P", "main").split() == [outcome.base_before, done_tip]
     assert status(repo) == "" and os.path.exists(os.path.join(repo, "a.txt"))
 
 
@@ -175,11 +169,7 @@ async def test_the_base_is_pushed_and_a_failed_push_is_a_state_its_retry_ends(re
     git(tmp_path, "init", "-q", "--bare", remote)
     git(repo, "remote", "add", "origin", remote)
     git(repo, "push", "-q", "origin", "main")
-    dev1, dev2 = await two_sessions(repo, root)
-    with within(30, "beads"):
-        await finished_bead(dev1, "a-001", {"a.txt": "from a\n"})
-        await finished_bead(dev2, "b-002", {"b.txt": "from b\n"})
-    merges = merge_path_for(root, repo)
+    dev1, dev2, merges = await two_beads(repo, root, {"a.txt": "from a\n"}, {"b.txt": "from b\n"})
     with within(60, "merge with push"):
         pushed = await merge_step(GIT, entry_for(dev1, "a-001"), MergeConfig(push=True), merges)
     assert pushed.state is MergeState.MERGED and tip(remote, "main") == tip(repo, "main") == pushed.base_after
@@ -198,9 +188,7 @@ async def test_the_base_is_pushed_and_a_failed_push_is_a_state_its_retry_ends(re
 async def test_a_push_that_hangs_is_ended_at_its_timeout(repo, root):
     git(repo, "config", "protocol.ext.allow", "always")
     git(repo, "remote", "add", "origin", "ext::sleep 600")
-    dev1, _ = await two_sessions(repo, root)
-    with within(30, "bead"):
-        await finished_bead(dev1, "a-001", {"a.txt": "from a\n"})
+    dev1 = await bead_a(repo, root)
     with within(30, "merge with a hanging push"):
         outcome = await merge_step(GIT, entry_for(dev1, "a-001"), MergeConfig(push=True, push_timeout=1),
                                    merge_path_for(root, repo))
@@ -209,11 +197,8 @@ async def test_a_push_that_hangs_is_ended_at_its_timeout(repo, root):
 
 
 async def test_a_bead_back_from_a_conflict_merges_once_resolved(repo, root):
-    dev1, dev2 = await two_sessions(repo, root)
-    with within(30, "beads on the same line"):
-        await finished_bead(dev1, "a-001", {"shared.txt": "one\nTWO by a\nthree\n"})
-        await finished_bead(dev2, "b-002", {"shared.txt": "one\nTWO by b\nthree\n", "b.txt": "b\n"})
-    merges = merge_path_for(root, repo)
+    dev1, dev2, merges = await two_beads(repo, root, {"shared.txt": "one\nTWO by a\nthree\n"},
+                                         {"shared.txt": "one\nTWO by b\nthree\n", "b.txt": "b\n"})
     with within(60, "merge a, then b in conflict"):
         await merge_step(GIT, entry_for(dev1, "a-001"), MergeConfig(), merges)
         assert (await merge_step(GIT, entry_for(dev2, "b-002"), MergeConfig(), merges)).state is MergeState.CONFLICT
