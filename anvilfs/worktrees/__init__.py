@@ -10,10 +10,12 @@ and the team workflow are in docs/worktrees.md.
     complete(git, worktree, bead, title)     -> Completed
     merge_step(git, entry, config, path)     -> MergeOutcome
     repair(git, repo, merge_path)            -> Repaired (at start)
+    setup(path, config)                      -> CommandFailed | None (a new worktree's setup commands)
     list_worktrees(git, repo, root, live)    -> [WorktreeInfo]
     prune(git, repo, root, base, live)       -> ([removed paths], [deleted branches])
 """
 
+from .commands import CommandFailed, setup
 from .errors import BadName, DirtyWorktree, GitFailed, GitTimedOut, StepRunning, UnresolvedConflict
 from .git import ANVILFS, Git, Identity
 from .listing import list_worktrees, prune, remove_if_merged
@@ -25,9 +27,9 @@ from .names import BEAD_PREFIX, SESSION_PREFIX, bead_branch, check_base
 from .session import claim, complete, create
 
 __all__ = [
-    "ANVILFS", "BEAD_PREFIX", "BadName", "Base", "Claimed", "Completed", "DirtyWorktree", "Git", "GitFailed",
+    "ANVILFS", "BEAD_PREFIX", "BadName", "Base", "Claimed", "CommandFailed", "Completed", "DirtyWorktree", "Git", "GitFailed",
     "GitTimedOut", "Identity", "MergeConfig", "MergeEntry", "MergeMode", "MergeOutcome", "MergeState",
     "Repaired", "SESSION_PREFIX", "SessionWorktree", "StepRunning", "UnresolvedConflict", "WorktreeInfo",
     "WorktreeState", "bead_branch", "check_base", "claim", "complete", "create", "list_worktrees",
-    "merge_path_for", "merge_step", "prune", "remove_if_merged", "repair",
+    "merge_path_for", "merge_step", "prune", "remove_if_merged", "repair", "setup",
 ]

@@ -24,7 +24,8 @@ import os
 from dataclasses import replace
 
 from ..faults import kill_point
-from . import mergework, process
+from . import mergework
+from .commands import run_all
 from .errors import GitFailed, GitTimedOut
 from .git import Git
 from .model import MergeConfig, MergeEntry, MergeMode, MergeOutcome, MergeState, Repaired
@@ -140,18 +141,11 @@ async def _commit_squash(git: Git, entry: MergeEntry, path: str, old: str, tip: 
 
 
 async def _gates(git: Git, config: MergeConfig, path: str) -> dict | None:
-    env = {name: value for name, value in os.environ.items() if not name.startswith("GIT_")}
-    for kind, argv in [("setup", a) for a in config.setup] + [("gate", a) for a in config.gates]:
-        try:
-            done = await process.run(argv, cwd=path, env=env, timeout=config.gate_timeout, pass_fds=git.pass_fds)
-        except OSError as exc:  # not found, not executable: the configuration's mistake, said plainly
-            return dict(state=MergeState.GATE_FAILED, detail=f"{kind} {argv[0]} could not start: {exc.strerror}",
-                        gate=tuple(argv))
-        if done.timed_out or done.status:
-            why = f"did not finish within {config.gate_timeout:g}s" if done.timed_out else f"exited {done.status}"
-            return dict(state=MergeState.GATE_FAILED, detail=f"{kind} {' '.join(argv)} {why}", gate=tuple(argv),
-                        output=done.tail())
-    return None
+    commands = [("setup", argv) for argv in config.setup] + [("gate", argv) for argv in config.gates]
+    failed = await run_all(commands, path, config.gate_timeout, git.pass_fds)  # they inherit the step lock
+    if failed is None:
+        return None
+    return dict(state=MergeState.GATE_FAILED, detail=failed.detail, gate=failed.argv, output=failed.output)
 
 
 async def _push(git: Git, entry: MergeEntry, config: MergeConfig, path: str,

@@ -66,13 +66,16 @@ async def resolve(git: Git, cwd: str, ref: str) -> str | None:
     return done.stdout.strip() if done.status == 0 else None
 
 
-async def free_slot(git: Git, repo: str, root: str, session: str) -> tuple[str, str]:
-    """(directory, branch) for a new worktree of `session`: NAME, else NAME@2, ... whichever is wholly free."""
+async def free_slot(git: Git, repo: str, root: str, session: str, taken: set[str]) -> tuple[str, str]:
+    """(directory, branch) for a new worktree of `session`: NAME, else NAME@2, ... whichever is wholly free.
+
+    `taken`: the paths git has registered as worktrees (a missing one's too: git refuses to add there).
+    """
     first = await session_branch(git, repo, session)
     for n in range(1, 1000):
         slot = session if n == 1 else f"{session}@{n}"
         branch = first if n == 1 else f"{first}@{n}"
         path = os.path.join(root, slot)
-        if not os.path.lexists(path) and await resolve(git, repo, f"refs/heads/{branch}") is None:
+        if not os.path.lexists(path) and path not in taken and await resolve(git, repo, f"refs/heads/{branch}") is None:
             return path, branch
     raise BadName(f"session name {session!r} has 999 kept worktrees: prune them, or choose another name")

@@ -38,10 +38,8 @@ async def create(git: Git, repo: str, root: str, session: str, base: str | None 
     checked = await check_base(git, repo, base)  # REPO as named: the branch its own checkout has
     repo = await toplevel(git, repo)
     os.makedirs(root, exist_ok=True)
-    path, branch = await free_slot(git, repo, os.path.realpath(root), session)
-    known = {w.path for w in await registered(git, repo)}
-    if path in known:
-        raise BadName(f"{path} is still registered with {repo}'s worktrees: prune it first")
+    taken = {w.path for w in await registered(git, repo)}
+    path, branch = await free_slot(git, repo, os.path.realpath(root), session, taken)
     await git.out(repo, "worktree", "add", "--quiet", "--no-track", "-b", branch, path, checked.tip)
     return SessionWorktree(session, repo, path, checked.branch, branch)
 
@@ -96,8 +94,8 @@ async def complete(git: Git, wt: SessionWorktree, bead: str, title: str = "") ->
     on = await current_branch(git, wt.path)
     head = await resolve(git, wt.path, "HEAD")
     if on != branch and not (on is None and tip is not None and head == tip):
-        raise DirtyWorktree(f"claim bead {bead} first: {wt.path} is on {on or 'a detached HEAD'}, "
-                            f"not on {branch}")
+        raise DirtyWorktree(f"claim bead {bead} in {wt.path}, or switch it back to {branch}: it is on "
+                            f"{on or 'a detached HEAD'}, and complete commits only the bead's branch")
     committed = None
     if on == branch:
         committed = await _commit_leftovers(git, wt, bead, title)
@@ -125,10 +123,10 @@ async def _commit_leftovers(git: Git, wt: SessionWorktree, bead: str, title: str
 
 
 async def _refuse_markers(git: Git, wt: SessionWorktree, bead: str) -> None:
-    left = await unmerged(git, wt.path)
+    """Refuse while a file staged for the merge still carries conflict markers (git add resolved it only in name)."""
     done = await git.run(wt.path, "diff", "--cached", "--check", "HEAD")
-    marked = sorted({line.split(":", 1)[0] for line in done.stdout.splitlines() if "leftover conflict marker" in line})
-    files = tuple(sorted(set(left) | set(marked)))
+    files = tuple(sorted({line.split(":", 1)[0] for line in done.stdout.splitlines()
+                          if "leftover conflict marker" in line}))
     if files:
         raise UnresolvedConflict(f"resolve the conflicts of bead {bead} first: {', '.join(files[:5])} "
                                  f"{'still carry' if len(files) > 1 else 'still carries'} conflict markers", files)

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import errno
 import os
+import shutil
 
 import pytest
 
-from anvilfs.worktrees import BadName, DirtyWorktree, UnresolvedConflict, check_base, claim, complete, create
+from anvilfs.worktrees import (BadName, DirtyWorktree, MergeConfig, UnresolvedConflict, check_base, claim, complete,
+                               create, setup)
 from harness.deadlines import within
 from harness.worktrees import GIT, commit_file, git, status, tip, write
 
@@ -113,7 +115,7 @@ async def test_complete_with_nothing_of_its_own_says_so(repo, root):
 async def test_complete_refuses_a_worktree_not_on_the_beads_branch(repo, root):
     with within(30, "create"):
         wt = await create(GIT, repo, root, "dev1")
-    with within(30, "complete"), pytest.raises(DirtyWorktree, match="claim bead x-001 first"):
+    with within(30, "complete"), pytest.raises(DirtyWorktree, match="claim bead x-001 in"):
         await complete(GIT, wt, "x-001")
 
 
@@ -151,3 +153,26 @@ async def test_a_reopened_bead_whose_branch_was_merged_starts_anew(repo, root):
     with within(30, "claim"):
         again = await claim(GIT, wt, "doc-001")
     assert not again.resumed and tip(repo, "anvil/bead/doc-001") == later
+
+
+async def test_a_name_whose_old_worktree_git_still_knows_is_not_reused(repo, root):
+    with within(30, "create"):
+        first = await create(GIT, repo, root, "bob")
+    shutil.rmtree(first.path)  # gone by hand; git still has it registered (missing)
+    git(repo, "update-ref", "-d", "refs/heads/anvil/session/bob")
+    with within(30, "create again"):
+        second = await create(GIT, repo, root, "bob")
+    assert second.path.endswith("/bob@2")
+
+
+async def test_the_setup_commands_run_in_a_new_worktree_and_say_how_they_failed(repo, root):
+    with within(30, "create"):
+        wt = await create(GIT, repo, root, "dev1")
+    ok = MergeConfig(setup=(("sh", "-c", "echo installed > .deps"),))
+    with within(30, "setup"):
+        assert await setup(wt.path, ok) is None
+    assert open(os.path.join(wt.path, ".deps")).read() == "installed\n"
+    bad = MergeConfig(setup=(("sh", "-c", "echo no network; exit 2"),))
+    with within(30, "setup"):
+        failed = await setup(wt.path, bad)
+    assert failed.detail == "setup sh -c echo no network; exit 2 exited 2" and failed.output == "no network"
