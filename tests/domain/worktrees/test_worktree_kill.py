@@ -3,8 +3,10 @@
 After each kill the start-up repair runs, then the checks: no worktree
 mid-rebase or mid-merge, `git fsck` clean, REPO's checkout clean and on
 the base, the base's history linear, every bead's work in the base or in
-its kept branch, and no bead's commit in the base twice. The queue then
-goes on from where it was, until each entry is merged or in conflict.
+its kept branch, every commit a session made reachable from the base or
+its branch (or, rebased, in the branch's reflog), and no bead's commit in
+the base twice. The queue then goes on from where it was, until each
+entry is merged or in conflict.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ class Queue:
     def __init__(self, tmp_path):
         self.path = str(tmp_path / "entries.json")
         self.work: dict[str, tuple[str, str]] = {}
+        self.tips: dict[str, str] = {}  # each bead's commit as its session completed it
         self.sessions = []
 
     async def add(self, repo, root, beads: int, clash: bool = False) -> None:
@@ -50,7 +53,9 @@ class Queue:
             wt = self.sessions[n % 3]
             await claim(GIT, wt, bead)
             write(os.path.join(wt.path, name), text)
-            assert (await complete(GIT, wt, bead)).own_commits == 1
+            done = await complete(GIT, wt, bead)
+            assert done.own_commits == 1
+            self.tips[bead] = done.tip
         self.work.update(more)
         repo = self.sessions[0].repo
         with open(self.path, "w") as file:
@@ -77,7 +82,16 @@ def progress(tmp_path) -> dict[str, str]:
         return {}
 
 
-async def check_after_repair(repo, root, work: dict[str, tuple[str, str]]) -> None:
+def kept(repo, commit: str, branch: str) -> bool:
+    """Whether `commit` is reachable from main or `branch`, or (rebased) still in the branch's reflog."""
+    for ref in ("main", branch):
+        if subprocess.run(["git", "merge-base", "--is-ancestor", commit, ref], cwd=repo, timeout=30).returncode == 0:
+            return True
+    return commit in git(repo, "reflog", "show", "--format=%H", branch, "--").split()
+
+
+async def check_after_repair(repo, root, queue: Queue) -> None:
+    work = queue.work
     merges = merge_path_for(root, repo)
     with within(120, "the start-up repair (it waits for the killed runner's git and gates)"):
         repaired = await repair(GIT, repo, merges, lock_wait=90)
@@ -97,6 +111,7 @@ async def check_after_repair(repo, root, work: dict[str, tuple[str, str]]) -> No
         found = [ref for ref in ("main", f"anvil/bead/{bead}")
                  if git(repo, "show", f"{ref}:{name}", check=False) + "\n" == text]
         assert found, f"the work of {bead} is neither in main nor in its branch"
+        assert kept(repo, queue.tips[bead], f"refs/heads/anvil/bead/{bead}"), f"{bead}'s commit is lost"
 
 
 async def run_to_the_end(repo, root, tmp_path, entries) -> None:
@@ -106,7 +121,7 @@ async def run_to_the_end(repo, root, tmp_path, entries) -> None:
     assert done.returncode == 0, done.stderr.decode()
 
 
-def check_the_end(repo, tmp_path, work) -> None:
+def check_the_end(repo, tmp_path) -> None:
     states = progress(tmp_path)
     assert sorted(states.values()).count("conflict") == 1 and {states["clash-001"], states["clash-002"]} == {
         "merged", "conflict"}
@@ -122,7 +137,7 @@ async def test_sigkill_at_twenty_random_moments_loses_nothing_and_merges_nothing
     queue = Queue(tmp_path)
     with within(120, "the queue's beads"):
         await queue.add(repo, root, 10, clash=True)
-    entries, work = queue.path, queue.work
+    entries = queue.path
     kills = 0
     while kills < 20:
         runner = await trio.lowlevel.open_process(argv(repo, root, tmp_path, entries), env=runner_env(),
@@ -134,13 +149,13 @@ async def test_sigkill_at_twenty_random_moments_loses_nothing_and_merges_nothing
             kills += 1
         with within(30, f"the killed runner to be gone (seed {seed})"):
             await runner.wait()
-        await check_after_repair(repo, root, work)
+        await check_after_repair(repo, root, queue)
         if runner.returncode == 0:  # the queue ran out before the twentieth kill: more beads
             with within(120, "more beads"):
                 await queue.add(repo, root, 10)
     await run_to_the_end(repo, root, tmp_path, entries)
-    await check_after_repair(repo, root, work)
-    check_the_end(repo, tmp_path, work)
+    await check_after_repair(repo, root, queue)
+    check_the_end(repo, tmp_path)
 
 
 @pytest.mark.parametrize("point", POINTS)
@@ -148,12 +163,12 @@ async def test_sigkill_at_each_point_of_a_step(repo, root, tmp_path, point):
     queue = Queue(tmp_path)
     with within(120, "the queue's beads"):
         await queue.add(repo, root, 1, clash=True)
-    entries, work = queue.path, queue.work
+    entries = queue.path
     with within(120, f"the runner to kill itself at {point}"):
         killed = await trio.run_process(argv(repo, root, tmp_path, entries), env=runner_env(point), check=False,
                                         capture_stdout=True, capture_stderr=True)
     assert killed.returncode == -signal.SIGKILL, f"the runner never reached {point}: {killed.stderr.decode()}"
-    await check_after_repair(repo, root, work)
+    await check_after_repair(repo, root, queue)
     await run_to_the_end(repo, root, tmp_path, entries)
-    await check_after_repair(repo, root, work)
-    check_the_end(repo, tmp_path, work)
+    await check_after_repair(repo, root, queue)
+    check_the_end(repo, tmp_path)
