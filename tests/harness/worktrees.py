@@ -67,6 +67,38 @@ def make_repo(path) -> str:
     return str(path)
 
 
+def kept(repo, commit: str, branch: str) -> bool:
+    """Whether `commit` is reachable from main or `branch`, or (rebased) still in the branch's reflog."""
+    for ref in ("main", branch):
+        done = subprocess.run(["git", "merge-base", "--is-ancestor", commit, ref], cwd=repo, env=git_env(),
+                              timeout=DEADLINE)
+        if done.returncode == 0:
+            return True
+    return commit in git(repo, "reflog", "show", "--format=%H", branch, "--").split()
+
+
+def check_repository(repo, work: dict[str, tuple[str, str]], tips: dict[str, str]) -> None:
+    """What the merge queue must leave, whatever happened: every worktree clean and no operation in progress,
+    fsck clean, REPO on main, main linear, each bead's work (`work`: bead -> (file, text)) in main or its
+    branch, each completed commit (`tips`) kept, no bead's commit in main twice."""
+    for line in git(repo, "worktree", "list", "--porcelain").splitlines():
+        if line.startswith("worktree "):
+            path = line.split(" ", 1)[1]
+            assert mid_operation(path) == [] and status(path) == "", f"{path}: {mid_operation(path)} {status(path)}"
+    fsck = subprocess.run(["git", "fsck", "--no-progress"], cwd=repo, env=git_env(), capture_output=True, text=True,
+                          timeout=DEADLINE * 2)
+    assert fsck.returncode == 0, fsck.stdout + fsck.stderr
+    assert git(repo, "symbolic-ref", "--short", "HEAD") == "main"
+    assert git(repo, "rev-list", "--merges", "main") == "", "the base's history must stay linear"
+    subjects = git(repo, "log", "--format=%s", "main").splitlines()
+    for bead, (name, text) in work.items():
+        assert subjects.count(bead) <= 1, f"{bead} is in main {subjects.count(bead)} times"
+        found = [ref for ref in ("main", f"anvil/bead/{bead}") if git(repo, "show", f"{ref}:{name}", check=False)
+                 + "\n" == text]
+        assert found, f"the work of {bead} is neither in main nor in its branch"
+        assert kept(repo, tips[bead], f"refs/heads/anvil/bead/{bead}"), f"{bead}'s commit is lost"
+
+
 def in_worktree(wt: SessionWorktree, name: str) -> str:
     return os.path.join(wt.path, name)
 

@@ -24,7 +24,7 @@ import trio
 from anvilfs.faults import ENV as KILL_AT
 from anvilfs.worktrees import claim, complete, create, merge_path_for, repair
 from harness.deadlines import within
-from harness.worktrees import GIT, git, mid_operation, status, write
+from harness.worktrees import GIT, check_repository, git, write
 
 RUNNER = os.path.join(os.path.dirname(__file__), "merge_runner.py")
 PROJECT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(__file__))))
@@ -82,36 +82,12 @@ def progress(tmp_path) -> dict[str, str]:
         return {}
 
 
-def kept(repo, commit: str, branch: str) -> bool:
-    """Whether `commit` is reachable from main or `branch`, or (rebased) still in the branch's reflog."""
-    for ref in ("main", branch):
-        if subprocess.run(["git", "merge-base", "--is-ancestor", commit, ref], cwd=repo, timeout=30).returncode == 0:
-            return True
-    return commit in git(repo, "reflog", "show", "--format=%H", branch, "--").split()
-
-
 async def check_after_repair(repo, root, queue: Queue) -> None:
-    work = queue.work
     merges = merge_path_for(root, repo)
     with within(120, "the start-up repair (it waits for the killed runner's git and gates)"):
         repaired = await repair(GIT, repo, merges, lock_wait=90)
     assert repaired.stale_locks == ()
-    if os.path.isdir(merges):
-        assert mid_operation(merges) == [] and status(merges) == ""
-    for path in git(repo, "worktree", "list", "--porcelain").splitlines():
-        if path.startswith("worktree ") and ".merge-" not in path:
-            assert mid_operation(path.split(" ", 1)[1]) == [], path
-    fsck = subprocess.run(["git", "fsck", "--no-progress"], cwd=repo, capture_output=True, text=True, timeout=60)
-    assert fsck.returncode == 0, fsck.stdout + fsck.stderr
-    assert status(repo) == "" and git(repo, "symbolic-ref", "--short", "HEAD") == "main"
-    assert git(repo, "rev-list", "--merges", "main") == "", "the base's history must stay linear"
-    subjects = git(repo, "log", "--format=%s", "main").splitlines()
-    for bead, (name, text) in work.items():
-        assert subjects.count(bead) <= 1, f"{bead} is in main {subjects.count(bead)} times"
-        found = [ref for ref in ("main", f"anvil/bead/{bead}")
-                 if git(repo, "show", f"{ref}:{name}", check=False) + "\n" == text]
-        assert found, f"the work of {bead} is neither in main nor in its branch"
-        assert kept(repo, queue.tips[bead], f"refs/heads/anvil/bead/{bead}"), f"{bead}'s commit is lost"
+    check_repository(repo, queue.work, queue.tips)
 
 
 async def run_to_the_end(repo, root, tmp_path, entries) -> None:
