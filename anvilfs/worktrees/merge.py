@@ -30,7 +30,7 @@ from .errors import GitFailed, GitTimedOut
 from .git import Git
 from .model import MergeConfig, MergeEntry, MergeMode, MergeOutcome, MergeState, Repaired
 from .names import resolve
-from .status import Registered, changes, contains, holder_of, unmerged
+from .status import Registered, being_rebased, changes, contains, holder_of, unmerged
 from .steplock import clear_journal, held, write_journal
 
 LOCK_WAIT = 30.0  # seconds to wait for a killed step's children to finish
@@ -90,10 +90,14 @@ async def _step(git: Git, entry: MergeEntry, config: MergeConfig, merge_path: st
 
 
 async def _blocked(git: Git, entry: MergeEntry, holder: Registered | None) -> str:
-    """Why the base cannot move now (REPO's local changes, the branch checked out), or ''."""
+    """Why the base cannot move now (REPO's local changes, a rebase of it, the branch checked out), or ''."""
     branch_holder = await holder_of(git, entry.repo, entry.branch)
     if branch_holder is not None:
         return f"{entry.branch} is checked out in {branch_holder.path}: complete the bead there first"
+    rebasing = await being_rebased(git, entry.repo)
+    for branch in (entry.base, entry.branch):
+        if branch in rebasing:
+            return f"a rebase of {branch} is in progress ({rebasing[branch]}): finish or abort it there"
     if holder is None or holder.missing:
         return ""
     dirty = await changes(git, holder.path, untracked=False)

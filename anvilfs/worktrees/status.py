@@ -65,6 +65,27 @@ async def in_progress(git: Git, path: str) -> str | None:
     return next((name for marker, name in IN_PROGRESS if os.path.exists(os.path.join(where, marker))), None)
 
 
+async def being_rebased(git: Git, repo: str) -> dict[str, str]:
+    """The branches a rebase in progress will write when it ends (any worktree's): branch -> its admin dir.
+
+    git shows such a worktree as detached, so it holds no branch; moving the
+    branch under the rebase would have the rebase's end overwrite our move.
+    """
+    common = await git.out(repo, "rev-parse", "--path-format=absolute", "--git-common-dir")
+    admins = [common] + [os.path.join(common, "worktrees", name) for name in
+                         (os.listdir(os.path.join(common, "worktrees")) if os.path.isdir(
+                             os.path.join(common, "worktrees")) else [])]
+    found = {}
+    for admin in admins:
+        for marker in ("rebase-merge", "rebase-apply"):
+            try:
+                with open(os.path.join(admin, marker, "head-name")) as file:
+                    found[file.read().strip().removeprefix("refs/heads/")] = admin
+            except (FileNotFoundError, NotADirectoryError):
+                pass
+    return found
+
+
 async def contains(git: Git, repo: str, commit: str, ref: str) -> bool:
     """Whether `commit` is reachable from `ref` (the base has it)."""
     return await git.ok(repo, "merge-base", "--is-ancestor", commit, ref)

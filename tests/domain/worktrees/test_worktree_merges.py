@@ -5,11 +5,14 @@ from __future__ import annotations
 import os
 import sys
 
+import trio
+
 from anvilfs.worktrees import MergeConfig, MergeMode, MergeState, claim, complete, create, merge_path_for, merge_step
 from harness.deadlines import within
 from harness.worktrees import GIT, commit_file, entry_for, finished_bead, git, mid_operation, status, tip, write
 
 PYTHON = sys.executable
+GATE_SLOW = ("sh", "-c", "sleep 0.3")  # a step long enough for another to start meanwhile
 
 
 def snapshot(repo: str) -> dict[str, str]:
@@ -213,3 +216,37 @@ async def test_a_bead_back_from_a_conflict_merges_once_resolved(repo, root):
     assert git(repo, "show", "main:shared.txt") == "one\nTWO by a and b\nthree" and git(repo, "show", "main:b.txt")
     assert git(repo, "rev-list", "--merges", "main") == "" and status(repo) == ""
     assert git(repo, "log", "-1", "--format=%an|%s", "main") == "dev2|b-002: its branch as one commit"
+
+
+async def test_a_rebase_of_the_base_in_progress_in_repo_blocks(repo, root):
+    dev1 = await bead_a(repo, root)
+    git(repo, "switch", "-q", "-c", "side", "main")
+    commit_file(repo, "README", "side's README\n")
+    git(repo, "switch", "-q", "main")
+    commit_file(repo, "README", "main's README\n")
+    git(repo, "rebase", "side", check=False)  # stops at the conflict, HEAD detached, main being rebased
+    assert mid_operation(repo) == ["rebase-merge"], "the test must leave REPO mid-rebase"
+    before = snapshot(repo)
+    merges = merge_path_for(root, repo)
+    with within(60, "merge"):
+        outcome = await merge_step(GIT, entry_for(dev1, "a-001"), MergeConfig(), merges)
+    assert outcome.state is MergeState.BLOCKED and outcome.detail.startswith("a rebase of main is in progress")
+    assert snapshot(repo) == before
+    git(repo, "rebase", "--abort")
+    with within(60, "merge once the rebase is over"):
+        assert (await merge_step(GIT, entry_for(dev1, "a-001"), MergeConfig(), merges)).state is MergeState.MERGED
+
+
+async def test_the_same_entry_stepped_twice_at_once_is_merged_once(repo, root):
+    dev1 = await bead_a(repo, root)
+    merges, outcomes = merge_path_for(root, repo), []
+
+    async def step() -> None:
+        outcomes.append(await merge_step(GIT, entry_for(dev1, "a-001"), MergeConfig(gates=(GATE_SLOW,)), merges))
+
+    with within(60, "two steps at once"):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(step)
+            nursery.start_soon(step)
+    assert [o.state for o in outcomes] == [MergeState.MERGED, MergeState.MERGED]
+    assert git(repo, "log", "--format=%s", "main").splitlines().count("a-001") == 1
