@@ -38,19 +38,28 @@ async def ensure(git: Git, repo: str, path: str, commit: str) -> None:
 
 
 async def scrub(git: Git, repo: str, path: str) -> tuple[str, ...]:
-    """Abort what a killed step left in progress, drop its stale locks, reset and clean: as if new."""
+    """Abort what a killed step left in progress, drop its stale locks, reset and clean: as if new.
+
+    Only under the step lock: then no git of ours runs, and only ours run in the merge worktree, so
+    every lock file in its own admin directory was left by a git that died.
+    """
     known = {w.path: w for w in await registered(git, repo)}
     if path not in known or known[path].missing:
         return ()
+    found = await git.run(path, "rev-parse", "--absolute-git-dir")
+    if found.status:  # a HEAD a power cut left torn: git no longer sees a repository there
+        await _remove(git, repo, path)
+        return (f"{path}: removed, to be made again ({found.tail(200)})",)
+    admin = found.stdout.strip()
+    for top, _, names in os.walk(admin):  # index.lock, HEAD.lock, ORIG_HEAD.lock ...: git died holding them
+        for name in names:
+            if name.endswith(".lock"):
+                os.unlink(os.path.join(top, name))
     aborted = []
     operation = await in_progress(git, path)
     if operation:
         await git.run(path, *ABORT[operation])
         aborted.append(f"{path}: {operation}")
-    admin = await git.out(path, "rev-parse", "--absolute-git-dir")
-    for name in ("index.lock", "HEAD.lock"):  # ours: the step lock is held, so their git is dead
-        if os.path.exists(os.path.join(admin, name)):
-            os.unlink(os.path.join(admin, name))
     if await in_progress(git, path):  # an abort that could not: clear git's own record of it
         for marker in ("rebase-merge", "rebase-apply"):
             shutil.rmtree(os.path.join(admin, marker), ignore_errors=True)
@@ -60,6 +69,13 @@ async def scrub(git: Git, repo: str, path: str) -> tuple[str, ...]:
     await git.out(path, "reset", "--quiet", "--hard")
     await git.out(path, "clean", "-ffdxq")
     return tuple(aborted)
+
+
+async def _remove(git: Git, repo: str, path: str) -> None:
+    """The merge worktree gone, registration and all (twice --force: it may be locked, mid-`worktree add`)."""
+    await git.run(repo, "worktree", "remove", "--force", "--force", path)
+    if os.path.isdir(path):
+        shutil.rmtree(path)  # git could not: the registration, its directory missing, is reused by ensure()
 
 
 async def finish_journal(git: Git, repo: str, path: str) -> tuple[str, ...]:

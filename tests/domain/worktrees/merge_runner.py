@@ -43,12 +43,16 @@ async def main(repo: str, root: str, progress_path: str, entries_path: str, gate
         entries = [MergeEntry(**e) for e in json.load(file)]
     config = MergeConfig(gates=(tuple(gate),) if gate else ())
     progress = load(progress_path)
+    tries: dict[str, int] = {}
     while pending := [e for e in entries if progress.get(e.bead) not in TERMINAL]:
         for entry in pending:
             outcome = await merge_step(git, entry, config, merges, lock_wait=60)
             progress[entry.bead] = outcome.state.value
             save(progress_path, progress)
-            print(f"step {entry.bead} {outcome.state} {outcome.detail}", flush=True)
+            print(f"step {entry.bead} {outcome.state} {outcome.detail}\n{outcome.output}", flush=True)
+            tries[entry.bead] = tries.get(entry.bead, 0) + 1
+            if tries[entry.bead] > 5:  # nothing here should need more: a stuck queue is the failure to show
+                sys.exit(f"{entry.bead} is still {outcome.state} after 5 steps: {outcome.detail}")
 
 
 if __name__ == "__main__":

@@ -36,10 +36,24 @@ async def test_a_merge_worktree_left_mid_rebase_is_aborted_at_start(repo, root):
     commit_on_main(merges, "README", "theirs\n")
     git(merges, "rebase", mine, check=False)  # replays 'theirs' onto 'mine': a conflict in README
     assert mid_operation(merges) == ["rebase-merge"], "the test must leave a rebase in progress"
+    admin = git(merges, "rev-parse", "--absolute-git-dir")
+    for lock in ("index.lock", "HEAD.lock", "ORIG_HEAD.lock"):  # as a git killed with the server leaves them
+        write(os.path.join(admin, lock), "")
     with within(60, "repair"):
         repaired = await repair(GIT, repo, merges)
     assert repaired.aborted == (f"{merges}: rebase",)
     assert mid_operation(merges) == [] and status(merges) == ""
+    assert not [name for name in os.listdir(admin) if name.endswith(".lock")]
+
+
+async def test_a_merge_worktree_a_power_cut_broke_is_made_again(repo, root):
+    dev1, merges = await merged_once(repo, root)
+    admin = git(merges, "rev-parse", "--absolute-git-dir")
+    write(os.path.join(admin, "HEAD"), "")  # torn
+    with within(60, "a bead, and its step"):
+        await finished_bead(dev1, "b-002", {"b.txt": "from b\n"})
+        outcome = await merge_step(GIT, entry_for(dev1, "b-002"), MergeConfig(), merges)
+    assert outcome.state is MergeState.MERGED and status(merges) == "" and status(repo) == ""
 
 
 async def test_a_fast_forward_cut_between_files_and_branch_is_finished(repo, root):
