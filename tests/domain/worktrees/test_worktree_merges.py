@@ -59,6 +59,7 @@ async def test_two_beads_merge_in_turn_and_repos_checkout_follows(repo, root, tm
     assert open(os.path.join(repo, "a.txt")).read() == "from a\n" and open(os.path.join(repo, "b.txt")).read()
     assert status(repo) == "" and git(repo, "rev-list", "--merges", "main") == ""  # followed, and linear
     assert tip(repo, "anvil/bead/b-002") == tip(repo, "main")  # the branch records what was merged
+    assert git(repo, "log", "-1", "--format=%an|%cn", "main") == "dev2|anvilfs"  # rebased: the author kept
     assert mid_operation(merges) == [] and status(merges) == ""
     assert not [name for name in os.listdir(tmp_path) if name.endswith("-ran")], "a hook of REPO's ran"
 
