@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 
+from ..faults import kill_point
 from .errors import BadName, DirtyWorktree, GitFailed, UnresolvedConflict
 from .git import Git, Identity
 from .model import Claimed, Completed, SessionWorktree
@@ -99,6 +100,7 @@ async def complete(git: Git, wt: SessionWorktree, bead: str, title: str = "") ->
     committed = None
     if on == branch:
         committed = await _commit_leftovers(git, wt, bead, title)
+        kill_point("worktrees-complete-committed")
         await git.out(wt.path, "switch", "--quiet", "--detach")  # frees the branch for the merge step
         tip = await resolve(git, wt.repo, f"refs/heads/{branch}")
     own = int(await git.out(wt.repo, "rev-list", "--count", f"{base_tip}..{tip}", "--"))
@@ -110,6 +112,7 @@ async def _commit_leftovers(git: Git, wt: SessionWorktree, bead: str, title: str
     if merging not in (None, "merge"):
         raise DirtyWorktree(f"finish or abort the {merging} in {wt.path} first, then complete {bead}")
     await git.out(wt.path, "add", "--all")
+    kill_point("worktrees-complete-added")
     if merging:
         await _refuse_markers(git, wt, bead)
     elif await git.ok(wt.path, "diff", "--cached", "--quiet"):

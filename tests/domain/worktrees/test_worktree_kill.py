@@ -28,6 +28,7 @@ from harness.deadlines import within
 from harness.worktrees import GIT, check_repository, git, write
 
 RUNNER = os.path.join(os.path.dirname(__file__), "merge_runner.py")
+SESSION_RUNNER = os.path.join(os.path.dirname(__file__), "session_runner.py")
 PROJECT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(__file__))))
 GATE = ("sh", "-c", "sleep 0.2; test -f README")  # long enough for kills to land inside gates too
 POINTS = ("worktrees-before-rebase", "worktrees-in-conflict", "worktrees-after-rebase", "worktrees-before-refs", "worktrees-between-refs",
@@ -201,3 +202,20 @@ async def test_sigkill_at_each_point_of_a_step(repo, root, tmp_path, point):
     await run_to_the_end(repo, root, tmp_path, entries)
     await check_after_repair(repo, root, queue)
     check_the_end(repo, tmp_path)
+
+
+@pytest.mark.parametrize("point", ["worktrees-complete-added", "worktrees-complete-committed"])
+async def test_a_complete_killed_midway_completes_once_when_asked_again(repo, root, point):
+    with within(30, "a claimed bead with work left uncommitted"):
+        wt = await create(GIT, repo, root, "dev1")
+        await claim(GIT, wt, "a-001")
+    write(os.path.join(wt.path, "a.txt"), "from a\n")
+    record = json.dumps(dict(session=wt.session, repo=wt.repo, path=wt.path, base=wt.base, branch=wt.branch))
+    with within(60, f"complete to kill itself at {point}"):
+        killed = await trio.run_process([sys.executable, SESSION_RUNNER, record, "a-001"], env=runner_env(point),
+                                        check=False, capture_stdout=True, capture_stderr=True)
+    assert killed.returncode == -signal.SIGKILL, f"complete never reached {point}: {killed.stderr.decode()}"
+    with within(30, "complete again"):
+        done = await complete(GIT, wt, "a-001", "by the runner")
+    assert done.own_commits == 1 and git(repo, "show", f"{done.tip}:a.txt") == "from a"
+    assert git(wt.path, "status", "--porcelain") == "" and git(wt.path, "symbolic-ref", "-q", "HEAD", check=False) == ""
