@@ -6,7 +6,8 @@ configured ones), stash the user's changes (rebase.autoStash made another
 tool restore a stash over a merge and lose it), move other branches
 (rebase.updateRefs), start an editor, ask for a password, or take an
 optional lock while only reading (`git status` in REPO must never race the
-user's own git for index.lock). Nothing of the caller's GIT_* environment
+user's own git for index.lock), or refuse the merges it asks for (merge.ff
+= only) or make merge commits of a rebase (rebase.rebaseMerges). Nothing of the caller's GIT_* environment
 passes (a GIT_DIR there would point every command at another repository).
 """
 
@@ -22,6 +23,8 @@ from .errors import GitFailed, GitTimedOut
 OPTIONS = (
     "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "-c", "commit.gpgSign=false",
     "-c", "rebase.autoStash=false", "-c", "merge.autoStash=false", "-c", "rebase.updateRefs=false",
+    "-c", "rebase.autoSquash=false", "-c", "rebase.rebaseMerges=false", "-c", "merge.ff=true",
+    "-c", "commit.verbose=false", "-c", "commit.cleanup=strip",
     "-c", "rerere.enabled=false", "-c", "gc.auto=0", "-c", "maintenance.auto=false",
     "-c", "advice.detachedHead=false", "-c", "core.quotePath=false",
 )

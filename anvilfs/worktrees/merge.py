@@ -131,7 +131,7 @@ async def _build(git: Git, entry: MergeEntry, config: MergeConfig, path: str, ol
                                 f"{', '.join(files[:5])}", files=files, output=done.tail(), base_before=old)
         return MergeOutcome(MergeState.BLOCKED, f"git {config.mode} of {entry.branch} failed: "
                             f"{done.tail(200)}", output=done.tail(), base_before=old)
-    if not await git.ok(path, "diff", "--cached", "--quiet"):
+    if not await git.ok(path, "diff", "--no-ext-diff", "--cached", "--quiet"):
         await _commit_squash(git, entry, path, old, tip)
     return await git.out(path, "rev-parse", "HEAD")
 

@@ -115,7 +115,7 @@ async def _commit_leftovers(git: Git, wt: SessionWorktree, bead: str, title: str
     kill_point("worktrees-complete-added")
     if merging:
         await _refuse_markers(git, wt, bead)
-    elif await git.ok(wt.path, "diff", "--cached", "--quiet"):
+    elif await git.ok(wt.path, "diff", "--no-ext-diff", "--cached", "--quiet"):
         return None  # nothing left uncommitted
     subject = f"{bead}: {title}" if title else bead
     body = (f"Committed by anvilfs: what session {wt.session} left uncommitted when it completed bead {bead}."
@@ -127,7 +127,7 @@ async def _commit_leftovers(git: Git, wt: SessionWorktree, bead: str, title: str
 
 async def _refuse_markers(git: Git, wt: SessionWorktree, bead: str) -> None:
     """Refuse while a file staged for the merge still carries conflict markers (git add resolved it only in name)."""
-    done = await git.run(wt.path, "diff", "--cached", "--check", "HEAD")
+    done = await git.run(wt.path, "diff", "--no-ext-diff", "--no-textconv", "--cached", "--check", "HEAD")
     files = tuple(sorted({line.split(":", 1)[0] for line in done.stdout.splitlines()
                           if "leftover conflict marker" in line}))
     if files:

@@ -52,7 +52,7 @@ async def changes(git: Git, path: str, *, untracked: bool = True) -> tuple[str, 
 
 
 async def unmerged(git: Git, path: str) -> tuple[str, ...]:
-    return tuple(await git.lines(path, "diff", "--name-only", "--diff-filter=U"))
+    return tuple(await git.lines(path, "diff", "--no-ext-diff", "--name-only", "--diff-filter=U"))
 
 
 async def git_dir(git: Git, path: str) -> str:

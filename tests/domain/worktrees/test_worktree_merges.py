@@ -251,3 +251,29 @@ async def test_the_same_entry_stepped_twice_at_once_is_merged_once(repo, root):
             nursery.start_soon(step)
     assert [o.state for o in outcomes] == [MergeState.MERGED, MergeState.MERGED]
     assert git(repo, "log", "--format=%s", "main").splitlines().count("a-001") == 1
+
+
+async def test_repos_own_config_cannot_change_what_the_engine_does(repo, root, tmp_path):
+    for key, value in (("merge.ff", "only"), ("rebase.autoSquash", "true"), ("rebase.autoStash", "true"),
+                       ("rebase.updateRefs", "true"), ("rebase.rebaseMerges", "true"), ("diff.external", "false"),
+                       ("core.hooksPath", str(tmp_path / "hooks")), ("commit.gpgSign", "true"),
+                       ("commit.verbose", "true")):
+        git(repo, "config", key, value)
+    write(str(tmp_path / "hooks" / "pre-commit"), "#!/bin/sh\nexit 1\n")
+    os.chmod(tmp_path / "hooks" / "pre-commit", 0o755)
+    dev1, dev2, merges = await two_beads(repo, root, {"shared.txt": "one\nTWO by a\nthree\n"},
+                                         {"shared.txt": "one\nTWO by b\nthree\n"})
+    with within(30, "bead c"):
+        c_tip = (await finished_bead(dev1, "c-003", {"c.txt": "from c\n"})).tip
+    git(repo, "branch", "mine", c_tip)  # a branch of the user's inside what the rebase of c rewrites
+    with within(60, "a merged, b in conflict, c rebased"):
+        assert (await merge_step(GIT, entry_for(dev1, "a-001"), MergeConfig(), merges)).state is MergeState.MERGED
+        assert (await merge_step(GIT, entry_for(dev2, "b-002"), MergeConfig(), merges)).state is MergeState.CONFLICT
+        assert (await merge_step(GIT, entry_for(dev1, "c-003"), MergeConfig(), merges)).state is MergeState.MERGED
+    assert tip(repo, "mine") == c_tip != tip(repo, "anvil/bead/c-003")  # rebase.updateRefs did not move it
+    with within(60, "b resolved, and merged"):
+        assert (await claim(GIT, dev2, "b-002")).conflicts == ("shared.txt",)
+        await finished_bead(dev2, "b-002", {"shared.txt": "one\nTWO by both\nthree\n"})
+        outcome = await merge_step(GIT, entry_for(dev2, "b-002"), MergeConfig(), merges)
+    assert outcome.state is MergeState.MERGED, outcome
+    assert git(repo, "show", "main:shared.txt") == "one\nTWO by both\nthree" and status(repo) == ""
