@@ -24,12 +24,12 @@ T = TypeVar("T")
 
 class Collection(Generic[T]):
     def __init__(self, kind: str, files: TomlObjects | None, parse: Callable[[dict, str], T], *,
-                 listing: str, undone: Callable[[str, str], None]):
+                 listing: str, undone: Callable[[str, str, T, T | None], None]):
         self.kind = kind
         self.files = files
         self.parse = parse
         self.listing = listing  # where a user sees them all: `beads/list`
-        self.undone = undone  # (id, why): a change the disk refused was taken back in memory
+        self.undone = undone  # (id, why, was, now): a change the disk refused was taken back in memory
         self.items: dict[str, T] = {}
         self.broken: dict[str, str] = {}  # id -> why its file cannot be used
         self._ids = IdMaker(kind)
@@ -101,9 +101,10 @@ class Collection(Generic[T]):
         if saving.writes:
             return
         del self._saving[obj.id]
-        if saving.refused and self.items.get(obj.id) is not saving.on_disk:
+        was = self.items.get(obj.id)
+        if saving.refused and was is not saving.on_disk:
             _put_back(self.items, obj.id, saving.on_disk)
-            self.undone(obj.id, saving.refused)
+            self.undone(obj.id, saving.refused, was, saving.on_disk)
 
 
 def _put_back(items: dict, object_id: str, obj) -> None:

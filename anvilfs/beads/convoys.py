@@ -16,6 +16,7 @@ beads completed already waits for an open one, or for `complete`.
 from __future__ import annotations
 
 import time
+from bisect import bisect_left
 
 from ..domain_events import BeadChanged, ConvoyChanged, EventBus
 from ..errors import AnvilError, Busy, InvalidRequest, NotFound
@@ -26,6 +27,7 @@ from .board import Board, _check_label, _check_text, _check_title
 from .collection import Collection
 from .model import Convoy, ConvoyStatus as CS, convoy_from_toml
 from .states import Status
+from .view import Replaced
 
 _CLOSED = (CS.COMPLETED, CS.FAILED, CS.ABANDONED)
 _COMPLETING = ("complete", "approve")  # the verbs of a bead's board.py that may leave it completed
@@ -37,7 +39,7 @@ class Convoys:
         self.board = board
         self._store = Collection("convoy", files, convoy_from_toml, listing="convoys/list", undone=self._undone)
         self._convoys = self._store.items  # the same dict: reads here, changes through the store
-        self._members: tuple[int, dict[str, list]] = (-1, {})  # (the board's version, convoy -> its beads then)
+        self._members = _Members(board)
         self.version = 0  # counts changes of convoys (not of their beads: the board counts those), for files' stamps
         self.changed_at = int(time.time())  # and the epoch second of the last
         board.convoy_check = self._check_open
@@ -62,24 +64,11 @@ class Convoys:
         return list(self._convoys.values())
 
     def beads_of(self, convoy_id: str) -> list:
-        return list(self._by_convoy().get(convoy_id, ()))
-
-    def _by_convoy(self) -> dict[str, list]:
-        """Every convoy's beads, sorted out once per change of the board: `convoys/list` asks for each
-        convoy's (1,000 convoys of 10,000 beads took 0.5 s when each looked through every bead, issue 32)."""
-        version = self.board.changes.version
-        if self._members[0] != version:
-            members: dict[str, list] = {}
-            for bead in self.board.all():
-                if bead.convoy:
-                    members.setdefault(bead.convoy, []).append(bead)
-            self._members = (version, members)
-        return self._members[1]
+        beads = self.board.by_id()
+        return [beads[i] for i in self._members.of(convoy_id)]
 
     def progress(self, convoy_id: str) -> str:
-        beads = self._by_convoy().get(convoy_id, ())
-        done = sum(b.status is Status.COMPLETED for b in beads)
-        return f"{done}/{len(beads)} completed"
+        return f"{self._members.done(convoy_id)}/{len(self._members.of(convoy_id))} completed"
 
     def _check_open(self, convoy_id: str) -> None:
         """A bead may join: the convoy exists and is not closed."""
@@ -200,7 +189,7 @@ class Convoys:
         for commit in queued:  # the bead's request waits for the convoy's write too, but does not fail by it
             answer_after(_Unfailing(commit))
 
-    def _undone(self, convoy_id: str, why: str) -> None:
+    def _undone(self, convoy_id: str, why: str, was: Convoy | None = None, now: Convoy | None = None) -> None:
         self.version += 1
         self.changed_at = int(time.time())
         if self.bus.journal is not None:
@@ -213,6 +202,57 @@ class Convoys:
         self.changed_at = int(time.time())
         self.bus.publish(ConvoyChanged(convoy.id, verb, convoy.status, detail))
         return convoy
+
+
+class _Members:
+    """Each convoy's beads (their ids, in the board's order), kept a change of the board at a time: every bead's
+    change asks for its convoy's (_bead_changed), and sorting 10,000 beads by convoy again each time held the
+    loop for 5-10 ms; `convoys/list` asks for every convoy's (issue 32)."""
+
+    def __init__(self, board: Board):
+        self._board = board
+        self._replaced = Replaced(board.by_id(), board.replacements)
+        self._looked: object = None
+        self._place: dict[str, int] = {}  # bead -> its place in the board's order
+        self._members: dict[str, list[str]] = {}  # convoy -> its beads, by place
+        self._done: dict[str, int] = {}  # convoy -> how many of them are completed
+
+    def of(self, convoy_id: str) -> list[str]:
+        now = (self._board.changes.version, len(self._board.by_id()))
+        if now != self._looked:
+            self._looked = now
+            self._look()
+        return self._members.get(convoy_id, [])
+
+    def done(self, convoy_id: str) -> int:
+        """How many of its beads are completed."""
+        self.of(convoy_id)
+        return self._done.get(convoy_id, 0)
+
+    def _look(self) -> None:
+        changed = self._replaced.look()
+        if changed is None:
+            self._place, self._members, self._done = {}, {}, {}
+            changed = [(None, bead) for bead in self._board.by_id().values()]
+        for old, new in changed:
+            if old is None:
+                self._place[new.id] = len(self._place)
+            elif old.convoy:
+                self._done[old.convoy] -= old.status is Status.COMPLETED
+                if old.convoy != new.convoy:
+                    self._members[old.convoy].remove(new.id)
+            if new.convoy:
+                self._done[new.convoy] = self._done.get(new.convoy, 0) + (new.status is Status.COMPLETED)
+                if old is None or old.convoy != new.convoy:
+                    self._join(new.id, new.convoy)
+
+    def _join(self, bead_id: str, convoy_id: str) -> None:
+        place = self._place[bead_id]
+        members = self._members.setdefault(convoy_id, [])
+        if members and self._place[members[-1]] > place:  # back in a convoy it left: at its place
+            members.insert(bisect_left([self._place[i] for i in members], place), bead_id)
+        else:
+            members.append(bead_id)
 
 
 class _Unfailing:

@@ -18,6 +18,8 @@ from __future__ import annotations
 from .model import Bead
 from .states import Status
 
+BLOCKED_HEADING = "blocked (a dependency cycle, or a dependency that does not exist)"
+
 
 def waves(beads: dict[str, Bead]) -> tuple[list[list[Bead]], list[Bead], list[Bead]]:
     """(waves of open beads, completed beads, blocked beads).
@@ -58,21 +60,23 @@ def waves(beads: dict[str, Bead]) -> tuple[list[list[Bead]], list[Bead], list[Be
 
 
 def render(beads: dict[str, Bead]) -> str:
+    """The whole text at once (view.py keeps it a change at a time, the same text)."""
     levels, done, blocked = waves(beads)
     lines = []
     for number, level in enumerate(levels, 1):
-        lines.append(f"wave {number}")
-        lines += [_line(b, beads) for b in level]
+        lines.append(f"wave {number}\n")
+        lines += [graph_line(b, beads) for b in level]
     if done:
-        lines.append("done")
-        lines += [_line(b, beads) for b in done]
+        lines.append("done\n")
+        lines += [graph_line(b, beads) for b in done]
     if blocked:
-        lines.append("blocked (a dependency cycle, or a dependency that does not exist)")
-        lines += [_line(b, beads) for b in blocked]
-    return "".join(line + "\n" for line in lines)
+        lines.append(BLOCKED_HEADING + "\n")
+        lines += [graph_line(b, beads) for b in blocked]
+    return "".join(lines)
 
 
-def _line(bead: Bead, beads: dict[str, Bead]) -> str:
+def graph_line(bead: Bead, beads: dict[str, Bead]) -> str:
+    """A bead's line: its id, status and title, and the dependencies it still waits for."""
     open_deps = [d for d in bead.depends_on if d not in beads or beads[d].status is not Status.COMPLETED]
     arrow = f"  <- {' '.join(open_deps)}" if open_deps and bead.status is not Status.COMPLETED else ""
-    return f"  {bead.id} {bead.status.value}  {bead.title}{arrow}"
+    return f"  {bead.id} {bead.status.value}  {bead.title}{arrow}\n"

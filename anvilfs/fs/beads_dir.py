@@ -10,7 +10,7 @@
 
 from __future__ import annotations
 
-from ..beads import Bead, Board, Convoys, Who, render_graph
+from ..beads import Bead, Board, Convoys, Who
 from ..beads.model import MAX_TEXT, Convoy
 from ..errors import InvalidRequest, NotPermitted
 from ..tree import Args, Caller, CollectFile, Command, CommandTable, CtlFile, Directory, TextFile, decoded_text
@@ -35,21 +35,11 @@ def _check_holder(board: Board, bead_id: str, caller: Caller | None, is_worker, 
                            f"session {uname}'s agent works on the beads it holds (claim one first)")
 
 
-def bead_line(board: Board, bead: Bead) -> str:
-    """One line of `list` and `ready`: id status role assigned_to title (the same function for both)."""
-    return f"{bead.id} {bead.status.value} {bead.role} {bead.assigned_to or '-'} {bead.title}\n"
-
-
 def beads_directory(board: Board, convoys: Convoys, is_session, is_worker=lambda uname: False,
                     objects: list[ObjectDirectories] | None = None) -> Directory:
     """The files drawn from every bead move at each change of the board that changes them (stamps.py).
     `objects` gets the beads' directories, for the start to build them a slice at a time (root.py)."""
     stamps = Stamps()  # a bead's directory is built again at each change of the bead: its files' stamps stay
-
-    def listing() -> str:
-        lines = [bead_line(board, b) for b in board.all()]
-        lines += [f"{i} broken - - {why}\n" for i, why in board.broken.items()]
-        return "".join(lines)
 
     ready = _ReadyFiles(board)
 
@@ -70,9 +60,9 @@ def beads_directory(board: Board, convoys: Convoys, is_session, is_worker=lambda
             Command("new", lambda args: _new_bead(board, args), BEAD_NEW, min_words=3, max_words=None,
                     options=frozenset({"requires_approval", "convoy"}), repeatable=frozenset({"owns"})),
         ]), readable=True),
-        _drawn(board, TextFile("list", "beads/list", listing)),
-        _drawn(board, TextFile("ready", "beads/ready", lambda: ready.text(None))),
-        _drawn(board, TextFile("graph", "beads/graph", lambda: render_graph({b.id: b for b in board.all()}))),
+        _drawn(board, TextFile("list", "beads/list", board.view.list_text)),
+        _drawn(board, TextFile("ready", "beads/ready", board.view.ready_text)),
+        _drawn(board, TextFile("graph", "beads/graph", board.view.graph_text)),
     ]
     return Directory("beads", "beads", files, more=more, find=find)
 
@@ -89,19 +79,11 @@ class _ReadyFiles:
 
     def __init__(self, board: Board):
         self.board, self.made, self._kept = board, now(), {}
-        self._ready: tuple[int, list[Bead]] = (-1, [])  # (the board's version, its ready beads then)
-
-    def text(self, role: str | None) -> str:
-        """`ready` and each `ready.<role>` share one look through the board per change of it."""
-        version = self.board.changes.version
-        if self._ready[0] != version:
-            self._ready = (version, self.board.ready())
-        return "".join(bead_line(self.board, b) for b in self._ready[1] if role is None or b.role == role)
 
     def file(self, role: str) -> TextFile:
         file = self._kept.get(role)
         if file is None:
-            file = TextFile(f"ready.{role}", f"beads/ready.{role}", lambda: self.text(role))
+            file = TextFile(f"ready.{role}", f"beads/ready.{role}", lambda: self.board.view.ready_text(role))
             if role in self.board.roles():
                 file = self._kept[role] = _drawn(self.board, file)
             else:

@@ -13,7 +13,6 @@ from ..ninep import consts as c
 from ..tree import Handle, Node
 
 _DT_DIR, _DT_REG = 4, 8
-_DIRENT = struct.Struct("<BIQQB")  # qid(type version path) offset type
 
 
 @cache
@@ -107,34 +106,71 @@ def getattr_of(node: Node, size: int) -> tuple:
             2 if node.is_dir else 1, 0, size, 4096, blocks, mtime, 0, mtime, 0, mtime, 0, 0, 0, 0, 0)
 
 
-# A directory read sends a stat record per entry, and `ls beads/` has 10,000: each is encoded once
-# for what it shows (name, qid, mode, mtime, length; the owner is the server's, for ever) and kept,
-# the least recently used dropped past _RECORDS_KEPT (a bead's directory never changes its record).
-_RECORDS_KEPT = 1 << 15
+# A directory read sends a stat record per entry, and `ls beads/` has 10,000: each node keeps the record
+# last encoded for it with what it showed (version, mtime, length, dialect); the rest never changes (the
+# owner is the server's, for ever). A node whose stamp and size cannot move (a bead's directory: built
+# again at each change of the bead) keeps it for good, and a listing sends it with no call at all.
 
 
-@lru_cache(maxsize=_RECORDS_KEPT)
-def _record(name: str, path: int, version: int, mtime: int, mode: int, is_dir: bool, length: int,
-            dialect: Dialect) -> bytes:
+def _encode_record(node: Node, version: int, mtime: int, length: int, dialect: Dialect) -> bytes:
+    """encode_stat of the node's stat record, laid out here for 9P2000 and 9P2000.u: the codec's generic
+    encoder goes field by field, 10-30 µs a record, and the first listing of 10,000 beads after a start
+    encodes 10,000 (tests/unit/test_stat_records.py checks the bytes are the codec's)."""
+    name = node.name.encode("utf-8")
+    tail = _record_tail(dialect)
+    if tail is None or len(name) > 0xFFFF:  # another dialect, or a name the codec refuses with its reason
+        return _generic_record(node, version, mtime, length, dialect)
+    kind = c.QTDIR if node.is_dir else c.QTFILE
+    mode = mode_of(node)
+    size = _RECORD_HEAD.size + len(name) + len(tail)  # what follows the size field: its 2 bytes out, the name's in
+    return b"".join((_RECORD_HEAD.pack(size, 0, 0, kind, version, node.path, mode, mtime, mtime, length),
+                     _U16(len(name)), name, tail))
+
+
+_RECORD_HEAD = struct.Struct("<HHIBIQIIIQ")  # size type dev qid(type version path) mode atime mtime length
+_U16 = struct.Struct("<H").pack
+
+
+@cache
+def _record_tail(dialect: Dialect) -> bytes | None:
+    """What follows the name in every record: the owner (the server's) thrice, and 9P2000.u's fields."""
     owner, uid, gid = _owner()
-    stat = Stat(qid=_qid_pair(path, version, is_dir)[0], mode=mode | (c.DMDIR if is_dir else 0), atime=mtime,
-                mtime=mtime, length=length, name=name, uid=owner, gid=owner, muid=owner,
+    raw = owner.encode("utf-8")
+    owners = (_U16(len(raw)) + raw) * 3
+    if dialect is Dialect.P2000:
+        return owners
+    if dialect is Dialect.P2000U:
+        return owners + _U16(0) + struct.pack("<III", uid, gid, uid)  # no extension; n_uid n_gid n_muid
+    return None
+
+
+def _generic_record(node: Node, version: int, mtime: int, length: int, dialect: Dialect) -> bytes:
+    owner, uid, gid = _owner()
+    stat = Stat(qid=_qid_pair(node.path, version, node.is_dir)[0], mode=mode_of(node), atime=mtime,
+                mtime=mtime, length=length, name=node.name, uid=owner, gid=owner, muid=owner,
                 n_uid=uid, n_gid=gid, n_muid=uid)
     return encode_stat(stat, dialect)
 
 
 def stat_record(node: Node, dialect: Dialect) -> bytes:
-    """encode_stat(stat_of(node)), from the records kept."""
+    """encode_stat(stat_of(node)), kept with the node for as long as it is what the node shows."""
     version, mtime = _stamp(node)
-    return _record(node.name, node.path, version, mtime, node.mode, node.is_dir, node.size(), dialect)
+    length = node.size()
+    kept = node.record
+    if kept is None or kept[1] != version or kept[2] != mtime or kept[3] != length or kept[0] is not dialect:
+        fixed = node.stamp is None and type(node).size is Node.size  # shows the same for ever
+        kept = node.record = (dialect, version, mtime, length, _encode_record(node, version, mtime, length, dialect),
+                              fixed)
+    return kept[4]
 
 
 def pack_stats(nodes: list[Node], start: int, count: int, dialect: Dialect) -> tuple[bytes, int]:
     """9P2000 directory read: whole stat records from entry `start` that fit in count."""
     out = bytearray()
-    index = start
-    while index < len(nodes):
-        record = stat_record(nodes[index], dialect)
+    index, end = start, len(nodes)
+    while index < end:
+        kept = nodes[index].record
+        record = kept[4] if kept is not None and kept[5] and kept[0] is dialect else stat_record(nodes[index], dialect)
         if len(out) + len(record) > count:
             _check_fits(out, len(record), count)
             break
@@ -148,15 +184,30 @@ def pack_dirents(nodes: list[Node], start: int, count: int) -> bytes:
     out = bytearray()
     for index in range(start, len(nodes)):
         node = nodes[index]
-        qid = qid_of(node)
-        raw = node.name.encode()
-        entry = _DIRENT.pack(qid.type, qid.version, qid.path, index + 1, _DT_DIR if node.is_dir else _DT_REG)
-        entry += struct.pack("<H", len(raw)) + raw
+        kept = node.entry
+        if kept is None or not kept[2]:
+            kept = _entry_parts(node)
+        entry = kept[0] + _OFFSET(index + 1) + kept[1]
         if len(out) + len(entry) > count:
             _check_fits(out, len(entry), count)
             break
         out += entry
     return bytes(out)
+
+
+_OFFSET = struct.Struct("<Q").pack
+_ENTRY_TAIL = struct.Struct("<BH").pack  # type, the name's length
+
+
+def _entry_parts(node: Node) -> tuple:
+    """A Treaddir entry but its offset: (its qid's 13 bytes, its type and name), kept with the node as
+    the stat records are (stat_record): for good if its stamp cannot move, else while its qid stays."""
+    qid = packed_qid(node)
+    kept = node.entry
+    if kept is None or kept[0] != qid:
+        raw = node.name.encode()
+        kept = node.entry = (qid, _ENTRY_TAIL(_DT_DIR if node.is_dir else _DT_REG, len(raw)) + raw, node.stamp is None)
+    return kept
 
 
 def _check_fits(out: bytearray, size: int, count: int) -> None:

@@ -6,14 +6,20 @@ One trio task step runs with the loop held: while it runs no other client is
 answered. With ANVILFS_STALLS set, each step that took longer than
 ANVILFS_STALLS_MS milliseconds (default 5) appends a line to PATH:
 
-    EPOCH_SECONDS MILLISECONDS TASK_NAME
+    EPOCH_SECONDS MILLISECONDS TASK_NAME CPU_MILLISECONDS
 
 (benchmarks/reads.py reads the longest of a time window). The line is
 written after the step, outside any measured time; nothing else is timed.
+The CPU time is the thread's in the step: on a machine shared with other
+work, a step's wall time can be many times the work it did (the process
+waiting for a core), and the two together tell which it was. Collections
+of the garbage collector over the threshold get a line of their own, their
+task `gc.generationN` (they happen within a step, and count in its time).
 """
 
 from __future__ import annotations
 
+import gc
 import os
 import time
 
@@ -27,17 +33,27 @@ class StallLog(trio.abc.Instrument):
 
     def __init__(self, path: str, threshold: float):
         self.path, self.threshold = path, threshold
-        self._began = 0.0
-        self._clock = time.perf_counter
+        self._began = self._began_cpu = self._gc_began = self._gc_cpu = 0.0
+        self._clock, self._cpu = time.perf_counter, time.thread_time
 
-    def before_task_step(self, task) -> None:
-        self._began = self._clock()
-
-    def after_task_step(self, task) -> None:
-        took = self._clock() - self._began
+    def collected(self, phase: str, info: dict) -> None:
+        """gc.callbacks: times each collection, logged as a step is."""
+        if phase == "start":
+            self._gc_began, self._gc_cpu = self._clock(), self._cpu()
+            return
+        took, cpu = self._clock() - self._gc_began, self._cpu() - self._gc_cpu
         if took > self.threshold:
             with open(self.path, "a") as out:
-                out.write(f"{time.time():.3f} {took * 1000:.1f} {task.name}\n")
+                out.write(f"{time.time():.3f} {took * 1000:.1f} gc.generation{info['generation']} {cpu * 1000:.1f}\n")
+
+    def before_task_step(self, task) -> None:
+        self._began, self._began_cpu = self._clock(), self._cpu()
+
+    def after_task_step(self, task) -> None:
+        took, cpu = self._clock() - self._began, self._cpu() - self._began_cpu
+        if took > self.threshold:
+            with open(self.path, "a") as out:
+                out.write(f"{time.time():.3f} {took * 1000:.1f} {task.name} {cpu * 1000:.1f}\n")
 
 
 def from_environment() -> list[trio.abc.Instrument]:
@@ -45,4 +61,6 @@ def from_environment() -> list[trio.abc.Instrument]:
     path = os.environ.get(ENV)
     if not path:
         return []
-    return [StallLog(path, float(os.environ.get(ENV_MS, "5")) / 1000)]
+    log = StallLog(path, float(os.environ.get(ENV_MS, "5")) / 1000)
+    gc.callbacks.append(log.collected)
+    return [log]

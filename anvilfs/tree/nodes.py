@@ -50,7 +50,7 @@ class Node:
     """
 
     is_dir = False
-    __slots__ = ("name", "key", "path", "mode", "mtime", "stamp")
+    __slots__ = ("name", "key", "path", "mode", "mtime", "stamp", "record", "entry")
 
     def __init__(self, name: str, key: str, mode: int):
         self.name = name
@@ -59,6 +59,8 @@ class Node:
         self.mode = mode
         self.mtime = int(time.time())
         self.stamp: Callable[[], tuple[int, int]] | None = None
+        self.record: tuple | None = None  # the server's: the stat record last encoded for it, and what it showed
+        self.entry: tuple | None = None  # the server's: its Treaddir entry's parts, likewise
 
     def size(self) -> int:
         """The length a stat reports (SPEC §4): 0, unless a file kind says otherwise."""

@@ -41,6 +41,8 @@ FORBIDDEN = {
     "places.py": {"ninep", "server", "tree", "fs", "sessions", "backends", "config", "client", "app", "trio"},
     "mail": {"ninep", "server", "tree", "fs", "client", "app", "sessions", "beads", "backends"},
     "beads": {"ninep", "server", "tree", "fs", "client", "app", "sessions", "mail", "backends"},
+    # the git engine of worktree sessions (issue 31): plain records in and out, the wiring is app's and fs's
+    "worktrees": {"ninep", "server", "tree", "fs", "client", "app", "sessions", "beads", "mail", "backends", "config"},
     "storage": {"ninep", "server", "tree", "fs", "client", "app", "sessions", "beads", "mail", "backends"},
     # `anvilfs mcp`: a client of the tree like web, with the MCP SDK (imported by that command alone)
     "mcpserver": {"server", "tree", "fs", "sessions", "backends", "config", "app", "beads", "mail", "storage", "trio",

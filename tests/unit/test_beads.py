@@ -297,6 +297,19 @@ def test_a_convoy_write_that_fails_does_not_undo_or_misreport_its_bead(tmp_path)
     assert convoys.get(c.id).status == "completed"
 
 
+def test_a_lease_taken_before_a_restart_runs_out_after_it_and_only_leased_beads_are_released(tmp_path):
+    clock = Clock()
+    board, *_ = make(tmp_path, clock)
+    a, b, c = (board.new(f"Task {i}", "dev", "d") for i in range(3))
+    board.claim(a.id, Who("glenda"), "outside-worker", lease=600)
+    board.claim(b.id, Who("glenda"), "other", lease=60)
+    board.unclaim(b.id)  # no lease any more: nothing to run out
+    again, *_ = make(tmp_path, clock)
+    clock.now += 601
+    assert again.expire_leases() is None
+    assert [again.get(x.id).status for x in (a, b, c)] == [Status.PENDING] * 3
+
+
 def test_a_session_that_ends_releases_its_beads_even_under_a_lease(tmp_path):
     board, *_ = make(tmp_path)
     a = board.new("Task", "dev", "d")

@@ -93,9 +93,11 @@ async def test_a_change_the_disk_refuses_is_taken_back_in_memory_and_said(parts)
     version = board.changes.version
     board.claim(a, Who("bot1", "bot1"))
     board.complete(a)
+    assert board.view.list_text().split()[:2] == [a, "completed"]
     release.set()
     await settled(db)
     assert board.get(a).status is Status.PENDING  # what its file held before the two
+    assert board.view.list_text().split()[:2] == [a, "pending"]  # beads/list, kept a change at a time, too
     assert board.changes.version > version + 2  # the files drawn from all beads see it
     assert f"cannot save bead {a}: Is a directory; bead {a} is back to what its file holds" in board.bus.journal.text()
 

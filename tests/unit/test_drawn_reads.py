@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from anvilfs.beads import Board, Convoys, Who
+from anvilfs.beads import Board, Convoys, Who, view
 from anvilfs.client.protocol import directory_entries
 from anvilfs.domain_events import EventBus
 from anvilfs.fs import beads_dir
@@ -42,19 +42,19 @@ def look(node) -> bytes:
     return read(node)
 
 
-def test_the_graph_is_rendered_once_per_change_of_the_board_however_often_it_is_read(monkeypatch):
-    renders = []
-    real = beads_dir.render_graph
-    monkeypatch.setattr(beads_dir, "render_graph", lambda beads: renders.append(1) or real(beads))
+def test_the_graph_is_drawn_once_per_change_of_the_board_however_often_it_is_read(monkeypatch):
+    lines = []
+    real = view.graph_line
+    monkeypatch.setattr(view, "graph_line", lambda bead, beads: lines.append(bead.id) or real(bead, beads))
     board, _, directory, made = tree()
     graph = directory.lookup("graph")
     first = look(graph)
     for _ in range(5):
         assert look(graph) == first
-    assert len(renders) == 1
+    assert sorted(lines) == sorted(made)
     board.claim(made[0], Who("tester"), "someone", lease=60)
     after = look(graph)
-    assert after != first and look(graph) == after and len(renders) == 2
+    assert after != first and look(graph) == after and lines[len(made):] == [made[0]]
 
 
 def test_listing_the_beads_makes_none_of_their_files(monkeypatch):
@@ -115,3 +115,20 @@ def test_the_start_builds_directories_a_slice_at_a_time_and_listings_find_them_b
     assert all(directory.lookup(name) is node for name, node in built.items())
     board.claim(made[0], Who("tester"), "someone", lease=60)  # a new Bead object: its directory is built again
     assert beads.build_some(10) is False and directory.lookup(made[0]) is not built[made[0]]
+
+
+def test_a_listing_kept_between_reads_shows_each_bead_directory_as_a_walk_finds_it():
+    board, convoys, directory, made = tree(40)
+    first = directory.children()
+    for i, bead in enumerate(made[:5]):
+        board.claim(bead, Who("tester"), "someone", lease=60)  # a new Bead object: a new directory
+        if i < 4:
+            board.complete(bead)
+    made.append(board.new("Task 40", "worker", "do").id)
+    again = directory.children()
+    beads = [n for n in again if n.name in made]
+    assert [n.name for n in beads] == [b.id for b in board.all()]
+    assert all(directory.lookup(n.name) is n for n in beads)
+    assert [n.name for n in first if n.name in made] == made[:40]  # the first listing, as it was handed out
+    records = pack_stats(again, 0, 1 << 20, Dialect.P2000U)[0]
+    assert [e.name for e in directory_entries(records, Dialect.P2000U)] == [n.name for n in again]

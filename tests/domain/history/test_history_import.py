@@ -20,6 +20,8 @@ async def test_an_old_journal_and_its_batch_under_way_are_committed_once_in_thei
     await started(on_error=errors.append)
     assert subjects(state) == ["3 changes: Created: a, Created: b, Created: c"]
     assert not (state / JOURNAL).exists() and not (state / COMMITTING).exists()
+    kept = {path.name for path in (state / "imported").glob("*/history.*")}
+    assert kept == {JOURNAL, COMMITTING}  # moved away for a person, as the other imports' files
     assert pending(db) == [] and errors == []
     assert git(state, "status", "--porcelain", "--", "beads") == ""
 
@@ -40,8 +42,8 @@ async def test_a_batch_the_old_server_had_committed_is_not_committed_again(start
 
 
 async def test_a_start_killed_after_the_import_before_the_files_went_imports_nothing_twice(started, state, db):
-    """The import's rows and its mark are one transaction; the files go after it. Found again with the
-    mark matching (the start was killed between the two), they are removed, not imported twice."""
+    """The import's rows and its marks are one transaction; the files go after it. Found again with
+    their marks matching (the start was killed between the two), they are moved, not imported twice."""
     root = PrivateDir(state)
     make_history(state)
     write_bead(root, "a")
