@@ -18,13 +18,14 @@ from .mail import DEFAULT_NOTICE, TOOLS_NOTICE, MailLimits, MailTables, MemoryMa
 from .mail import store as mail_store
 from .mail.imported import import_mail_files
 from .sessions import SESSIONS_SCHEMA, Backend, RestartPolicy, SessionLimits, Sessions, SessionStore, State
-from .storage import Database, GitHistory, PrivateDir, TomlObjects
+from .storage import HISTORY_SCHEMA, Database, GitHistory, PrivateDir, TomlObjects
 
 # The tables of STATE/anvilfs.db, each domain's own (CREATE ... IF NOT EXISTS), made at start.
 SCHEMA = "\n".join([
     "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);",
     SESSIONS_SCHEMA,
     mail_store.SCHEMA,
+    HISTORY_SCHEMA,
 ])
 
 
@@ -67,18 +68,23 @@ class App:
             **({"agent_home": lambda name, agents=state.subdir("agents").path: os.path.join(agents, name)}
                if state is not None else {}),
         )
-        # beads and convoys are committed to git (STATE/.git) soon after each durable change
-        self.history = GitHistory(state, on_error=lambda text: self.record_error("history", text)) if state else None
-        record = self._record_history if state else (lambda message: None)
-        self.board = Board(TomlObjects(state.subdir("beads"), "bead") if state else None, self.bus,
-                           is_session=lambda name: self.sessions.find(name) is not None, history=record)
-        self.convoys = Convoys(TomlObjects(state.subdir("convoys"), "convoy") if state else None, self.bus, self.board,
-                               history=record)
+        # beads and convoys: TOML files and their messages written by the database's writer thread, committed
+        # to git (STATE/.git) soon after (storage/history.py)
+        self.history = GitHistory(state, self.db, on_error=lambda text: self.record_error("history", text)) \
+            if state else None
+        self.board = Board(self._objects("beads", "bead"), self.bus,
+                           is_session=lambda name: self.sessions.find(name) is not None)
+        self.convoys = Convoys(self._objects("convoys", "convoy"), self.bus, self.board)
         self.post = self._post_office(state, mail)
         self.tree = AgentTree(self.sessions, self.events, self.errors, board=self.board, convoys=self.convoys,
                               post=self.post, report=self.record_error)
         self.sessions.reserved = self.tree.root.fixed_names()  # a session may not be named as a file beside it
         self.bus.subscribe(SessionMoved, self._session_failed)
+
+    def _objects(self, directory: str, table: str) -> TomlObjects | None:
+        if self._state is None:
+            return None
+        return TomlObjects(self._state.subdir(directory), table, self.db, self.history)
 
     def _post_office(self, state: PrivateDir | None, settings: MailSettings) -> PostOffice:
         """Mail, and its ties to the other domains: who is a session, notices, beads' approvals."""
@@ -166,15 +172,6 @@ class App:
         """Keep the full text of an error where a 9P2000.L user can read it."""
         self.errors.append(f"{where}: {text}")
         self.events.append(f"- error {where}: {text}")
-
-    def _record_history(self, message: str) -> None:
-        """A change is on disk already; its message waits for git in a journal. If that cannot be
-        written, the change still stands (and is committed as recovered): say so, do not fail the write."""
-        try:
-            self.history.record(message)
-        except OSError as exc:
-            self.record_error("history", f"cannot record {message!r}: {exc}; the change is saved and will be "
-                                         "committed without its message")
 
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
         try:

@@ -8,6 +8,8 @@ next start makes of them (tests/server/test_approval_crashes.py, test_mail_impor
     approval-answer    a bead's `approve` or `reject` is saved; the record of its request is not answered yet
     mail-import        mail files of an earlier anvilfs are inserted in the database, not yet committed
     mail-import-move   that import is committed; one of its directories is moved to imported/, not the others
+    history-message    a bead's or convoy's file is on disk; its history message is not (storage/objects.py,
+                       in the writer thread; tests/server/test_beads_durability.py)
 
 The approval points die in the database's writer thread, once everything queued before them is on
 disk and before anything queued after (mail/store.py: kill_point), so they stay between the bead's

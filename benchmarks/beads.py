@@ -6,8 +6,9 @@ Starts a real `anvilfs serve` on a fresh state directory and, over one 9P
 connection from this process (the project's blocking client):
 
 - creates N beads through `beads/ctl`, one Twrite each on one open fid,
-  each durable (atomic write + fsync, and recorded for git) before its
-  answer: creates per second;
+  each durable before its answer (its file written and fsynced, and its
+  history message committed in STATE/anvilfs.db, by the database's writer
+  thread): creates per second;
 - claims and completes M of them (two Twrites each): verbs per second;
 - reads `beads/ready` (about N-M beads) 20 times: median and max ms;
 - the server's RSS (VmRSS, VmHWM);

@@ -2,10 +2,11 @@
 
 Every verb is synchronous from its checks to its write, and the server runs
 one at a time, so a claim is a compare-and-swap: of any number of
-concurrent claimers exactly one finds the bead pending. A change is on disk
-(atomic, fsynced) and recorded for the git history before the verb returns,
-and memory changes only after the disk did, so a refused write changes
-nothing. Other domains hear of changes through the event bus.
+concurrent claimers exactly one finds the bead pending. A change is in
+memory when the verb returns, and on disk (atomic, fsynced) with its message
+for the git history before the request that made it is answered; a write the
+disk refuses is taken back in memory (collection.py). Other domains hear of
+changes through the event bus.
 """
 
 from __future__ import annotations
@@ -54,14 +55,13 @@ class Board:
         bus: EventBus,
         *,
         is_session: Callable[[str], bool],
-        history: Callable[[str], None] = lambda message: None,
         clock: Callable[[], float] = time.time,
     ):
         self.bus = bus
         self.is_session = is_session
         self.clock = clock
         self.convoy_check: Callable[[str], None] = _no_convoys  # Convoys sets it: raises if a bead cannot join
-        self._store = Collection("bead", files, bead_from_toml, history=history, listing="beads/list")
+        self._store = Collection("bead", files, bead_from_toml, listing="beads/list", undone=self._undone)
         self._beads = self._store.items  # the same dict: reads here, changes through the store
         self.changes = Changes()  # bumps on every change (the lease task waits on it, the files' stamps follow it)
         self.changed_at = int(time.time())  # the epoch second of the last change: the mtime of files drawn from all beads
@@ -284,6 +284,15 @@ class Board:
                 self.bus.journal.append(f"- beads: cannot release {bead.id}: {exc.message}")
 
     # ------------------------------------------------------------ saving
+
+    def _undone(self, bead_id: str, why: str, was: Bead, now: Bead | None) -> None:
+        if now is not None:  # what follows the board's changes sees it as one (a bead gone: it looks at all)
+            self.replacements.note(was, now)
+        (self._leased.add if now is not None and _leased(now) else self._leased.discard)(bead_id)
+        self.changes.bump()
+        self.changed_at = int(time.time())
+        if self.bus.journal is not None:
+            self.bus.journal.append(f"- beads: {why}; bead {bead_id} is back to what its file holds")
 
     def _save(self, bead: Bead, message: str, verb: str, detail: str = "", *, new: bool = False) -> Bead:
         old = self._beads.get(bead.id)

@@ -3,7 +3,9 @@
 Board and Convoys keep their rules; this is what they share: reading every
 file once at start (a broken one reported, never overwritten, its id never
 reused), finding an object with an error that says what to do, and saving a
-change to disk and to history before memory changes.
+change: in memory at once (the next verb sees it), on disk and in the history
+by the database's writer thread before the request that made it is answered
+(storage/objects.py), and undone in memory if the disk refuses it.
 """
 
 from __future__ import annotations
@@ -22,15 +24,16 @@ T = TypeVar("T")
 
 class Collection(Generic[T]):
     def __init__(self, kind: str, files: TomlObjects | None, parse: Callable[[dict, str], T], *,
-                 history: Callable[[str], None], listing: str):
+                 listing: str, undone: Callable[[str, str, T, T | None], None]):
         self.kind = kind
         self.files = files
         self.parse = parse
-        self.history = history
         self.listing = listing  # where a user sees them all: `beads/list`
+        self.undone = undone  # (id, why, was, now): a change the disk refused was taken back in memory
         self.items: dict[str, T] = {}
         self.broken: dict[str, str] = {}  # id -> why its file cannot be used
         self._ids = IdMaker(kind)
+        self._saving: dict[str, _Saving] = {}  # id -> its writes on their way to disk
 
     def load(self) -> list[str]:
         """Read every file; a line for each that cannot be used (reported, never fixed silently)."""
@@ -62,12 +65,61 @@ class Collection(Generic[T]):
         return self._ids.next(title, lambda i: i in self.items or i in self.broken)
 
     def save(self, obj, message: str, *, new: bool = False) -> None:
-        """On disk (atomic, fsynced) and recorded for history, then in memory; a refused write changes nothing."""
+        """In memory now; its file and history message queued for the disk (a file a person broke: refused,
+        nothing changed). A write the disk refuses is taken back once the writes queued after it are done."""
         obj.updated = timestamp()
-        if self.files is not None:
-            try:
-                self.files.write(obj.id, obj.to_toml(), new=new)
-            except OSError as exc:
-                raise AnvilError(f"cannot save {self.kind} {obj.id}: {exc.strerror or exc}; nothing was changed") from None
-            self.history(message)
-        self.items[obj.id] = obj
+        if self.files is None:
+            self.items[obj.id] = obj
+            return
+        saving = self._saving.setdefault(obj.id, _Saving(self.items.get(obj.id)))
+        saving.writes += 1
+        previous = self.items.get(obj.id)
+        self.items[obj.id] = obj  # first: a write that settles at once finds it
+        try:
+            self.files.write(obj.id, obj.to_toml(), new=new, message=message,
+                             settled=lambda error: self._settled(obj, error))
+        except OSError as exc:
+            self._forget(obj.id, previous)
+            raise AnvilError(f"cannot save {self.kind} {obj.id}: {exc.strerror or exc}; nothing was changed") from None
+
+    def _forget(self, object_id: str, previous) -> None:
+        """A write refused before it was queued."""
+        saving = self._saving[object_id]
+        saving.writes -= 1
+        if not saving.writes:
+            del self._saving[object_id]
+        _put_back(self.items, object_id, previous)
+
+    def _settled(self, obj, error: OSError | None) -> None:
+        """Writes settle in the order they were queued: once the last is done, memory holds what disk does."""
+        saving = self._saving[obj.id]
+        saving.writes -= 1
+        if error is None:
+            saving.on_disk = obj
+        else:
+            saving.refused = f"cannot save {self.kind} {obj.id}: {error.strerror or error}"
+        if saving.writes:
+            return
+        del self._saving[obj.id]
+        was = self.items.get(obj.id)
+        if saving.refused and was is not saving.on_disk:
+            _put_back(self.items, obj.id, saving.on_disk)
+            self.undone(obj.id, saving.refused, was, saving.on_disk)
+
+
+def _put_back(items: dict, object_id: str, obj) -> None:
+    if obj is None:
+        items.pop(object_id, None)
+    else:
+        items[object_id] = obj
+
+
+class _Saving:
+    """An object's writes on their way to disk: how many, the last version on disk, and why one failed."""
+
+    __slots__ = ("on_disk", "writes", "refused")
+
+    def __init__(self, on_disk) -> None:
+        self.on_disk = on_disk
+        self.writes = 0
+        self.refused = ""

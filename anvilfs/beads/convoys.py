@@ -22,6 +22,7 @@ from ..domain_events import BeadChanged, ConvoyChanged, EventBus
 from ..errors import AnvilError, Busy, InvalidRequest, NotFound
 from ..journal import timestamp
 from ..storage import TomlObjects
+from ..waitable import Settles, answer_after, collecting
 from .board import Board, _check_label, _check_text, _check_title
 from .collection import Collection
 from .model import Convoy, ConvoyStatus as CS, convoy_from_toml
@@ -33,10 +34,10 @@ _COMPLETING = ("complete", "approve")  # the verbs of a bead's board.py that may
 
 
 class Convoys:
-    def __init__(self, files: TomlObjects | None, bus: EventBus, board: Board, *, history=lambda message: None):
+    def __init__(self, files: TomlObjects | None, bus: EventBus, board: Board):
         self.bus = bus
         self.board = board
-        self._store = Collection("convoy", files, convoy_from_toml, history=history, listing="convoys/list")
+        self._store = Collection("convoy", files, convoy_from_toml, listing="convoys/list", undone=self._undone)
         self._convoys = self._store.items  # the same dict: reads here, changes through the store
         self._members = _Members(board)
         self.version = 0  # counts changes of convoys (not of their beads: the board counts those), for files' stamps
@@ -180,11 +181,20 @@ class Convoys:
     def _react(self, convoy: Convoy, message: str, verb: str, detail: str) -> None:
         """A convoy following its beads. Its bead's change stands whatever happens here, so a refused
         write is reported (events, errors), not raised into the bead's writer; the next start re-checks."""
-        try:
-            self._save(convoy, message, verb, detail)
-        except AnvilError as exc:
-            if self.bus.journal is not None:
-                self.bus.journal.append(f"- convoys: {exc.message}; convoy {convoy.id} is re-checked at the next start")
+        with collecting() as queued:
+            try:
+                self._save(convoy, message, verb, detail)
+            except AnvilError as exc:
+                self._undone(convoy.id, exc.message)
+        for commit in queued:  # the bead's request waits for the convoy's write too, but does not fail by it
+            answer_after(_Unfailing(commit))
+
+    def _undone(self, convoy_id: str, why: str, was: Convoy | None = None, now: Convoy | None = None) -> None:
+        self.version += 1
+        self.changed_at = int(time.time())
+        if self.bus.journal is not None:
+            self.bus.journal.append(f"- convoys: {why}; convoy {convoy_id} is re-checked at the next start "
+                                     "(until then it is as its file says)")
 
     def _save(self, convoy: Convoy, message: str, verb: str, detail: str = "", *, new: bool = False) -> Convoy:
         self._store.save(convoy, message, new=new)
@@ -243,3 +253,18 @@ class _Members:
             members.insert(bisect_left([self._place[i] for i in members], place), bead_id)
         else:
             members.append(bead_id)
+
+
+class _Unfailing:
+    """A convoy's write that a bead's request waits for without failing by it (its refusal is reported)."""
+
+    __slots__ = ("_commit",)
+
+    def __init__(self, commit: Settles):
+        self._commit = commit
+
+    async def wait(self) -> None:
+        try:
+            await self._commit.wait()
+        except OSError:
+            pass

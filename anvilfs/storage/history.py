@@ -1,40 +1,54 @@
 """The git history of the state directory: every durable change committed, with its message, in groups.
 
-A domain writes a change's file (PrivateDir: atomic, fsynced), calls
-``record(message)``, then answers. ``record`` only appends the message to a
-journal (one fsynced append); ``run`` commits soon after, grouping what
-came in a short moment, because one git add + commit costs far more than a
-durable write.
+A bead's or convoy's change reaches the disk in two steps, one job of the
+database's writer thread (database.py), in this order:
 
-No message is lost, and none is committed twice, whenever the server dies:
+    1. its file       the TOML file, written atomically and fsynced (TomlObjects.write)
+    2. its message    a row of history_pending, committed in STATE/anvilfs.db (`keep`)
 
-    record     appends {id, message} to history.journal
-    commit     renames history.journal to history.committing (one atomic step),
-               `git add` the tracked directories, `git commit` the messages with
-               the batch's id as a trailer, then removes history.committing
+and the request that made it is answered only after both. ``run`` commits
+soon after, grouping what came in a short moment, because one git add +
+commit costs far more than a durable write:
 
-A restart that finds history.committing looks for its batch id in the last
-commit: there, only the removal was missed; missing, it is committed now.
-Changes to the tracked files that no message covers (the server died
-between a write and its record) are committed at start as recovered.
+    commit     read the pending rows 1..N; `git add` the tracked directories;
+               `git commit` their messages with the trailer "Anvilfs-Batch: <db id>.<N>";
+               then delete rows 1..N
+
+What a restart finds, wherever the server died (no message is lost, none
+committed twice):
+
+    between 1 and 2      a file no message covers: committed at start as
+                         recovered (RECOVERED); its request was never answered
+    after 2              pending rows: committed at start with their messages
+    after the git commit, before the delete
+                         the last commit's trailer names this database and N:
+                         rows up to N are deleted, not committed again
+
+A message whose file is not on disk cannot be: the row is written after the
+file in the same job, and a file write that fails fails the job (its row is
+rolled back with it). A hand edit is committed as recovered too.
 """
 
 from __future__ import annotations
 
-import json
+import os
 import secrets
+import sqlite3
 from collections.abc import Callable
-from dataclasses import dataclass
 
 import trio
 
 from ..journal import one_line
 from ..waitable import Changes
+from .database import Commit, Database
 from .gitrepo import GitRepository
-from .private import PrivateDir
+from .history_import import COMMITTING, JOURNAL, import_journal
+from .private import PrivateDir, ensure_private_dir
 
-JOURNAL = "history.journal"
-COMMITTING = "history.committing"
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS history_pending (seq INTEGER PRIMARY KEY AUTOINCREMENT, message TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS history_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+"""
 BATCH_TRAILER = "Anvilfs-Batch: "
 RECOVERED = "Recovered: changes no message was recorded for (a server stopped before recording them, or a hand edit)"
 _SUBJECT_MAX = 120  # of a grouped commit's subject; every message is in the body anyway
@@ -42,39 +56,34 @@ _SUBJECT_MAX = 120  # of a grouped commit's subject; every message is in the bod
 _NOT_STATE = ":(exclude)*/.*.tmp"
 
 
-@dataclass(frozen=True, slots=True)
-class _Batch:
-    """The messages of history.committing, and the id of its last record (its batch id)."""
-    messages: tuple[str, ...]
-    batch_id: str | None
-
-
 class GitHistory:
     """The state directory as a git repository: changes committed in groups, each with its message.
 
-    Call ``record`` from the trio thread, after the change's file is written.
+    A change's message is kept by ``keep`` inside the writer-thread job that
+    wrote its file (or by ``record`` alone); ``follow`` that job's Commit.
     Run ``run`` as a task; ``flush`` before a clean stop (a cancelled git may
     leave a lock file, which the next start removes).
     """
 
-    def __init__(self, root: PrivateDir, tracked: tuple[str, ...] = ("beads", "convoys"), *,
+    def __init__(self, root: PrivateDir, db: Database, tracked: tuple[str, ...] = ("beads", "convoys"), *,
                  on_error: Callable[[str], None] = lambda text: None,
                  group_delay: float = 0.1, retry_delay: float = 1.0, lock_timeout: float = 10.0):
         self._root = root
+        self._db = db
         self._tracked = tuple(_check_tracked(name) for name in tracked)
         self._repo = GitRepository(root, lock_timeout=lock_timeout)  # first: a refused start changes nothing
         self._make_tracked_dirs()
         self._on_error = on_error
         self._group_delay = group_delay
         self._retry_delay = retry_delay
-        self._boot = secrets.token_hex(6)  # record ids are unique across server lives
-        self._recorded = 0  # records made by this object
-        self._in_committing = 0  # of those, how many are in history.committing or before
+        self._id = ""  # this database's, in batch trailers: a new database never takes an old one's batches
+        self._head_checked = False  # rows the last commit holds already are deleted before the next commit
+        self._recorded = 0  # messages queued (their jobs followed) by this object
+        self._in_round = 0  # of those, how many the commit under way holds
         self._committed = 0  # of those, how many are in history
         self._commits = Changes()
         self._wanted = trio.Event()
         self._lock = trio.Lock()  # one git at a time: they share the index
-        _end_torn_line(root)
 
     @property
     def stale_locks_removed(self) -> tuple[str, ...]:
@@ -84,12 +93,35 @@ class GitHistory:
     def close(self) -> None:
         self._repo.close()
 
-    def record(self, message: str) -> None:
-        """Note a change just written, durably; it is committed with `message` soon."""
-        record_id = f"{self._boot}.{self._recorded + 1}"
-        self._root.append(JOURNAL, (json.dumps([record_id, one_line(message)]) + "\n").encode())
+    # ------------------------------------------------------------ recording
+
+    @staticmethod
+    def keep(conn: sqlite3.Connection, message: str) -> None:
+        """In the writer thread, in the job that wrote the change's file: its message, pending."""
+        conn.execute("INSERT INTO history_pending (message) VALUES (?)", (one_line(message),))
+
+    def follow(self, commit: Commit) -> None:
+        """The Commit of a job that called ``keep``: once settled, the message waits for git."""
         self._recorded += 1
-        self._wanted.set()
+        self._wanted.set()  # now, not once on disk: a round that began since takes it (it waits for the queue)
+        commit.then(self._kept)
+
+    def record(self, message: str) -> Commit:
+        """A message alone (its change's file written already), committed soon after it is on disk."""
+        commit = self._db.call(lambda conn: self.keep(conn, message))
+        self.follow(commit)
+        return commit
+
+    def lost(self, message: str, error: OSError) -> None:
+        """A change whose file is on disk but whose message the database refused: said, and committed as recovered."""
+        self._on_error(f"history: cannot keep the message {message!r} ({error.strerror or error}); the change "
+                       "is saved and will be committed without it")
+
+    def _kept(self, error: OSError | None) -> None:
+        if error is not None:
+            self._wanted.set()  # a failed job may still have left its file: committed as recovered
+
+    # ------------------------------------------------------------ running
 
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
         """Commit what a stopped server left pending, then commit soon after every record, for ever."""
@@ -100,11 +132,11 @@ class GitHistory:
                 await self._wanted.wait()
                 await trio.sleep(self._group_delay)  # let a burst of changes share one commit
             else:
-                await trio.sleep(self._retry_delay)  # git failed (disk full?): the journal waits
+                await trio.sleep(self._retry_delay)  # git failed (disk full?): the rows wait
             ok = await self._commit_reporting()
 
     async def flush(self) -> None:
-        """Commit everything pending now; StorageError if git fails (nothing is lost then either)."""
+        """Commit everything recorded so far, now; StorageError if git fails (nothing is lost then either)."""
         await self._commit_pending()
 
     async def wait_committed(self) -> None:
@@ -120,66 +152,67 @@ class GitHistory:
             await self._commit_pending()
             return True
         except OSError as exc:
-            self._on_error(f"history: {exc}; will retry (the messages wait in {self._root.path}/history.*)")
+            self._on_error(f"history: {exc}; will retry (the messages wait in {self._db.path})")
             return False
 
     async def _commit_pending(self) -> None:
         async with self._lock:
-            leftover = self._read_batch()  # from a failed commit, or a server that died
-            if leftover is not None:
-                if not await self._in_last_commit(leftover):
-                    await self._commit(leftover)
-                self._batch_done()
-            self._wanted = trio.Event()  # records from here on wake the next round
-            self._root.move(JOURNAL, self._root, COMMITTING)
-            self._in_committing = self._recorded
-            await self._commit(self._read_batch() or _Batch((), None))
-            self._batch_done()
+            try:
+                if not self._id:
+                    await self._start()
+                if not self._head_checked:
+                    await self._drop_committed()
+                self._wanted = trio.Event()  # records from here on wake the next round
+                self._in_round = self._recorded
+                await self._db.call(lambda conn: None, barrier=True).wait()  # those recorded so far are in the table
+                rows = self._db.read("SELECT seq, message FROM history_pending ORDER BY seq")
+                await self._commit(tuple(m for _, m in rows), f"{self._id}.{rows[-1][0]}" if rows else "")
+                if rows:
+                    await self._db.execute("DELETE FROM history_pending WHERE seq <= ?", (rows[-1][0],)).wait()
+            except BaseException:
+                self._head_checked = False  # git may have committed what is still pending
+                raise
+        self._committed = self._in_round
+        self._commits.bump()
 
-    async def _in_last_commit(self, batch: _Batch) -> bool:
-        if batch.batch_id is None:
-            return False
-        return BATCH_TRAILER + batch.batch_id in (await self._repo.head_message()).splitlines()
+    async def _start(self) -> None:
+        """This database's id (made once), and the messages of a journal an older anvilfs left."""
+        found = self._db.read("SELECT value FROM history_meta WHERE key = 'id'")
+        if found:
+            self._id = found[0][0]
+        else:
+            made = secrets.token_hex(6)
+            await self._db.execute("INSERT INTO history_meta VALUES ('id', ?)", (made,)).wait()
+            self._id = made
+        await import_journal(self._root, self._db, self._repo.head_message, self._on_error)
 
-    async def _commit(self, batch: _Batch) -> None:
+    async def _drop_committed(self) -> None:
+        """Rows a killed server had committed to git but not yet deleted: the last commit's trailer says."""
+        for line in (await self._repo.head_message()).splitlines():
+            db_id, _, last = line.removeprefix(BATCH_TRAILER).partition(".")
+            if line.startswith(BATCH_TRAILER) and db_id == self._id and last.isdigit():
+                await self._db.execute("DELETE FROM history_pending WHERE seq <= ?", (int(last),)).wait()
+        self._head_checked = True
+
+    async def _commit(self, messages: tuple[str, ...], batch_id: str) -> None:
         self._make_tracked_dirs()  # a tracked directory removed by hand: its deletions are committed
         await self._repo.git("add", "--all", "--", *self._tracked, _NOT_STATE)
-        if batch.messages:
-            message = commit_message(batch.messages, batch.batch_id)
+        if messages:
+            message = commit_message(messages, batch_id)
         else:
             changed = await self._repo.git("diff", "--cached", "--name-status")
             if not changed.strip():
                 return  # nothing to commit is not an error
             message = f"{RECOVERED}\n\n{changed}"
         # --allow-empty: a change's file may already be in an earlier commit (git scanned after the
-        # write but before the record); its message must still reach history
+        # write but before its row was committed); its message must still reach history
         await self._repo.git("commit", "--quiet", "--no-verify", "--allow-empty", "--cleanup=verbatim",
                              "--file=-", stdin=message.encode())
 
-    def _batch_done(self) -> None:
-        self._root.remove(COMMITTING)
-        self._committed = self._in_committing
-        self._commits.bump()
-
-    # ------------------------------------------------------------ the journal
-
-    def _read_batch(self) -> _Batch | None:
-        data = self._root.read(COMMITTING)
-        if data is None:
-            return None
-        records = []
-        *lines, _torn = data.split(b"\n")  # a torn last line was never answered: recovered from the files
-        for line in lines:
-            try:
-                record_id, message = json.loads(line)
-                records.append((str(record_id), str(message)))
-            except (ValueError, TypeError):
-                self._on_error(f"history: skipped a line of {COMMITTING} that is not a record: {line[:80]!r}")
-        return _Batch(tuple(m for _, m in records), records[-1][0] if records else None)
-
     def _make_tracked_dirs(self) -> None:
+        # not PrivateDir(): that removes the temporary files of writes under way in the writer thread
         for name in self._tracked:
-            self._root.subdir(name).close()
+            ensure_private_dir(os.path.join(self._root.path, name))
 
 
 def commit_message(messages: tuple[str, ...], batch_id: str) -> str:
@@ -194,13 +227,6 @@ def commit_message(messages: tuple[str, ...], batch_id: str) -> str:
             break
         subject += message + (", " if i < len(messages) - 1 else "")
     return subject + "\n\n" + "".join(m + "\n" for m in messages) + "\n" + trailer
-
-
-def _end_torn_line(root: PrivateDir) -> None:
-    """A record cut off by a crash was never answered; end its line so the next record starts clean."""
-    data = root.read(JOURNAL)
-    if data and not data.endswith(b"\n"):
-        root.append(JOURNAL, b"\n")
 
 
 def _check_tracked(name: str) -> str:

@@ -1,15 +1,11 @@
-"""A small, fast TOML writer for the files the server rewrites on every change.
+"""A small, fast TOML writer for the files the server rewrites on every change (beads, convoys).
 
-tomlkit keeps comments and layout, which matters for files people edit
-(the configuration); it is slow for a file saved at every change, which matters here.
-Session files are written by the server alone, so this plain writer does:
-tables of scalars, lists and inline tables, and arrays of tables. Reading
-them back is tomlread.py's job (the standard library's tomllib for what a
-person has edited).
-
-A table that seldom changes (a session's definition) can be rendered once
-with rendered() and the result put in the document instead of the dict:
-dumps() writes its lines as they are.
+tomlkit keeps comments and layout, which matters for files people edit;
+it is slow for a file saved at every change, which matters here. While a
+bead's file is exactly what this writer made (objects.py checks), this plain
+writer does: tables of scalars, lists and inline tables, and arrays of
+tables. Reading them back is tomlread.py's job (the standard library's
+tomllib for what a person has edited).
 """
 
 from __future__ import annotations
@@ -17,18 +13,9 @@ from __future__ import annotations
 import functools
 import math
 import re
-from collections.abc import Iterable
-from dataclasses import dataclass
 from json.encoder import encode_basestring
 
 _BARE_KEY = re.compile(r"[A-Za-z0-9_-]+\Z")
-
-
-@dataclass(frozen=True, slots=True)
-class Rendered:
-    """A table's `key = value` lines, rendered by rendered(), for dumps() to write as they are."""
-
-    lines: tuple[str, ...]
 
 
 @functools.lru_cache(maxsize=1024)  # the same few keys in every file; the regex costs more than the lookup
@@ -63,23 +50,16 @@ def value(v) -> str:
     raise TypeError(f"cannot write {type(v).__name__} as TOML")
 
 
-def rendered(table: dict) -> Rendered:
-    """The table's lines as dumps() would write them now: to keep, and put in documents for it."""
-    return Rendered(tuple(_lines(table)))
-
-
-def _lines(table: dict | Rendered) -> Iterable[str]:
-    if isinstance(table, Rendered):
-        return table.lines
+def _lines(table: dict) -> list[str]:
     return [f"{_key(k)} = {value(x)}" for k, x in table.items()]
 
 
 def dumps(document: dict, *, comment: str = "") -> str:
-    """Top-level dicts (and Rendered) become [tables], lists of dicts [[arrays of tables]]; the rest key = value."""
+    """Top-level dicts become [tables], lists of dicts [[arrays of tables]]; the rest key = value."""
     head = [f"# {comment}"] if comment else []
     scalars, sections = [], []
     for name, v in document.items():
-        if isinstance(v, dict | Rendered):
+        if isinstance(v, dict):
             sections.append(f"\n[{_key(name)}]")
             sections.extend(_lines(v))
         elif isinstance(v, list) and v and all(isinstance(x, dict) for x in v):

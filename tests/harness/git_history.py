@@ -5,10 +5,12 @@ from __future__ import annotations
 import os
 import subprocess
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import trio
 
-from anvilfs.storage import GitHistory, PrivateDir
+from anvilfs.storage import HISTORY_SCHEMA, Database, GitHistory, PrivateDir
 
 DEADLINE = 20  # seconds: far beyond what git needs here; reached only when something is broken
 
@@ -60,5 +62,23 @@ def write_bead(root: PrivateDir, name: str, text: str = "title = 'x'\n") -> None
     root.subdir("beads").write_atomic(f"{name}.toml", text.encode())
 
 
+@contextmanager
+def state_db(state) -> Iterator[Database]:
+    """The state's database (STATE/anvilfs.db, with the history's tables), as a server opens it."""
+    root = PrivateDir(state)
+    db = Database(root, "anvilfs.db", HISTORY_SCHEMA)
+    try:
+        yield db
+    finally:
+        db.close()
+        root.close()
+
+
+def pending(db: Database) -> list[str]:
+    """The messages waiting in the database for git."""
+    return [message for (message,) in db.read("SELECT message FROM history_pending ORDER BY seq")]
+
+
 def make_history(state) -> None:
-    GitHistory(PrivateDir(state)).close()
+    with state_db(state) as db:
+        GitHistory(PrivateDir(state), db).close()

@@ -1,5 +1,8 @@
 """Bead writes survive SIGKILL: every answered one is on disk and in git history, and git fsck is clean.
 
+A bead's change reaches the disk in two steps (its file, then its message in STATE/anvilfs.db:
+anvilfs/storage/history.py); a kill between them, at the exact point, is the last test here.
+
 A client streams bead changes (create, claim, complete) at a real server;
 each is recorded as answered only once its Twrite's reply came. The server
 gets SIGKILL at a random point, 20 times in a row, and starts again on the
@@ -23,7 +26,9 @@ from pathlib import Path
 import pytest
 
 from anvilfs.client import ServerError
+from anvilfs.faults import ENV
 from anvilfs.ninep import consts as c
+from anvilfs.storage.history import RECOVERED
 from harness.server import AnvilServer, start_server
 
 ROUNDS = 20
@@ -98,4 +103,28 @@ def test_answered_bead_writes_survive_sigkill_on_disk_and_in_history():
     finally:
         if srv is not None:
             srv.stop()  # a failed round must not leave its server running
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def test_killed_between_a_beads_file_and_its_message_the_next_start_commits_the_file_as_recovered():
+    base = Path(tempfile.mkdtemp(prefix="anvk.", dir="/tmp"))
+    state, srv = base / "state", None
+    try:
+        srv = start_server(base, trace=False, env={ENV: "history-message"})
+        with pytest.raises((OSError, ServerError, ConnectionError)):
+            with srv.connect("writer", timeout=20) as client:
+                ctl = client.open("beads/ctl", c.ORDWR)
+                client.write_chunk(ctl, 0, b'new "Killed midway" worker "d"\n')  # never answered
+        assert srv.proc.wait(timeout=30) == -signal.SIGKILL
+        srv = start_server(base, trace=False, log_name="restart.trace")
+        with srv.connect("writer", timeout=20) as client:
+            [line] = client.read_file("beads/list").decode().splitlines()  # its file was on disk: it stands
+        bead, status, *_ = line.split()
+        assert status == "pending" and line.endswith("Killed midway"), line
+        assert git(state, "log", "--format=%s").stdout.splitlines() == [RECOVERED]
+        assert f"A\tbeads/{bead}.toml" in git(state, "log", "-1", "--format=%b").stdout
+        assert git(state, "status", "--porcelain", "--", "beads", "convoys").stdout == ""
+    finally:
+        if srv is not None:
+            srv.stop()
         shutil.rmtree(base, ignore_errors=True)

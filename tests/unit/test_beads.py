@@ -11,6 +11,7 @@ from anvilfs.domain_events import EventBus, SessionEnded
 from anvilfs.errors import Busy, InvalidRequest, NotFound, NotPermitted
 from anvilfs.journal import Journal
 from anvilfs.storage import PrivateDir, TomlObjects
+from harness.inline_writes import InlineDatabase, Messages
 
 SESSIONS = {"bot1", "bot2", "rev"}
 
@@ -27,10 +28,10 @@ def make(tmp_path, clock=None):
     state = PrivateDir(tmp_path / "state")
     journal = Journal()
     bus = EventBus(journal)
-    history: list[str] = []
-    board = Board(TomlObjects(state.subdir("beads"), "bead"), bus, is_session=SESSIONS.__contains__,
-                  history=history.append, clock=clock or Clock())
-    convoys = Convoys(TomlObjects(state.subdir("convoys"), "convoy"), bus, board, history=history.append)
+    history, db = Messages(), InlineDatabase()
+    board = Board(TomlObjects(state.subdir("beads"), "bead", db, history), bus, is_session=SESSIONS.__contains__,
+                  clock=clock or Clock())
+    convoys = Convoys(TomlObjects(state.subdir("convoys"), "convoy", db, history), bus, board)
     problems = board.load() + convoys.load()
     return board, convoys, journal, history, problems
 

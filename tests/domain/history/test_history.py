@@ -10,13 +10,15 @@ import pytest
 import trio
 
 from anvilfs.storage import GitHistory, PrivateDir, StorageError
-from anvilfs.storage.history import COMMITTING, JOURNAL, RECOVERED, commit_message
-from harness.git_history import DEADLINE, git, make_history, messages_in_history, subjects, within_real_seconds, write_bead
+from anvilfs.storage.history import RECOVERED, commit_message
+from anvilfs.storage.history_import import JOURNAL
+from harness.git_history import (DEADLINE, git, make_history, messages_in_history, pending, subjects, within_real_seconds,
+                                 write_bead)
 
 # ------------------------------------------------------------------ committing
 
 
-async def test_a_recorded_change_is_committed_with_its_message_by_the_running_task(started, state):
+async def test_a_recorded_change_is_committed_with_its_message_by_the_running_task(started, state, db):
     root, history = await started()
     write_bead(root, "research-auth-001")
     history.record("Created: research-auth-001 Research auth system")
@@ -24,7 +26,7 @@ async def test_a_recorded_change_is_committed_with_its_message_by_the_running_ta
         await history.wait_committed()
     assert subjects(state) == ["Created: research-auth-001 Research auth system"]
     assert git(state, "show", "HEAD:beads/research-auth-001.toml") == "title = 'x'\n"
-    assert root.read(JOURNAL) is None and root.read(COMMITTING) is None
+    assert pending(db) == []
     assert stat.S_IMODE(os.lstat(state).st_mode) == 0o700
     assert stat.S_IMODE(os.lstat(state / ".git").st_mode) == 0o700
 
@@ -83,12 +85,12 @@ async def test_a_message_with_a_line_break_stays_one_line(started, state):
 # ------------------------------------------------------------------ what a killed server leaves
 
 
-async def test_lock_files_left_by_a_killed_git_are_removed_and_commits_go_on(state):
+async def test_lock_files_left_by_a_killed_git_are_removed_and_commits_go_on(state, db):
     make_history(state)
     (state / ".git" / "index.lock").write_bytes(b"")
     (state / ".git" / "refs" / "heads" / "main.lock").write_bytes(b"")
     root = PrivateDir(state)
-    history = GitHistory(root)
+    history = GitHistory(root, db)
     try:
         assert history.stale_locks_removed == ("index.lock", "refs/heads/main.lock")
         write_bead(root, "a")
@@ -99,31 +101,53 @@ async def test_lock_files_left_by_a_killed_git_are_removed_and_commits_go_on(sta
     assert subjects(state) == ["Created: a"]
 
 
-async def test_a_journal_left_by_a_killed_server_is_committed_at_start(started, state):
+async def test_a_message_left_pending_by_a_killed_server_is_committed_at_start(started, state, db):
     root = PrivateDir(state)
-    killed = GitHistory(root)
+    killed = GitHistory(root, db)
     write_bead(root, "a")
-    killed.record("Created: a")
+    with trio.fail_after(DEADLINE):
+        await killed.record("Created: a").wait()  # answered: on disk in the database
     killed.close()  # as if killed before its run() committed
+    assert pending(db) == ["Created: a"]
     await started()
     assert subjects(state) == ["Created: a"]
+    assert pending(db) == []
 
 
-async def test_a_batch_already_committed_when_the_server_died_is_not_committed_again(started, state):
+async def test_a_batch_already_committed_when_the_server_died_is_not_committed_again(started, state, db):
     root = PrivateDir(state)
-    killed = GitHistory(root)
+    killed = GitHistory(root, db)
     write_bead(root, "a")
-    killed.record("Created: a")
-    journal = root.read(JOURNAL)
+    await killed.record("Created: a").wait()
+    [(seq,)] = db.read("SELECT seq FROM history_pending")
     await killed.flush()
     killed.close()
-    root.write_atomic(COMMITTING, journal)  # died after the commit, before removing what it committed
+    # died after the commit, before the rows it committed were deleted
+    await db.execute("INSERT INTO history_pending (seq, message) VALUES (?, ?)", (seq, "Created: a")).wait()
     _, history = await started()
     write_bead(root, "b")
     history.record("Created: b")
     await history.flush()
     assert subjects(state) == ["Created: b", "Created: a"]
-    assert root.read(COMMITTING) is None
+    assert pending(db) == []
+
+
+async def test_a_batch_of_another_database_is_not_taken_for_this_ones(started, state, db):
+    """A database moved away (anvilfs makes a new one): its batch numbers start again, and the last
+    commit's trailer, from the old one, must not make the new one's messages look committed."""
+    root = PrivateDir(state)
+    make_history(state)
+    write_bead(root, "a")
+    message = commit_message(("Created: a",), "0123456789ab.5")  # rows 1..5 of another database
+    git(state, "add", "beads")
+    git(state, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--cleanup=verbatim", "-m", message)
+    killed = GitHistory(root, db)
+    write_bead(root, "b")
+    with trio.fail_after(DEADLINE):
+        await killed.record("Created: b").wait()
+    killed.close()
+    await started()
+    assert subjects(state) == ["Created: b", "Created: a"]
 
 
 async def test_changes_no_message_was_recorded_for_are_committed_as_recovered_at_start(started, state):
@@ -136,6 +160,7 @@ async def test_changes_no_message_was_recorded_for_are_committed_as_recovered_at
 
 
 async def test_a_record_cut_off_by_a_crash_does_not_swallow_the_next_one(started, state):
+    """In the journal of an anvilfs before the database (history_import.py), imported at the first start."""
     root = PrivateDir(state)
     make_history(state)
     root.append(JOURNAL, b'["old.1", "Created: a"]\n["old.2", "Crea')  # a power cut in mid-append
@@ -148,7 +173,7 @@ async def test_a_record_cut_off_by_a_crash_does_not_swallow_the_next_one(started
     assert len(errors) == 1 and "not a record" in errors[0]
 
 
-async def test_a_failing_git_is_reported_retried_and_loses_no_message(started, state, autojump_clock):
+async def test_a_failing_git_is_reported_retried_and_loses_no_message(started, state, db, autojump_clock):
     errors = []
     reported = trio.Event()
 
@@ -163,12 +188,13 @@ async def test_a_failing_git_is_reported_retried_and_loses_no_message(started, s
     history.record("Created: a")
     await within_real_seconds(DEADLINE, "the error report", reported.wait)
     assert "git add failed" in errors[0] and "index.lock" in errors[0]
-    assert b"Created: a" in root.read(COMMITTING)  # kept for the retry
+    assert pending(db) == ["Created: a"]  # kept for the retry
     write_bead(root, "b")
     history.record("Created: b")  # recorded while the first batch waits
     lock.unlink()
-    await within_real_seconds(DEADLINE, "the retried commits", history.wait_committed)
-    assert messages_in_history(state) == ["Created: b", "Created: a"]
+    await within_real_seconds(DEADLINE, "the retried commit", history.wait_committed)
+    assert subjects(state) == ["2 changes: Created: a, Created: b"]  # the retry takes all that waits, in order
+    assert messages_in_history(state) == ["Created: a", "Created: b"]
 
 
 async def test_flush_raises_what_git_said_and_keeps_the_change(started, state):

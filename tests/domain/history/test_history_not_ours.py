@@ -21,13 +21,13 @@ def plant_config(state, marker) -> bytes:
     return planted
 
 
-def test_a_planted_config_is_refused_and_nothing_is_run(state, tmp_path):
+def test_a_planted_config_is_refused_and_nothing_is_run(state, db, tmp_path):
     make_history(state)
     marker = tmp_path / "pwned"
     planted = plant_config(state, marker)
     assert not marker.exists()
     with pytest.raises(StorageError, match=r"\.git/config is not the one anvilfs wrote; anvilfs will not run git"):
-        GitHistory(PrivateDir(state))
+        GitHistory(PrivateDir(state), db)
     assert not marker.exists()
     assert (state / ".git" / "config").read_bytes() == planted  # refused, not repaired behind the user's back
 
@@ -41,15 +41,15 @@ def test_the_planted_config_would_have_run_its_command_under_plain_git(state, tm
     assert marker.exists()
 
 
-def test_a_missing_config_is_refused(state):
+def test_a_missing_config_is_refused(state, db):
     make_history(state)
     (state / ".git" / "config").unlink()
     with pytest.raises(StorageError, match=r"\.git/config is missing"):
-        GitHistory(PrivateDir(state))
+        GitHistory(PrivateDir(state), db)
 
 
 @pytest.mark.parametrize("kind", ["file", "link"])
-def test_a_git_file_or_link_pointing_elsewhere_is_refused(state, tmp_path, kind):
+def test_a_git_file_or_link_pointing_elsewhere_is_refused(state, db, tmp_path, kind):
     elsewhere = tmp_path / "elsewhere.git"
     subprocess.run(["git", "init", "-q", "--bare", str(elsewhere)], check=True, capture_output=True)
     PrivateDir(state).close()
@@ -58,21 +58,21 @@ def test_a_git_file_or_link_pointing_elsewhere_is_refused(state, tmp_path, kind)
     else:
         (state / ".git").symlink_to(elsewhere)
     with pytest.raises(StorageError, match=r"\.git is not a directory .* move it away"):
-        GitHistory(PrivateDir(state))
+        GitHistory(PrivateDir(state), db)
 
 
-def test_a_second_history_on_the_same_state_is_refused_while_the_first_holds_it(state):
-    first = GitHistory(PrivateDir(state))
+def test_a_second_history_on_the_same_state_is_refused_while_the_first_holds_it(state, db):
+    first = GitHistory(PrivateDir(state), db)
     try:
         with pytest.raises(StorageError, match="another anvilfs server .* is using the history"):
-            GitHistory(PrivateDir(state), lock_timeout=0)
+            GitHistory(PrivateDir(state), db, lock_timeout=0)
     finally:
         first.close()
-    GitHistory(PrivateDir(state), lock_timeout=0).close()  # free again once the first is closed
+    GitHistory(PrivateDir(state), db, lock_timeout=0).close()  # free again once the first is closed
 
 
 @pytest.mark.parametrize("redirect", ["commondir", "gitdir", "worktrees"])
-def test_a_planted_commondir_is_refused_and_nothing_is_run(state, tmp_path, redirect):
+def test_a_planted_commondir_is_refused_and_nothing_is_run(state, db, tmp_path, redirect):
     """git reads its config from $GIT_DIR/commondir when that exists: the byte check of .git/config is not enough."""
     make_history(state)
     evil = tmp_path / "evil.git"
@@ -87,7 +87,7 @@ def test_a_planted_commondir_is_refused_and_nothing_is_run(state, tmp_path, redi
     else:
         (state / ".git" / redirect).write_text(f"{evil}\n")
     with pytest.raises(StorageError, match=f"has {redirect}, which anvilfs never makes"):
-        GitHistory(PrivateDir(state))
+        GitHistory(PrivateDir(state), db)
     assert not marker.exists()
 
 

@@ -1,4 +1,7 @@
-"""No answered change lost from the git history: a writer SIGKILLed 20 times (with its git, or alone), real git throughout."""
+"""No answered change lost from the git history: a writer SIGKILLed 20 times (with its git, or alone), real git throughout.
+
+The writer saves as the server does (TomlObjects through the database's writer thread: the file, then its
+message in STATE/anvilfs.db) and prints a change as done once that is on disk, as the server answers it."""
 
 from __future__ import annotations
 
@@ -7,23 +10,25 @@ import random
 import signal
 import subprocess
 import sys
+import tomllib
 
 import trio
 
 from anvilfs.storage import GitHistory, PrivateDir
-from harness.git_history import DEADLINE, git, messages_in_history
+from harness.git_history import DEADLINE, git, messages_in_history, state_db
 
 WRITER = r'''
-"""Writes bead files and records each change, printing "done NAME REV" once record() returned."""
+"""Writes bead files with their messages, printing "done NAME REV" once both are on disk (answered)."""
 import random, sys, trio
-from anvilfs.storage import GitHistory, PrivateDir
+from anvilfs.storage import HISTORY_SCHEMA, Database, GitHistory, PrivateDir, TomlObjects
 
 async def main(state, round_no, seed):
     rng = random.Random(seed)
     root = PrivateDir(state)
-    history = GitHistory(root, on_error=lambda text: print("error", text, file=sys.stderr, flush=True),
+    db = Database(root, "anvilfs.db", HISTORY_SCHEMA)
+    history = GitHistory(root, db, on_error=lambda text: print("error", text, file=sys.stderr, flush=True),
                          group_delay=rng.choice((0, 0.002, 0.01)))  # git runs most of the time: kills land in it
-    beads = root.subdir("beads")
+    beads = TomlObjects(root.subdir("beads"), "bead", db, history)
     made = []
     async with trio.open_nursery() as nursery:
         await nursery.start(history.run)
@@ -33,8 +38,7 @@ async def main(state, round_no, seed):
             else:
                 name, verb = f"r{round_no}-{rev}", "Created"
                 made.append(name)
-            beads.write_atomic(f"{name}.toml", f"rev = {rev}\n".encode())
-            history.record(f"{verb}: {name} rev {rev}")
+            await beads.write(name, {"rev": rev}, message=f"{verb}: {name} rev {rev}").wait()
             print("done", name, rev, flush=True)
             await trio.sleep(rng.choice((0, 0, 0.001, 0.004)))  # requests arriving, not synchronisation
 
@@ -84,7 +88,7 @@ def check_round(state, round_no: int, done: list[tuple[str, int]], errors: str) 
         assert f"{verb}: {name} rev {rev}" in committed, f"round {round_no}: {verb} {name} rev {rev} not in git log"
         last_rev[name] = rev
     for name, rev in last_rev.items():
-        on_disk = int((state / "beads" / f"{name}.toml").read_text().split("=")[1])
+        on_disk = tomllib.loads((state / "beads" / f"{name}.toml").read_text())["bead"]["rev"]
         assert on_disk >= rev, f"round {round_no}: {name} has rev {on_disk}, rev {rev} was answered"
     assert git(state, "status", "--porcelain", "--", "beads") == "", f"round {round_no}: files not committed"
     fsck = subprocess.run(["git", "--git-dir", str(state / ".git"), "fsck", "--no-dangling", "--strict"],
@@ -100,13 +104,17 @@ async def test_every_answered_change_is_in_history_over_20_sigkills(state, tmp_p
     total = locks = 0
     for round_no in range(20):
         done, errors = await run_writer_until_killed(script, state, round_no, rng)
-        history = GitHistory(PrivateDir(state))  # the restarted server
-        try:
-            locks += bool(history.stale_locks_removed)
-            with trio.fail_after(DEADLINE):
-                await history.flush()
-        finally:
-            history.close()
+        with state_db(state) as db:
+            root = PrivateDir(state)
+            root.subdir("beads")  # as the server's beads open: the temporary file of a write killed midway goes
+            history = GitHistory(root, db)  # the restarted server
+            try:
+                locks += bool(history.stale_locks_removed)
+                with trio.fail_after(DEADLINE):
+                    await history.flush()
+            finally:
+                history.close()
+                root.close()
         check_round(state, round_no, done, errors)
         total += len(done)
     print(f"{total} answered changes over 20 SIGKILLs: all in history once; {locks} restarts found git's locks")
