@@ -98,7 +98,7 @@ class Owners:
         text, _, detail = line.strip().partition(" ")
         detail = detail.strip()
         word = Word.of(text)
-        outcome = turns.decide(Writer.OWNER, word, turns.phase(session))
+        outcome = turns.decide(Writer.OWNER, word, self.phase(session))
         if outcome is Outcome.BAD_WORD:
             raise turns.refusal(outcome, session, word, text)
         check_detail(detail)
@@ -122,7 +122,7 @@ class Owners:
             self._hook(name, text)  # refused there, with why
             return
         word = Word.of(text)
-        outcome = turns.decide(turns.writer(session, writer), word, self._phase(session))
+        outcome = turns.decide(turns.writer(session, writer), word, self.phase(session))
         if outcome in (Outcome.NOT_ITS_AGENT, Outcome.LATE):
             raise turns.refusal(outcome, session, word, text, writer)
         try:
@@ -131,7 +131,7 @@ class Owners:
             if word is Word.RUNNING and session.state is State.RUNNING:
                 self._said_running[session] = session.turn
 
-    def _phase(self, session: Session) -> turns.Phase:
+    def phase(self, session: Session) -> turns.Phase:
         """The session's phase; LATE if the agent's hook said `running` once, but not yet in the running turn
         (see turns.py)."""
         late = (session in self._said_running and session.state is State.RUNNING
@@ -166,7 +166,7 @@ class Owners:
     def _answer_outcome(self, session: Session, size: int, writer: str) -> Outcome | None:
         if not size:
             return None  # opening out to read it is never refused
-        outcome = turns.decide(turns.writer(session, writer), Word.ANSWER, self._phase(session))
+        outcome = turns.decide(turns.writer(session, writer), Word.ANSWER, self.phase(session))
         if outcome in turns.WHO_REFUSALS:
             raise turns.refusal(outcome, session, Word.ANSWER, uname=writer)
         limit = self._max_answer()
