@@ -27,18 +27,13 @@ ends the turn as the hook's `await` would; only the agent may, and only while
 a turn runs. Its `status` too is the agent's alone: its hook writes `running`
 when a turn begins, `await` when one ends with no answer to give.
 
-Which turn a hook's answer (or `await`) ends: the running one, but only once
-that turn's hook said `running`, if the agent's hook ever said it. A hook
-runs after its turn, and takes time (a process, a connection): the answer of
-a turn interrupted meanwhile can come after the next prompt was typed, and
-must not end that turn with the earlier one's text. The agent runs a turn's
-hooks in order (Claude Code: UserPromptSubmit, Stop, each waited for) and
-the next turn's after them, so an answer that comes before the running
-turn's `running` is an earlier turn's: refused (EBUSY), and the hook keeps
-nothing. An agent that never says `running` (only a Stop hook installed) is
-not held to it. What was heard lives as long as the server: a restarted
-server takes the answer of the turn it adopted, whose `running` the old
-server heard, and is held again from the next `running`.
+Who may write which word, and what it does in each phase of the session
+(which turn a hook's answer or `await` belongs to included), is turns.py's
+table; this module looks it up and acts on the outcome. What it keeps is
+what that table's LATE phase needs: the turn in which each hook-driven
+agent's hook last said `running`. That lives as long as the server: a
+restarted server takes the answer of the turn it adopted, whose `running`
+the old server heard, and is held again from the next `running`.
 
 Each of these writes is answered once what it changed is on disk; when the
 disk refuses, the change stays made in memory (the save is retried) and the
