@@ -40,9 +40,14 @@ hookwords.py has the texts they share):
     any other refusal of the answer             `await` to status instead (the pane's text is the answer)
     a status word taken (BEGIN, END, HEARD,     exit 0
       AGENT_ENDS)
-    a status word refused                       exit 3: nothing kept
-    no server answered                          exit 1: the script keeps the word in the pane's @anvilfs-hook,
-                                                where the next server's tmux backend finds it (AGENT_ENDS)
+    a status word not saved (EIO "not saved")   exit 1: kept for a next server
+    a status word refused (any other error)     exit 3: nothing kept
+    no server answered                          exit 1: the script keeps the word in the pane's @anvilfs-hook
+
+The tmux backend takes a word kept in the pane by the RUNNER rows of AGENT,
+as if the hook had written it to a server during the turn it follows:
+AGENT_ENDS ends that turn (its answer the one the hook kept in tmux, else
+the pane's text), HEARD tells that the prompt went in.
 """
 
 from __future__ import annotations
