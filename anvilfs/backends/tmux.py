@@ -58,7 +58,10 @@ from dataclasses import dataclass
 import trio
 
 from ..config.model import TmuxBackendConfig, placeholders
+from ..hookwords import ANSWER_BUFFER, AWAIT, RUNNING  # what the hook's client and script say and keep
+from ..sessions import turns
 from ..sessions.backend import Agent, AgentExited, AgentFailed, Backend, Output, PromptNotSent, SessionInfo
+from ..sessions.turns import Outcome
 from .tmuxpane import HOOK_OPTION, PANE_FORMAT, Pane, Tmux, TurnStart, last_line, still_typed
 from .agent_tools import Wiring, wire, wiring_for, with_tools
 
@@ -72,7 +75,6 @@ TURN_OPTION = "@anvilfs-turn"  # pane option: where the current turn began (JSON
 # on the program's first prompt only, and only while the prompt's text is still on the cursor's line.
 ENTER_AGAIN = 5.0  # seconds
 ENTERS = 3  # at most, in all
-ANSWER_BUFFER = "anvilfs-answer-"  # + pane id: a tmux buffer, the answer as the hook kept it (client/hook.py's too)
 
 
 class TmuxBackend(Backend):
@@ -216,15 +218,18 @@ class TmuxAgent(Agent):
     # ------------------------------------------------------------ turns
 
     def hook(self, word: str) -> bool:
+        """The agent's side of sessions/turns.py's AGENT rows: quiet agents take no hook words (HOOKLESS);
+        `await` while a turn is armed (the RUNNER phase) ends it (AGENT_ENDS); any word means the program has
+        taken a prompt (HEARD, or a person's typed turn, BEGIN, which the session records)."""
         if self.config.turn_end != "hook":
             return False
-        self.begun = self.begun or word == "running"  # a person's prompt begins the conversation too
+        self.begun = self.begun or word == RUNNING  # a person's prompt begins the conversation too
         self._fresh = False  # the program took a prompt (a person's, maybe): its input is ready
         self._unheard = None  # the prompt was taken (running), or the turn is over (await)
-        if word == "await" and self._turn_done is not None:
+        if word == AWAIT and self._turn_done is not None:
             self._turn_done.set()
             self._await_for = self._turn_number
-        return True  # outside a turn: a person typed into the pane; the session records it
+        return True
 
     async def turn(self, prompt: str, output: Output) -> None:
         """Mark where the turn begins, type the prompt, and follow the pane to the turn's end."""
@@ -303,7 +308,7 @@ class TmuxAgent(Agent):
             written = _write_lines(output, lines[:-1], written)  # the cursor's line may still change
             if self._turn_done is not None:
                 # The hook's word (or answer) reached us, or only the pane (no server was there to take it).
-                if self._turn_done.is_set() or pane.hook == "await":
+                if self._turn_done.is_set() or _kept(pane) is Outcome.AGENT_ENDS:
                     if not self._turn_done.is_set():
                         await self._take_kept_answer(pane.id, output)
                     break  # after one more look, taken once the hook had fired
@@ -322,7 +327,7 @@ class TmuxAgent(Agent):
         """Enter again if the hook has not said `running` (to us, or to the pane) for ENTER_AGAIN seconds and
         the prompt is still where it was typed: at the end of the cursor's line."""
         unheard = self._unheard
-        if unheard is None or pane.hook in ("running", "await"):
+        if unheard is None or _kept(pane) in (Outcome.HEARD, Outcome.AGENT_ENDS):
             self._unheard = None
             return
         if trio.current_time() - unheard.when < ENTER_AGAIN:
@@ -385,6 +390,14 @@ class _Unheard:
     when: float  # the last one
     last_line: str  # the prompt's last line (tmuxpane.last_line), which the cursor's line ends with while the prompt waits
     enters: int = 1
+
+
+def _kept(pane: Pane) -> Outcome | None:
+    """What the word the hook kept in the pane (no server took it) does to the turn this agent follows: the
+    same as if the hook had written it to the server in a runner's turn (sessions/turns.py); None if none."""
+    if not pane.hook:
+        return None
+    return turns.decide(turns.Writer.AGENT, turns.Word.of(pane.hook), turns.Phase.RUNNER)
 
 
 def _forget_answer(pane_id: str) -> list[str]:

@@ -16,7 +16,8 @@ from dataclasses import dataclass
 
 import trio
 
-HOOK_OPTION = "@anvilfs-hook"  # pane option: a word the agent's hook could not write to us (hooks/anvilfs-status)
+from ..hookwords import HOOK_OPTION  # pane option: a word the agent's hook could not write to us
+
 PANE_FORMAT = "\t".join("#{%s}" % name for name in (
     "pane_id", "pane_pid", "window_id", "pane_dead", "pane_dead_status", "history_size", "history_limit", "cursor_y",
     HOOK_OPTION))

@@ -30,7 +30,9 @@ answer of the turn running now.
 Exit status 0 when the server took the word (or the answer), 3 when it
 refused it (it is there, and said why on stderr), 1 when no server answered
 or it could not save what it took: only then does the script keep the word
-in the pane, where a refused one could end the turn that comes next.
+in the pane, where a refused one could end the turn that comes next. Which
+outcome of the server's table (sessions/turns.py) each of these is, is
+written there.
 """
 
 from __future__ import annotations
@@ -38,15 +40,16 @@ from __future__ import annotations
 import os
 import sys
 
+# The texts shared with the server (hookwords.py imports nothing): the words, where backends/tmux.py looks for a
+# kept answer, the refusal of an answer that is no running turn's (turns.py's NO_TURN and LATE), and the exit
+# statuses hooks/anvilfs-status acts on: EXIT_KEEP as when no server answers (the word is kept in the pane for a
+# next server), EXIT_REFUSED when the server answered and refused it (nothing kept)
+from ..hookwords import ANSWER_BUFFER, EXIT_KEEP, EXIT_REFUSED, NO_TURN
+from ..hookwords import HOOK_WORDS as WORDS
 from .client import Client, ServerError
 from .commands import CommandError
 
-WORDS = ("running", "await")
-ANSWER_BUFFER = "anvilfs-answer-"  # + $TMUX_PANE: where backends/tmux.py looks for a kept answer
-NO_TURN = "hand in an answer while its turn runs"  # the server's refusal when no turn runs (sessions/owned.py)
 NOT_SAVED = "not saved: the disk refused it"  # the server's EIO when a write's change was refused (waitable.on_disk)
-EXIT_KEEP = 1  # as when no server answers: hooks/anvilfs-status keeps the word in the pane for a next server
-EXIT_REFUSED = 3  # the server answered, and refused the word: hooks/anvilfs-status keeps nothing in the pane
 INPUT_WAIT = 5.0  # seconds the hook's input may take to end (Claude Code writes it at once and closes it)
 INPUT_MOST = 16 << 20  # bytes of the hook's input at most: more is no hook's input (`< /dev/zero` would fill memory)
 TRANSCRIPT_TAIL = 8 << 20  # bytes of the transcript read, from its end: a long session's is large

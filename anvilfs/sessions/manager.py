@@ -24,6 +24,7 @@ from ..journal import Journal, timestamp
 from ..waitable import Later
 from .backend import Backend, SessionInfo
 from .options import NAME, RestartPolicy, SessionLimits, check_new
+from . import turns
 from .owned import Owners
 from .restore import restore_all
 from .runner import finish_turn, run_session
@@ -31,6 +32,7 @@ from .session import Definition, Prompt, Session
 from .states import ACCEPTS_PROMPTS, Event, State
 from .saving import SessionSaver
 from .store import SessionStore
+from .turns import Outcome, Word, Writer
 
 log = logging.getLogger("anvilfs.sessions")
 
@@ -323,20 +325,21 @@ class Sessions:
         session.move(Event.CLEAR)
 
     def hook(self, name: str, word: str) -> None:
-        """An agent's hook wrote running/await to its status."""
+        """An agent's hook wrote running/await to its status: what it does is turns.py's AGENT rows (a
+        writer and a late word are Owners.hook's to refuse first)."""
         session = self.get(name)
-        event = {"running": Event.TURN_BEGAN, "await": Event.TURN_DONE}.get(word)
-        if event is None:
-            raise InvalidRequest(f"status: write 'running' or 'await' (an agent's hook does): {word!r} is invalid")
-        if not session.agent.hook(word):
-            raise InvalidRequest(
-                f"status: only hook-driven (tmux) agents and external owners write it; {name} is on {session.backend.kind} backend "
-                f"{session.backend.name}, which reports its own turns")
-        if session.turn_scope is None:  # else the runner's turn ends when the agent sees await
-            if event is Event.TURN_BEGAN:  # a person typed into the agent directly
-                session.begin_turn(Prompt("(typed into the agent's terminal)", "terminal"))
-            else:
-                session.end_turn(Event.TURN_DONE)
+        said = Word.of(word)
+        outcome = turns.decide(Writer.AGENT, said, turns.phase(session))
+        if outcome is Outcome.BAD_WORD:
+            raise turns.refusal(outcome, session, said, word)
+        if not session.agent.hook(word):  # the agent hears it first, and says whether it takes hook words
+            raise turns.refusal(turns.decide(Writer.HOOKLESS, said, turns.phase(session)), session, said, word)
+        if outcome is Outcome.BEGIN:  # a person typed into the agent directly
+            session.begin_turn(Prompt("(typed into the agent's terminal)", "terminal"))
+        elif outcome is Outcome.END:
+            session.end_turn(turns.event(said))
+        elif outcome not in (Outcome.HEARD, Outcome.AGENT_ENDS):  # the runner's turn ends when the agent sees await
+            raise turns.refusal(outcome, session, said, word)
         # The hook's write is answered only once what it said is on disk (the agent's saved() notes a
         # turn's await), so a server killed right after answering still knows the turn ended.
         self.save(session)

@@ -27,18 +27,13 @@ ends the turn as the hook's `await` would; only the agent may, and only while
 a turn runs. Its `status` too is the agent's alone: its hook writes `running`
 when a turn begins, `await` when one ends with no answer to give.
 
-Which turn a hook's answer (or `await`) ends: the running one, but only once
-that turn's hook said `running`, if the agent's hook ever said it. A hook
-runs after its turn, and takes time (a process, a connection): the answer of
-a turn interrupted meanwhile can come after the next prompt was typed, and
-must not end that turn with the earlier one's text. The agent runs a turn's
-hooks in order (Claude Code: UserPromptSubmit, Stop, each waited for) and
-the next turn's after them, so an answer that comes before the running
-turn's `running` is an earlier turn's: refused (EBUSY), and the hook keeps
-nothing. An agent that never says `running` (only a Stop hook installed) is
-not held to it. What was heard lives as long as the server: a restarted
-server takes the answer of the turn it adopted, whose `running` the old
-server heard, and is held again from the next `running`.
+Who may write which word, and what it does in each phase of the session
+(which turn a hook's answer or `await` belongs to included), is turns.py's
+table; this module looks it up and acts on the outcome. What it keeps is
+what that table's LATE phase needs: the turn in which each hook-driven
+agent's hook last said `running`. That lives as long as the server: a
+restarted server takes the answer of the turn it adopted, whose `running`
+the old server heard, and is held again from the next `running`.
 
 Each of these writes is answered once what it changed is on disk; when the
 disk refuses, the change stays made in memory (the save is retried) and the
@@ -50,14 +45,15 @@ from __future__ import annotations
 import weakref
 from collections.abc import Callable
 
-from ..errors import Busy, InvalidRequest, LimitExceeded, NotPermitted
+from ..errors import Busy, InvalidRequest, LimitExceeded
+from ..hookwords import AWAIT
 from ..journal import has_line_breakers, one_line
+from . import turns
 from .session import Prompt, Session, Turn
 from .states import Event, IllegalTransition, State
+from .turns import Outcome, Word, Writer
 
 MAX_DETAIL = 200  # characters: the detail shows in `status` and `events` lines
-_WORDS = {"running": Event.TURN_BEGAN, "await": Event.TURN_DONE, "error": Event.TURN_FAILED}
-_STATUS_USAGE = "running|await|error [DETAIL...]"
 
 
 def check_detail(detail: str) -> None:
@@ -92,48 +88,50 @@ class Owners:
         return session
 
     def report(self, name: str, line: str, owner: str) -> None:
-        """The owner wrote a line to `status`: WORD [DETAIL...]."""
+        """The owner wrote a line to `status`: WORD [DETAIL...] (its rows in turns.py)."""
         session = self._owned(name)
-        word, _, detail = line.strip().partition(" ")
+        text, _, detail = line.strip().partition(" ")
         detail = detail.strip()
-        event = _WORDS.get(word)
-        if event is None:
-            raise InvalidRequest(f"status: write {_STATUS_USAGE}: {one_line(word)!r} is not one of the words")
+        word = Word.of(text)
+        outcome = turns.decide(Writer.OWNER, word, self.phase(session))
+        if outcome is Outcome.BAD_WORD:
+            raise turns.refusal(outcome, session, word, text)
         check_detail(detail)
         try:
-            if session.state.value == word:
+            if outcome is Outcome.REPORT:
                 session.move(Event.REPORT, detail)
-            elif event is Event.TURN_BEGAN:
+            elif outcome is Outcome.BEGIN:
                 session.begin_own_turn(owner, detail)
+            elif outcome is Outcome.END:
+                session.end_turn(turns.event(word), detail)
             else:
-                session.end_turn(event, detail)
+                raise turns.refusal(outcome, session, word, text)
         except IllegalTransition as exc:
-            raise IllegalTransition(f"status {word}: {exc}") from None
+            raise IllegalTransition(f"status {text}: {exc}") from None
 
     def hook(self, name: str, line: str, writer: str) -> None:
         """An agent's hook wrote `running` or `await` to status: on a hook-driven session, as the session."""
         session = self._get(name)
-        word = line.split(" ", 1)[0]
+        text = line.split(" ", 1)[0]
         if not session.backend.hook_driven:
-            self._hook(name, word)  # refused there, with why
+            self._hook(name, text)  # refused there, with why
             return
-        self._check_agent(session, writer, "status", "reports its turns", "running|await")
-        if word == "await":
-            self._check_said_running(session, "status await: end a turn once its hook said running", "await")
+        word = Word.of(text)
+        outcome = turns.decide(turns.writer(session, writer), word, self.phase(session))
+        if outcome in (Outcome.NOT_ITS_AGENT, Outcome.LATE):
+            raise turns.refusal(outcome, session, word, text, writer)
         try:
-            self._hook(name, word)
+            self._hook(name, text)
         finally:  # a `running` the disk did not take was heard all the same
-            if word == "running" and session.state is State.RUNNING:
+            if word is Word.RUNNING and session.state is State.RUNNING:
                 self._said_running[session] = session.turn
 
-    def _check_said_running(self, session: Session, refusal: str, what: str) -> None:
-        """Busy if the agent's hook said `running` once, but not yet in the running turn: `what` is a late
-        one of an earlier turn (see the module's docstring)."""
-        if session not in self._said_running or session.state is not State.RUNNING:
-            return
-        if self._said_running[session] is not session.turn:
-            raise Busy(f"{refusal}: turn {session.turn.number} of {session.name} has not said running yet, so this "
-                       f"{what} is an earlier turn's")
+    def phase(self, session: Session) -> turns.Phase:
+        """The session's phase; LATE if the agent's hook said `running` once, but not yet in the running turn
+        (see turns.py)."""
+        late = (session in self._said_running and session.state is State.RUNNING
+                and self._said_running[session] is not session.turn)
+        return turns.phase(session, late=late)
 
     def take(self, name: str) -> Prompt | None:
         """`next`: the prompt of the running turn if it came from `in`, else the oldest queued one, which
@@ -157,43 +155,27 @@ class Owners:
         return bool(session.queue) and session.state is not State.STARTING
 
     def check_answer(self, name: str, size: int, writer: str = "") -> None:
-        """What a write to `out` can be refused for early: too large, the wrong writer, or no turn running."""
-        session = self._get(name)
+        """What a write to `out` can be refused for early: the wrong writer, too large, or no turn running."""
+        self._answer_outcome(self._get(name), size, writer)
+
+    def _answer_outcome(self, session: Session, size: int, writer: str) -> Outcome | None:
         if not size:
-            return  # opening out to read it is never refused
-        if not session.backend.owner_driven:
-            self._check_answerer(session, writer)
+            return None  # opening out to read it is never refused
+        outcome = turns.decide(turns.writer(session, writer), Word.ANSWER, self.phase(session))
+        if outcome in turns.WHO_REFUSALS:
+            raise turns.refusal(outcome, session, Word.ANSWER, uname=writer)
         limit = self._max_answer()
         if size > limit:
-            raise LimitExceeded(f"send at most {limit} bytes: the answer for {name} is too long ({size} bytes)")
-        if session.state is State.RUNNING:
-            if session.backend.hook_driven:
-                self._check_said_running(session, "out: hand in an answer while its turn runs", "answer")
-            return
-        if session.backend.owner_driven:
-            raise Busy(f"out: begin a turn first (write 'running' to status, or read next): out takes the answer "
-                       f"of the running turn, and {name} is {session.status_line()}")
-        raise Busy(f"out: hand in an answer while its turn runs: {name} is {session.status_line()}, so this one "
-                   "would be no turn's")
-
-    def _check_answerer(self, session: Session, writer: str) -> None:
-        if not session.backend.hook_driven:
-            raise InvalidRequest(f"out: only an external session's owner or a hook-driven agent writes it; "
-                                 f"{session.name} is on {session.backend.kind} backend {session.backend.name}")
-        self._check_agent(session, writer, "out", "hands in its answer", "await")
-
-    @staticmethod
-    def _check_agent(session: Session, writer: str, file: str, does: str, words: str) -> None:
-        """NotPermitted unless the writer is the session's own agent: its hook attaches as uname NAME."""
-        if writer != session.name:
-            raise NotPermitted(f"{file}: only {session.name}'s own agent {does} (its hook's `anvilfs hook {words}`, "
-                               f"as uname {session.name}); {writer or 'this writer'} is not it")
+            raise LimitExceeded(f"send at most {limit} bytes: the answer for {session.name} is too long ({size} bytes)")
+        if outcome is not Outcome.ANSWER:
+            raise turns.refusal(outcome, session, Word.ANSWER, uname=writer)
+        return outcome
 
     def answer(self, name: str, text: str, turn: Turn | None = None, writer: str = "") -> None:
         """The bytes of one open of `out`: the answer of the turn running when they began (`turn`, if
         given), which ends (await) with it; refused if that turn is over, even if another runs now."""
-        self.check_answer(name, len(text.encode()), writer)
         session = self._get(name)
+        self._answer_outcome(session, len(text.encode()), writer)
         if turn is not None and (session.turn is not turn or turn.done):
             raise Busy(f"out: this answer was begun in turn {turn.number}, which has ended; write the answer of "
                        f"turn {session.turn.number if session.turn else '?'} on a new open of out")
@@ -201,6 +183,6 @@ class Owners:
             session.turn.write(text)
         else:
             session.turn.answer(text)  # in place of the pane's text, which was the turn's stream
-            session.agent.hook("await")  # a runner's turn stops following the pane; saved() notes the await
+            session.agent.hook(AWAIT)  # a runner's turn stops following the pane; saved() notes the await
         # saved with the turn's end; the write fails with EIO if not, and the hook keeps the answer for a next server
-        session.end_turn(Event.TURN_DONE)
+        session.end_turn(turns.event(Word.ANSWER))
