@@ -3,10 +3,10 @@
     db = Database(state_dir, "anvilfs.db", SCHEMA)   # opened (and made) at start, in the caller's thread
     commit = db.execute("INSERT INTO mail VALUES (?, ?)", (id, text))   # queued; returns at once
     commit = db.call(lambda conn: ...)        # any work on the writer's connection, in one transaction
-    commit = db.write_file(beads_dir, "x.toml", data)   # a file, fsynced, in order with the transactions
+    commit = db.call(write_a_file, barrier=True)   # alone, in order: what came before is committed first
     await commit.wait()                       # in the event loop: once it is on disk (or raises OSError)
     db.read("SELECT ...")                     # reads, in the caller's thread: they never flush
-    await db.run()  /  db.flush()  /  db.close()
+    db.flush()  /  db.close()                 # a clean stop: everything queued committed, the writer gone
 
 Why one thread: a commit with synchronous=FULL ends in an fsync of the
 write-ahead log, and an fsync can take milliseconds; in the event loop it
@@ -18,8 +18,8 @@ that queued it) only after that transaction is on disk; a change that
 fails (a constraint, a full disk) fails its own Commit with an OSError and
 leaves the others of its group committed (each job runs in a savepoint).
 
-A file written through `write_file` or a `call` marked `barrier` is a
-step of its own: what was queued before it is committed first, what is
+A `call` marked `barrier` (a file written in order with the transactions:
+a bead's TOML file) is a step of its own: what was queued before it is committed first, what is
 queued after it waits for it. That is how a bead's TOML file and the
 record that follows it keep their order.
 
@@ -160,10 +160,6 @@ class Database:
         answer_after(commit)  # the request that made this change, if any, is answered once it is on disk
         return commit
 
-    def write_file(self, directory: PrivateDir, name: str, data: bytes) -> Commit:
-        """Replace a file whole and fsync it, in order with the transactions around it."""
-        return self.call(lambda conn: directory.write_atomic(name, data), barrier=True)
-
     # ------------------------------------------------------------ reading
 
     def read(self, sql: str, params: Iterable = ()) -> list[tuple]:
@@ -175,14 +171,6 @@ class Database:
         return self._reader.execute(sql, tuple(params))
 
     # ------------------------------------------------------------ life
-
-    async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
-        """Lives while the server does; at its end everything queued is on disk and the database closed."""
-        task_status.started()
-        try:
-            await trio.sleep_forever()
-        finally:
-            self.close()
 
     def flush(self, timeout: float | None = None) -> None:
         """Block until everything queued so far is committed (a clean stop; tests)."""

@@ -139,39 +139,6 @@ class PrivateDir:
         """Make the renames and new entries made so far in this directory durable."""
         os.fsync(self._fd)
 
-    def append(self, name: str, data: bytes, *, sync: bool = True) -> int:
-        """Add to the end of `name` (made 0600 if new), on disk when this returns unless `sync` is False;
-        returns where `data` begins."""
-        _check_name(name)
-        fd = self._open(name, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
-        try:
-            created = _own_file(fd, self.path, name)
-            size = os.fstat(fd).st_size
-            try:
-                _write_all(fd, data)
-                if sync:
-                    os.fsync(fd)
-            except OSError:
-                os.ftruncate(fd, size)  # no torn fragment: the whole text is appended again on retry
-                raise
-        finally:
-            os.close(fd)
-        if created:
-            os.fsync(self._fd)  # the new directory entry, too
-        return size
-
-    def size(self, name: str) -> int:
-        """How long `name` is (0 if there is none): where an append to it would begin."""
-        _check_name(name)
-        try:
-            return os.stat(name, dir_fd=self._fd, follow_symlinks=False).st_size
-        except FileNotFoundError:
-            return 0
-
-    def discard(self, tmp: str) -> None:
-        """Remove a prepared temporary file that will not be put (nothing durable refers to it)."""
-        _unlink_quietly(tmp, self._fd)
-
     def move(self, name: str, dest: PrivateDir, new_name: str) -> None:
         """Move `name` into another private directory (a missing file is no error)."""
         _check_name(name)

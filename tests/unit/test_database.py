@@ -96,7 +96,7 @@ async def test_a_commit_that_fails_fails_every_change_of_its_group_and_keeps_non
 async def test_a_file_is_written_after_the_changes_before_it_and_before_those_after(db, state):
     seen = []
     db.execute("INSERT INTO kv VALUES ('before', '')")
-    file = db.write_file(state, "bead.toml", b"title = 'x'\n")
+    file = db.call(lambda conn: state.write_atomic("bead.toml", b"title = 'x'\n"), barrier=True)
     after = db.call(lambda conn: seen.append(os.path.exists(os.path.join(state.path, "bead.toml"))))
     with within(30, "the file and the change after it"):
         await file.wait()

@@ -1,4 +1,4 @@
-"""The storage module: private directories, atomic and appended writes that never follow a link (the save queue: test_savequeue.py)."""
+"""The storage module: private directories, atomic writes that never follow a link (the database: test_database.py)."""
 
 from __future__ import annotations
 
@@ -18,10 +18,8 @@ def _mode(path) -> int:
 def test_a_new_state_directory_and_its_files_are_private(tmp_path):
     d = PrivateDir(tmp_path / "state" / "deep")
     d.write_atomic("a.toml", b"x = 1\n")
-    d.append("a.log", b"one\n")
     assert _mode(tmp_path / "state" / "deep") == 0o700
     assert _mode(tmp_path / "state" / "deep" / "a.toml") == 0o600
-    assert _mode(tmp_path / "state" / "deep" / "a.log") == 0o600
     assert d.read("a.toml") == b"x = 1\n" and d.read("missing") is None
 
 
@@ -57,11 +55,11 @@ def test_a_planted_link_is_never_written_through(tmp_path):
     d = PrivateDir(tmp_path / "st")
     victim = tmp_path / "victim"
     victim.write_text("precious\n")
-    os.symlink(victim, tmp_path / "st" / "bot1.log")
-    with pytest.raises(StorageError, match="bot1.log is a symbolic link"):
-        d.append("bot1.log", b"private transcript\n")
+    os.symlink(victim, tmp_path / "st" / "bot1.db")
+    with pytest.raises(StorageError, match="bot1.db is a symbolic link"):
+        private.checked_file(d, "bot1.db", create=True)
     with pytest.raises(StorageError, match="symbolic link"):
-        d.read("bot1.log")
+        d.read("bot1.db")
     os.symlink(victim, tmp_path / "st" / "bot1.toml")
     d.write_atomic("bot1.toml", b"new\n")  # the rename replaces the link itself
     assert victim.read_text() == "precious\n"
@@ -82,10 +80,10 @@ def test_a_planted_temporary_file_makes_the_write_fail_not_follow(tmp_path, monk
 def test_files_written_by_older_versions_become_private(tmp_path):
     path = tmp_path / "st"
     path.mkdir(mode=0o700)
-    (path / "old.log").write_text("before\n")
-    os.chmod(path / "old.log", 0o644)
-    PrivateDir(path).append("old.log", b"after\n")
-    assert _mode(path / "old.log") == 0o600 and (path / "old.log").read_text() == "before\nafter\n"
+    (path / "old.db").write_text("before\n")
+    os.chmod(path / "old.db", 0o644)
+    private.checked_file(PrivateDir(path), "old.db", create=False)
+    assert _mode(path / "old.db") == 0o600 and (path / "old.db").read_text() == "before\n"
 
 
 def test_temporary_files_left_by_a_crash_are_removed_and_never_listed(tmp_path):
@@ -104,9 +102,9 @@ def test_bad_names_are_refused(tmp_path):
             d.write_atomic(name, b"")
 
 
-def test_a_refused_append_leaves_no_fragment(tmp_path, monkeypatch):
+def test_a_refused_write_leaves_the_old_file_whole_and_no_fragment(tmp_path, monkeypatch):
     d = PrivateDir(tmp_path / "st")
-    d.append("a.log", b"first\n")
+    d.write_atomic("a.toml", b"first\n")
     real_write = os.write
 
     def short_then_full(fd, data):  # writes part, then the disk is full
@@ -115,6 +113,6 @@ def test_a_refused_append_leaves_no_fragment(tmp_path, monkeypatch):
 
     monkeypatch.setattr(private.os, "write", short_then_full)
     with pytest.raises(OSError):
-        d.append("a.log", b"second\n")
+        d.write_atomic("a.toml", b"second\n")
     monkeypatch.setattr(private.os, "write", real_write)
-    assert (tmp_path / "st" / "a.log").read_bytes() == b"first\n"
+    assert (tmp_path / "st" / "a.toml").read_bytes() == b"first\n" and os.listdir(tmp_path / "st") == ["a.toml"]
