@@ -1,7 +1,7 @@
 """A directory of objects, one TOML file each, that people may read and annotate by hand.
 
-Files are read with tomlread (what the server wrote through json, anything else
-through tomllib: thousands at start). A change is rendered in the event loop
+Files are read with the standard library's tomllib (thousands at start: 10,000
+beads take about 0.65 s of a restart). A change is rendered in the event loop
 and written (atomically, fsynced) by the database's writer thread, in order
 with everything else queued there, its history message kept in the same job
 right after the file (history.py says the order and what a restart does);
@@ -29,7 +29,7 @@ import tomlkit
 
 from ..faults import kill_point
 from ..waitable import answer_after
-from . import tomlread, tomlwrite
+from . import tomlwrite
 from .database import Commit, Database
 from .history import GitHistory
 from .private import PrivateDir, StorageError
@@ -62,7 +62,7 @@ class TomlObjects:
             object_id = name.removesuffix(".toml")
             try:
                 raw = self.dir.read(name) or b""  # a link or another user's file is refused: broken, not fatal
-                found[object_id] = tomlread.loads(raw.decode())[self.table]
+                found[object_id] = tomllib.loads(raw.decode())[self.table]
             except (StorageError, tomllib.TOMLDecodeError, UnicodeDecodeError, KeyError, TypeError) as exc:
                 broken[object_id] = _why(exc, self.table)
                 continue
@@ -146,7 +146,7 @@ class TomlObjects:
     def _untouched(self, raw: bytes) -> bool:
         """Exactly what the fast writer writes for the table it holds."""
         try:
-            return tomlwrite.dumps({self.table: tomlread.loads(raw.decode())[self.table]}).encode() == raw
+            return tomlwrite.dumps({self.table: tomllib.loads(raw.decode())[self.table]}).encode() == raw
         except (tomllib.TOMLDecodeError, UnicodeDecodeError, KeyError, TypeError, ValueError):
             return False
 

@@ -4,8 +4,7 @@ tomlkit keeps comments and layout, which matters for files people edit;
 it is slow for a file saved at every change, which matters here. While a
 bead's file is exactly what this writer made (objects.py checks), this plain
 writer does: tables of scalars, lists and inline tables, and arrays of
-tables. Reading them back is tomlread.py's job (the standard library's
-tomllib for what a person has edited).
+tables. The standard library's tomllib reads them back.
 """
 
 from __future__ import annotations

@@ -163,7 +163,7 @@ async def test_a_record_cut_off_by_a_crash_does_not_swallow_the_next_one(started
     """In the journal of an anvilfs before the database (history_import.py), imported at the first start."""
     root = PrivateDir(state)
     make_history(state)
-    root.append(JOURNAL, b'["old.1", "Created: a"]\n["old.2", "Crea')  # a power cut in mid-append
+    root.write_atomic(JOURNAL, b'["old.1", "Created: a"]\n["old.2", "Crea')  # a power cut in mid-append
     errors = []
     _, history = await started(on_error=errors.append)
     write_bead(root, "b")
