@@ -234,11 +234,12 @@ class Database:
                     done.append(outcome)
             self._writer.execute("COMMIT")
             self.commits += 1
-        except (sqlite3.Error, OSError) as exc:
+        except Exception as exc:  # BEGIN refused (a lock held elsewhere), a full disk, COMMIT refused
             _rollback(self._writer)
             failure = _as_oserror(exc, self.path)
-            for job, _ in done:
-                job.commit._finish(failure)
+            for job in group:  # every one not settled yet, run or not: none of them is on disk
+                if not job.commit._done.is_set():
+                    job.commit._finish(failure)
             return
         for job, result in done:
             job.commit._finish(None, result)
@@ -248,6 +249,8 @@ class Database:
         try:
             result = job.work(self._writer)
         except Exception as exc:  # a bug in one job must not stop the thread, and every other Commit with it
+            if not self._writer.in_transaction:  # SQLite rolled the whole group back (SQLITE_FULL): it fails
+                raise
             self._writer.execute("ROLLBACK TO job")
             self._writer.execute("RELEASE job")
             job.commit._finish(_as_oserror(exc, self.path))
