@@ -67,8 +67,8 @@ def test_an_import_cut_short_before_its_commit_is_done_again_whole(tmp_path, mon
     state = copied(tmp_path, "killed")
     real = imported._insert
 
-    def crash_after_some(conn, rows):
-        real(conn, rows)
+    def crash_after_some(conn, rows, problems):
+        real(conn, rows, problems)
         raise OSError(5, "the process died here")  # the transaction never committed
 
     monkeypatch.setattr(imported, "_insert", crash_after_some)
@@ -157,3 +157,4 @@ async def test_old_files_put_back_on_a_state_that_never_had_any_do_not_stop_the_
         path.chmod(0o700 if path.is_dir() else 0o600)
     async with started(state, paused=True) as app:
         assert app.sessions.find("answered") is not None
+        assert "session answered was not imported as live" in app.events.text()
