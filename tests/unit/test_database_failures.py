@@ -85,3 +85,15 @@ def _hold(db: Database):
     db.call(hold, barrier=True)
     assert holding.wait(30), "the writer thread never took the first job"
     return release
+
+
+async def test_a_then_callback_that_raises_does_not_crash_the_event_loop_nor_strand_the_waiters(db):
+    """_settle runs through run_sync_soon: an exception there is a TrioInternalError that ends the whole
+    server, and the callbacks after it and the waiters never run. A bug in one callback must stay its own."""
+    seen = []
+    commit = db.execute("INSERT INTO kv VALUES ('k', 'v')")
+    commit.then(lambda error: 1 / 0)
+    commit.then(lambda error: seen.append(error))
+    with within(10, "the insert, after a callback that raised"):
+        await commit.wait()
+    assert seen == [None]
