@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import collections
 import errno
+import logging
 import os
 import sqlite3
 import threading
@@ -44,6 +45,7 @@ import trio
 from ..waitable import answer_after
 from .private import PrivateDir, StorageError, checked_file
 
+log = logging.getLogger("anvilfs.storage")
 _COMPANIONS = ("", "-wal", "-shm", "-journal")
 _SQLITE_ERRNO = {sqlite3.SQLITE_FULL: errno.ENOSPC, sqlite3.SQLITE_READONLY: errno.EROFS,
                  sqlite3.SQLITE_PERM: errno.EACCES} if hasattr(sqlite3, "SQLITE_FULL") else {}
@@ -101,7 +103,10 @@ class Commit:
 
     def _settle(self) -> None:
         for fn in self._then:
-            fn(self.error)
+            try:
+                fn(self.error)
+            except Exception:  # through run_sync_soon a raise would end the whole event loop, not one request
+                log.exception("a callback of a database commit failed")
         self._then.clear()
         if self._event is not None:
             self._event.set()
