@@ -153,16 +153,19 @@ class Database:
         rows = [tuple(r) for r in rows]  # taken now: the caller may change its lists after
         return self.call(lambda conn: conn.executemany(sql, rows).rowcount)
 
-    def call(self, work: Callable[[sqlite3.Connection], Any], *, barrier: bool = False) -> Commit:
+    def call(self, work: Callable[[sqlite3.Connection], Any], *, barrier: bool = False, answer: bool = True) -> Commit:
         """`work(connection)` in the writer thread, in a transaction with whatever else is waiting (alone, when
-        `barrier`: what came before is committed first, and what comes after waits for it). Never blocks."""
+        `barrier`: what came before is committed first, and what comes after waits for it). Never blocks.
+        `answer=False`: the request being handled does not wait for this Commit (the caller gives it what to
+        wait for itself)."""
         commit = Commit(_current_token())
         with self._wake:
             if self._closing:
                 raise StorageError(errno.EIO, f"the database {self.path} is closed")
             self._jobs.append(_Job(work, commit, barrier))
             self._wake.notify()
-        answer_after(commit)  # the request that made this change, if any, is answered once it is on disk
+        if answer:
+            answer_after(commit)  # the request that made this change, if any, is answered once it is on disk
         return commit
 
     # ------------------------------------------------------------ reading
