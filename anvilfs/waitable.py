@@ -52,27 +52,41 @@ class Later:
             raise self._failed(exc) from None
 
 
+class _Collecting:
+    """The changes a request's answer waits on, gathered while the request is handled (and only then)."""
+
+    __slots__ = ("found", "open")
+
+    def __init__(self) -> None:
+        self.found: list[Settles] = []
+        self.open = True
+
+
 # The changes on their way to disk that the request being handled must be answered after (see collecting()).
-_pending: ContextVar[list[Settles] | None] = ContextVar("anvilfs_pending_writes", default=None)
+_pending: ContextVar[_Collecting | None] = ContextVar("anvilfs_pending_writes", default=None)
 
 
 def answer_after(settles: Settles) -> None:
     """A change on its way to disk (the storage's Commit) that the request being handled, if any, must not
     be answered before: the server waits for it. Outside a request (a turn's output) nothing waits."""
-    found = _pending.get()
-    if found is not None:
-        found.append(settles)
+    collected = _pending.get()
+    if collected is not None and collected.open:  # closed: a task the request started, which copied its context
+        collected.found.append(settles)
 
 
 @contextmanager
 def collecting() -> Iterator[list[Settles]]:
     """Around the handling of a request that may change state: gathers what answer_after() was given, so
-    that every change a write makes is on disk before the write is answered, whichever domain made it."""
-    found: list[Settles] = []
-    token = _pending.set(found)
+    that every change a write makes is on disk before the write is answered, whichever domain made it.
+
+    A task started meanwhile (a session's runner) copies this context: closing the collection when the
+    handling ends keeps that task's later changes out of it."""
+    collected = _Collecting()
+    token = _pending.set(collected)
     try:
-        yield found
+        yield collected.found
     finally:
+        collected.open = False
         _pending.reset(token)
 
 

@@ -45,7 +45,7 @@ def import_files(state: PrivateDir, db: Database) -> list[str]:
     problems: list[str] = []
     if not db.read("SELECT 1 FROM meta WHERE key = ?", (DONE,)):
         rows = _read_all(state, problems)
-        db.call(lambda conn: _insert(conn, rows), barrier=True).wait_blocking()
+        db.call(lambda conn: _insert(conn, rows, problems), barrier=True).wait_blocking()
     moved = db.call(lambda conn: _move_away(state, dirs, removed), barrier=True)
     moved.wait_blocking()
     return problems + [f"sessions imported from the files of an older anvilfs; those are kept in {moved.result}"]
@@ -200,10 +200,18 @@ def _records(dir: PrivateDir, segment: str, problems: list[str]) -> list[bytes]:
     return records
 
 
-def _insert(conn, rows: dict) -> None:
-    """Every row in the one transaction of the import, with the meta row that says it is done."""
+def _insert(conn, rows: dict, problems: list[str]) -> None:
+    """Every row in the one transaction of the import, with the meta row that says it is done. A live
+    session whose name a session of the database has (old files put back on a state begun without them)
+    is kept as removed: history, not a second session of that name."""
     top = conn.execute("SELECT max(id) FROM sessions").fetchone()[0] or 0
-    imported = [(s, None) for s in rows["live"]] + rows["removed"]
+    taken = {name for (name,) in conn.execute("SELECT name FROM sessions WHERE removed_at IS NULL")}
+    now = timestamp()
+    for session in rows["live"]:
+        if session["name"] in taken:
+            problems.append(f"the old files' session {session['name']} was not imported as live: the database has "
+                            f"a session of that name; kept as removed at {now}")
+    imported = [(s, now if s["name"] in taken else None) for s in rows["live"]] + rows["removed"]
     for number, (session, removed_at) in enumerate(imported, top + 1):
         conn.execute("INSERT INTO sessions (id, name, definition, state, detail, turns, restarts, role_pending, "
                      "restart_pending, turn_started, agent, out, removed_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "

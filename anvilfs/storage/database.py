@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import collections
 import errno
+import logging
 import os
 import sqlite3
 import threading
@@ -44,6 +45,7 @@ import trio
 from ..waitable import answer_after
 from .private import PrivateDir, StorageError, checked_file
 
+log = logging.getLogger("anvilfs.storage")
 _COMPANIONS = ("", "-wal", "-shm", "-journal")
 _SQLITE_ERRNO = {sqlite3.SQLITE_FULL: errno.ENOSPC, sqlite3.SQLITE_READONLY: errno.EROFS,
                  sqlite3.SQLITE_PERM: errno.EACCES} if hasattr(sqlite3, "SQLITE_FULL") else {}
@@ -101,7 +103,10 @@ class Commit:
 
     def _settle(self) -> None:
         for fn in self._then:
-            fn(self.error)
+            try:
+                fn(self.error)
+            except Exception:  # through run_sync_soon a raise would end the whole event loop, not one request
+                log.exception("a callback of a database commit failed")
         self._then.clear()
         if self._event is not None:
             self._event.set()
@@ -148,16 +153,19 @@ class Database:
         rows = [tuple(r) for r in rows]  # taken now: the caller may change its lists after
         return self.call(lambda conn: conn.executemany(sql, rows).rowcount)
 
-    def call(self, work: Callable[[sqlite3.Connection], Any], *, barrier: bool = False) -> Commit:
+    def call(self, work: Callable[[sqlite3.Connection], Any], *, barrier: bool = False, answer: bool = True) -> Commit:
         """`work(connection)` in the writer thread, in a transaction with whatever else is waiting (alone, when
-        `barrier`: what came before is committed first, and what comes after waits for it). Never blocks."""
+        `barrier`: what came before is committed first, and what comes after waits for it). Never blocks.
+        `answer=False`: the request being handled does not wait for this Commit (the caller gives it what to
+        wait for itself)."""
         commit = Commit(_current_token())
         with self._wake:
             if self._closing:
                 raise StorageError(errno.EIO, f"the database {self.path} is closed")
             self._jobs.append(_Job(work, commit, barrier))
             self._wake.notify()
-        answer_after(commit)  # the request that made this change, if any, is answered once it is on disk
+        if answer:
+            answer_after(commit)  # the request that made this change, if any, is answered once it is on disk
         return commit
 
     # ------------------------------------------------------------ reading
@@ -234,11 +242,12 @@ class Database:
                     done.append(outcome)
             self._writer.execute("COMMIT")
             self.commits += 1
-        except (sqlite3.Error, OSError) as exc:
+        except Exception as exc:  # BEGIN refused (a lock held elsewhere), a full disk, COMMIT refused
             _rollback(self._writer)
             failure = _as_oserror(exc, self.path)
-            for job, _ in done:
-                job.commit._finish(failure)
+            for job in group:  # every one not settled yet, run or not: none of them is on disk
+                if not job.commit._done.is_set():
+                    job.commit._finish(failure)
             return
         for job, result in done:
             job.commit._finish(None, result)
@@ -248,6 +257,8 @@ class Database:
         try:
             result = job.work(self._writer)
         except Exception as exc:  # a bug in one job must not stop the thread, and every other Commit with it
+            if not self._writer.in_transaction:  # SQLite rolled the whole group back (SQLITE_FULL): it fails
+                raise
             self._writer.execute("ROLLBACK TO job")
             self._writer.execute("RELEASE job")
             job.commit._finish(_as_oserror(exc, self.path))

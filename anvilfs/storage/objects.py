@@ -80,7 +80,8 @@ class TomlObjects:
         batch = self._batch
         if batch is None or not batch.join(item):  # the writer has taken that one: a new batch
             batch = self._batch = _Batch(item)
-            batch.commit = self._db.call(lambda conn: self._put(conn, batch), barrier=True)
+            # the request waits for its own Written, not the batch's Commit: see Written.wait
+            batch.commit = self._db.call(lambda conn: self._put(conn, batch), barrier=True, answer=False)
         written = Written(batch.commit, item)
         answer_after(written)  # the request that made it waits for its own file, not only for the batch's commit
         batch.commit.then(lambda error: self._settled(object_id, raw, message, error or item.error, item.put,
@@ -123,7 +124,13 @@ class TomlObjects:
                     item.put = True
                 except OSError as exc:
                     item.error = exc
-        self.dir.sync()
+        try:
+            self.dir.sync()
+        except OSError as exc:  # the renames may not survive a crash: none of them is answered as saved
+            for item in writes:
+                if item.put:
+                    item.error = exc
+            raise
         kill_point("history-message")  # tests: a crash with the files on disk and their messages not (history.py)
         if self._history is not None:
             for item in writes:
@@ -205,7 +212,13 @@ class Written:
         self._commit, self._item = commit, item
 
     async def wait(self) -> None:
-        await self._commit.wait()
+        try:
+            await self._commit.wait()
+        except OSError:
+            if not self._item.put or self._item.error is not None:
+                raise
+            # its file is on disk and only its message was refused: the change is kept (committed as
+            # recovered), so its request is not told that it failed
         if self._item.error is not None:
             raise self._item.error
 

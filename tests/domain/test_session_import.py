@@ -18,6 +18,7 @@ import pytest
 from anvilfs.app import App
 from anvilfs.sessions import imported
 from harness.apps import started
+from harness.deadlines import within
 from harness.old_sessions_state import dump
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "sessions-0dec9af"
@@ -66,8 +67,8 @@ def test_an_import_cut_short_before_its_commit_is_done_again_whole(tmp_path, mon
     state = copied(tmp_path, "killed")
     real = imported._insert
 
-    def crash_after_some(conn, rows):
-        real(conn, rows)
+    def crash_after_some(conn, rows, problems):
+        real(conn, rows, problems)
         raise OSError(5, "the process died here")  # the transaction never committed
 
     monkeypatch.setattr(imported, "_insert", crash_after_some)
@@ -141,3 +142,19 @@ async def test_old_files_put_back_after_the_import_are_moved_away_not_imported_a
     assert not (state / "sessions").exists()
     with sqlite3.connect(state / "anvilfs.db") as conn:
         assert conn.execute("SELECT count(*) FROM sessions").fetchone() == (4,)
+
+
+async def test_old_files_put_back_on_a_state_that_never_had_any_do_not_stop_the_start(tmp_path):
+    """A state begun by this anvilfs has sessions in the database but no 'imported' row (there was nothing to
+    import); old files put there later (a backup restored over it) must not make the next start fail."""
+    state = tmp_path / "fresh"
+    async with started(state, paused=True) as app:
+        app.sessions.new("sim", str(tmp_path), name="answered")  # the name a session of the old files has
+        with within(30, "the new session's row"):
+            await app.db.call(lambda conn: None).wait()
+    shutil.copytree(FIXTURES / "stopped" / "sessions", state / "sessions")
+    for path in (state / "sessions", *(state / "sessions").iterdir()):
+        path.chmod(0o700 if path.is_dir() else 0o600)
+    async with started(state, paused=True) as app:
+        assert app.sessions.find("answered") is not None
+        assert "session answered was not imported as live" in app.events.text()

@@ -22,7 +22,7 @@ class Settled:
 
 
 class InlineDatabase:
-    def call(self, work: Callable[[None], Any], *, barrier: bool = False) -> Settled:
+    def call(self, work: Callable[[None], Any], *, barrier: bool = False, answer: bool = True) -> Settled:
         try:
             return Settled(result=work(None))
         except OSError as exc:
