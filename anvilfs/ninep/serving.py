@@ -88,9 +88,10 @@ class ServerProtocol:
         return pending.flushes
 
     def ends_with_fid(self, fid_number: int) -> None:
-        """The fid is clunked or removed: its reads that wait end (the driver answers them with no data)."""
+        """The fid is clunked or removed: its reads that wait end (the driver answers them with no data); not
+        one that has taken its data already and waits for it to be saved (unflushable): its reply goes out."""
         for pending in self.tags.values():
-            if pending.fid_number == fid_number:
+            if pending.fid_number == fid_number and pending.flushable:
                 pending.outcome = pending.outcome or "clunk"
                 pending.scope.cancel()
 

@@ -266,13 +266,16 @@ class Dispatcher(AttributeRequests):
         handle = fid.handle
         if handle.blocking and not handle.ready(offset):
             return Blocked(fid, number, tag, offset, count)
-        if not fid.can_write:
+        if not fid.can_write and not handle.blocking:
             return _RREAD(tag, self.take(handle, offset, count))
         try:
-            with collecting() as saving:  # a read can submit what was written (mail's read-back): saved first
+            # a read can change state: submit what was written (mail's read-back), or take a prompt from
+            # `next` and begin its turn (a stream's read): answered once that is saved
+            with collecting() as saving:
                 data = self.take(handle, offset, count)
         finally:  # nothing else is held
-            self.collected.recount(fid)
+            if fid.can_write:
+                self.collected.recount(fid)
         if saving:
             return Deferred(on_disk(saving, "what was written"), m.Tread(tag=tag, fid=number, offset=offset, count=count),
                             _RREAD(tag, data))
@@ -284,13 +287,15 @@ class Dispatcher(AttributeRequests):
             return handle.read(offset, count, self.snapshots)
         return handle.read(offset, count)
 
-    def finish_read(self, blocked: Blocked) -> m.Message:
-        """Answer a blocked read once its handle is ready (no checkpoint in between)."""
+    def finish_read(self, blocked: Blocked) -> tuple[m.Message, Later | None]:
+        """Answer a blocked read once its handle is ready (no checkpoint in between), and what the reply must
+        wait for: what the read changed (`next` begins a turn) on its way to disk, if anything."""
         try:
-            data = blocked.fid.handle.read(blocked.offset, blocked.count)
+            with collecting() as saving:
+                data = blocked.fid.handle.read(blocked.offset, blocked.count)
         except AnvilError as exc:
-            return self.blocked_read_failed(blocked, exc.message, exc.errno, exc.detail)
-        return m.Rread(tag=blocked.tag, data=data)
+            return self.blocked_read_failed(blocked, exc.message, exc.errno, exc.detail), None
+        return m.Rread(tag=blocked.tag, data=data), on_disk(saving, "what the read changed") if saving else None
 
     def _read_dir(self, fid: Fid, offset: int, count: int) -> bytes:
         assert isinstance(fid.node, Directory)

@@ -49,14 +49,21 @@ class ParkedRequests:
             # Woken with data and room for it, or cancelled: either way no
             # checkpoint from here to send(), so a flush cannot slip in between
             # taking the data and queueing its reply. The outcome decides, even if the data came
-            # first: after a Tversion nothing of the old session may be answered.
+            # first: after a Tversion nothing of the old session may be answered. A read that changed
+            # state (`next` begins a turn) waits for that to be saved, unflushable: its data is taken.
+            reply = None
+            if flight.outcome == "" and not flight.scope.cancelled_caught:
+                reply, later = self.dispatcher.finish_read(blocked)
+                if later is not None:  # it changed state (a turn begun): answered once saved, a flush waits for it
+                    flight.flushable = False
+                    reply = await self._once_saved(later, blocked, reply, flight)
             self.core.end(blocked.tag, flight)
             if flight.outcome == "reset":
                 return
             if flight.outcome == "clunk":
                 self.send(m.Rread(tag=blocked.tag, data=b""))  # the file was closed: end of file
-            elif not flight.scope.cancelled_caught:
-                self.send(self.dispatcher.finish_read(blocked))
+            elif reply is not None:
+                self.send(reply)
         except Exception as exc:  # a bug in a file must not take the connection down
             log.exception("%s: blocked read failed", self.name)
             self.core.end(blocked.tag, flight)
@@ -65,6 +72,17 @@ class ParkedRequests:
             if flight.outcome != "reset":
                 self._answer_flushes(flight)
         await self._flush_out()  # at once, rather than one scheduler pass later in the writer task
+
+    async def _once_saved(self, later, blocked: Blocked, reply: m.Message, flight: Pending) -> m.Message:
+        """The read's reply once what it changed is on disk, or the error if the disk refused it; a Tversion
+        (the scope's only canceller now) ends the wait, and then nothing is answered."""
+        flight.scope = trio.CancelScope()  # a scope is entered once: a new one, which a Tversion cancels the same way
+        with flight.scope:
+            try:
+                await later.wait()
+            except AnvilError as exc:
+                return self.dispatcher.blocked_read_failed(blocked, exc.message, exc.errno, exc.detail)
+        return reply
 
     def _start_deferred(self, deferred: Deferred) -> None:
         # A flush does not cancel it (the prompt is on its way whatever the client does): its Rflush

@@ -4,8 +4,6 @@ reply does, or a kill right after it leaves the owner working on a turn the rest
 
 from __future__ import annotations
 
-import pytest
-
 from anvilfs.app import App
 from anvilfs.backends import ExternalBackend, SimBackend
 from harness.apps import until
@@ -28,8 +26,6 @@ NEW = HELLO + """
 """
 
 
-@pytest.mark.xfail(strict=True, reason="not fixed: dispatch.read and parked._finish_blocked do not collect what a "
-                   "read changes (see the review's report)")
 async def test_the_read_of_next_that_begins_a_turn_is_answered_once_the_turn_is_on_disk(tmp_path):
     async with served(App(state_dir=tmp_path, backends={"external": ExternalBackend(), "sim": SimBackend()})) as (app, [peer]):
         await peer.play(NEW)
@@ -47,4 +43,38 @@ async def test_the_read_of_next_that_begins_a_turn_is_answered_once_the_turn_is_
             release.set()
         await peer.play("""
 < Rread tag 8 data "review it"
+""")
+
+
+async def test_a_read_of_next_that_waited_for_its_prompt_is_answered_once_the_turn_is_on_disk(tmp_path, monkeypatch):
+    """The same for a read that blocked first: it wakes when the prompt lands, takes it, and its Rread waits
+    for the turn's row; a Tflush sent meanwhile is answered after it (the prompt is taken: flush(5))."""
+    async with served(App(state_dir=tmp_path, backends={"external": ExternalBackend(), "sim": SimBackend()})) as (app, [peer]):
+        await peer.play(NEW)
+        held = []
+        store = app.sessions.saver.store
+        real_add = store.add_prompt
+
+        def add_prompt(session, prompt):  # the writer is held as the prompt lands, before the read wakes
+            commit = real_add(session, prompt)
+            commit.then(lambda error: held.append(hold_writer(app.db)))
+            return commit
+
+        monkeypatch.setattr(store, "add_prompt", add_prompt)
+        await peer.play("""
+> Tread tag 8 fid 2 offset 0 count 100
+""")  # blocks: nothing queued
+        app.sessions.submit("ext", "review it", "tester")
+        await until(lambda: held, "the prompt to land, the writer held behind it")
+        try:
+            await peer.play("""
+> Tflush tag 9 oldtag 8
+> Twalk tag 10 fid 0 newfid 3 wnames [list]
+< Rwalk tag 10 wqids [(0x0 * *)]
+""")  # answered while the read waits for the turn's row: neither the Rread nor the Rflush came yet
+        finally:
+            held[0].set()
+        await peer.play("""
+< Rread tag 8 data "review it"
+< Rflush tag 9
 """)
