@@ -96,12 +96,8 @@ class PowerCuts:
             time.sleep(0.05)  # polling another process's progress, bounded by the deadline
 
     def restart(self, srv: AnvilServer) -> AnvilServer:
-        """Stop `srv` cleanly and start the next server, with all the disk holds written back by then.
-
-        A new state directory's first seconds are not durable whole: `git init` flushes nothing of
-        .git/HEAD, so a cut then leaves it empty (ext4's delayed allocation) and git refuses the history.
-        Tests that check the history begin after such a pause, as a machine that ran a while has.
-        """
+        """Stop `srv` cleanly and start the next server, with all the disk holds written back by then
+        (a machine that ran a while: its image starts from everything there)."""
         srv.stop()
         return self.start()
 
