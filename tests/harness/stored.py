@@ -5,6 +5,7 @@
     await answered(fn)          fn() as a 9P write runs it: answered once its changes are on disk
     request(fn)                 the same, the wait left to the caller
     hold_writer(db)             nothing commits until the returned event is set
+    KV_SCHEMA                   a table of keys and values, for tests of the database itself
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ import threading
 from pathlib import Path
 
 from anvilfs.waitable import collecting, on_disk
+
+KV_SCHEMA = "CREATE TABLE IF NOT EXISTS kv (k TEXT PRIMARY KEY, v BLOB);"
 
 
 def crash_copy(state: Path, dest: Path) -> Path:

@@ -6,48 +6,18 @@ Real SQLite on a real disk, real threads; every wait has a deadline (the writer 
 from __future__ import annotations
 
 import os
-import threading
 
 import pytest
 import trio
 
-from anvilfs.storage import PrivateDir, StorageError
+from anvilfs.storage import StorageError
 from anvilfs.storage.database import Database
 from anvilfs.waitable import collecting
 from harness.deadlines import within
-
-SCHEMA = "CREATE TABLE IF NOT EXISTS kv (k TEXT PRIMARY KEY, v TEXT);"
-
-
-@pytest.fixture
-def state(tmp_path):
-    directory = PrivateDir(tmp_path / "state")
-    yield directory
-    directory.close()
-
-
-@pytest.fixture
-def db(state):
-    database = Database(state, "test.db", SCHEMA)
-    yield database
-    database.close()
-
-
-def _hold_writer(db: Database) -> threading.Event:
-    """Keep the writer thread busy until the event is set, so that what is queued meanwhile waits together."""
-    release, holding = threading.Event(), threading.Event()
-
-    def hold(conn):
-        holding.set()
-        assert release.wait(30), "the test never released the writer"
-
-    db.call(hold, barrier=True)
-    assert holding.wait(30), "the writer thread never took the first job"
-    return release
-
+from harness.stored import KV_SCHEMA, hold_writer
 
 async def test_changes_queued_together_commit_as_one_transaction(db):
-    release = _hold_writer(db)
+    release = hold_writer(db)
     before = db.commits
     commits = [db.execute("INSERT INTO kv VALUES (?, ?)", (str(n), "x")) for n in range(50)]
     release.set()
@@ -59,7 +29,7 @@ async def test_changes_queued_together_commit_as_one_transaction(db):
 
 
 async def test_a_failing_change_fails_alone_and_the_rest_of_its_group_commits(db):
-    release = _hold_writer(db)
+    release = hold_writer(db)
     first = db.execute("INSERT INTO kv VALUES ('a', '1')")
     duplicate = db.execute("INSERT INTO kv VALUES ('a', '2')")
     last = db.execute("INSERT INTO kv VALUES ('b', '3')")
@@ -77,7 +47,7 @@ async def test_a_commit_that_fails_fails_every_change_of_its_group_and_keeps_non
               "CREATE TABLE IF NOT EXISTS child (id TEXT, parent TEXT REFERENCES parent(id) DEFERRABLE INITIALLY DEFERRED);")
     db = Database(state, "fk.db", schema)
     try:
-        release = _hold_writer(db)
+        release = hold_writer(db)
         fine = db.execute("INSERT INTO parent VALUES ('p')")
         orphan = db.execute("INSERT INTO child VALUES ('c', 'nobody')")  # refused only at COMMIT
         release.set()
@@ -125,20 +95,20 @@ async def test_a_bug_in_a_change_fails_it_with_eio_and_the_writer_goes_on(db):
 
 
 def test_close_commits_what_is_queued_and_refuses_more(state):
-    db = Database(state, "close.db", SCHEMA)
+    db = Database(state, "close.db", KV_SCHEMA)
     commits = [db.execute("INSERT INTO kv VALUES (?, '')", (str(n),)) for n in range(20)]
     db.close()
     for commit in commits:
         commit.wait_blocking(0)  # settled already: close waited for the writer
     with pytest.raises(StorageError, match="closed"):
         db.execute("INSERT INTO kv VALUES ('late', '')")
-    again = Database(state, "close.db", SCHEMA)
+    again = Database(state, "close.db", KV_SCHEMA)
     assert again.read("SELECT count(*) FROM kv") == [(20,)]
     again.close()
 
 
 def test_the_database_and_its_companions_are_private_files_never_links(state, tmp_path):
-    db = Database(state, "mode.db", SCHEMA)
+    db = Database(state, "mode.db", KV_SCHEMA)
     db.execute("INSERT INTO kv VALUES ('k', 'v')").wait_blocking(30)
     for suffix in ("", "-wal", "-shm"):
         assert os.stat(os.path.join(state.path, "mode.db" + suffix)).st_mode & 0o777 == 0o600
@@ -147,10 +117,10 @@ def test_the_database_and_its_companions_are_private_files_never_links(state, tm
     target.write_text("")
     os.symlink(target, os.path.join(state.path, "linked.db-wal"))
     with pytest.raises(StorageError, match="symbolic link"):
-        Database(state, "linked.db", SCHEMA)
+        Database(state, "linked.db", KV_SCHEMA)
     os.mkfifo(os.path.join(state.path, "fifo.db-shm"))  # must be refused, not block the open
     with pytest.raises(StorageError, match="not a regular file"):
-        Database(state, "fifo.db", SCHEMA)
+        Database(state, "fifo.db", KV_SCHEMA)
 
 
 async def test_settled_in_the_event_loop_with_then_callbacks_first(db):

@@ -9,28 +9,9 @@ from __future__ import annotations
 
 import sqlite3
 
-import pytest
 
-from anvilfs.storage import PrivateDir
-from anvilfs.storage.database import Database
 from harness.deadlines import within
-
-SCHEMA = "CREATE TABLE IF NOT EXISTS kv (k TEXT PRIMARY KEY, v BLOB);"
-
-
-@pytest.fixture
-def state(tmp_path):
-    directory = PrivateDir(tmp_path / "state")
-    yield directory
-    directory.close()
-
-
-@pytest.fixture
-def db(state):
-    database = Database(state, "test.db", SCHEMA)
-    yield database
-    database.close()
-
+from harness.stored import hold_writer
 
 async def _settles(commit) -> str:
     try:
@@ -45,7 +26,7 @@ async def test_a_full_disk_in_one_change_settles_every_change_of_its_group(db):
     pages = db.read("PRAGMA page_count")[0][0]
     with within(10, "the limit to be set"):
         await db.call(lambda conn: conn.execute(f"PRAGMA max_page_count={pages + 1}")).wait()
-    release = _hold(db)
+    release = hold_writer(db)
     small = db.execute("INSERT INTO kv VALUES ('a', 'x')")
     big = db.execute("INSERT INTO kv VALUES ('big', ?)", (b"x" * 200_000,))
     after = db.execute("INSERT INTO kv VALUES ('b', 'x')")
@@ -72,19 +53,6 @@ async def test_a_lock_held_by_another_process_fails_the_changes_and_does_not_han
         other.close()
     with within(10, "a change once the lock is released"):
         await db.execute("INSERT INTO kv VALUES ('b', 'x')").wait()
-
-
-def _hold(db: Database):
-    import threading
-    release, holding = threading.Event(), threading.Event()
-
-    def hold(conn):
-        holding.set()
-        assert release.wait(30), "the test never released the writer"
-
-    db.call(hold, barrier=True)
-    assert holding.wait(30), "the writer thread never took the first job"
-    return release
 
 
 async def test_a_then_callback_that_raises_does_not_crash_the_event_loop_nor_strand_the_waiters(db):
