@@ -107,6 +107,13 @@ class FlushTrace:
         return [f for f in self.flushes if start <= f.when <= end]
 
     @staticmethod
+    def assert_none_in_loop(flushes: list[Flush]) -> None:
+        """The check every flush test makes: not one of `flushes` came from the event loop's thread."""
+        in_loop = [f for f in flushes if f.where == "loop"]
+        assert not in_loop, (f"{len(in_loop)} of {len(flushes)} flushes came from the event loop's thread:\n"
+                             f"{FlushTrace.summary(in_loop)}")
+
+    @staticmethod
     def summary(flushes: list[Flush]) -> str:
         """How many of each call from each kind of thread, and the paths they flushed."""
         counts = Counter((f.where, f.call) for f in flushes)

@@ -49,7 +49,6 @@ def test_bead_and_convoy_changes_flush_nothing_in_the_event_loop(base):
     finally:
         stop_traced(srv, pid)
     flushes = FlushTrace.read(base / TRACE, pid).between(start, end)
-    in_loop = [f for f in flushes if f.where == "loop"]
-    assert not in_loop, f"{len(in_loop)} flushes in the event loop:\n" + FlushTrace.summary(in_loop)
+    FlushTrace.assert_none_in_loop(flushes)
     assert [f for f in flushes if f.where == "thread" and "/beads" in f.path], \
         "no flush of a bead's file seen: the trace proves nothing\n" + FlushTrace.summary(flushes)

@@ -59,6 +59,5 @@ def test_mail_and_approvals_flush_only_outside_the_event_loop(base):
     finally:
         stop_traced(srv, pid)
     flushes = FlushTrace.read(base / TRACE, pid).between(start, end)
-    in_loop = [f for f in flushes if f.where == "loop"]
-    assert not in_loop, f"{len(in_loop)} flushes in the event loop:\n" + FlushTrace.summary(in_loop)
+    FlushTrace.assert_none_in_loop(flushes)
     assert [f for f in flushes if "anvilfs.db" in f.path], "no flush of the database seen: the trace proves nothing"

@@ -64,8 +64,7 @@ def test_sessions_flush_only_in_the_database_writer_thread():
         assert "round 3 for" in log, log
         stop_traced(srv, pid)
         flushes = FlushTrace.read(base / TRACE, pid).between(began, ended)
-        in_loop = [f for f in flushes if f.where == "loop"]
-        assert not in_loop, "flushes in the event loop:\n" + FlushTrace.summary(in_loop)
+        FlushTrace.assert_none_in_loop(flushes)
         database = [f for f in flushes if "anvilfs.db" in f.path]
         assert database and all(f.where == "thread" for f in database), FlushTrace.summary(flushes)
         print(FlushTrace.summary(flushes))
