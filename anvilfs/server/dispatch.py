@@ -276,10 +276,8 @@ class Dispatcher(AttributeRequests):
         finally:  # nothing else is held
             if fid.can_write:
                 self.collected.recount(fid)
-        if saving:
-            return Deferred(on_disk(saving, "what was written"), m.Tread(tag=tag, fid=number, offset=offset, count=count),
-                            _RREAD(tag, data))
-        return _RREAD(tag, data)
+        return _once_saved(saving, "what was written", _RREAD(tag, data),
+                           lambda: m.Tread(tag=tag, fid=number, offset=offset, count=count))
 
     def take(self, handle: Handle, offset: int, count: int) -> bytes:
         """What a read of an open file that need not wait gives; a snapshot it takes is this connection's to hold."""
@@ -329,9 +327,7 @@ class Dispatcher(AttributeRequests):
         finally:
             self.collected.recount(fid)
         reply = m.Rwrite(tag=tag, count=count)
-        if saving:
-            return Deferred(on_disk(saving, "the write"), m.Twrite(tag=tag, fid=number, offset=offset, data=data), reply)
-        return reply
+        return _once_saved(saving, "the write", reply, lambda: m.Twrite(tag=tag, fid=number, offset=offset, data=data))
 
     def clunk(self, tag: int, fid: int) -> m.Message | bytes | Deferred:
         closed = self._fids.pop(fid, None)
@@ -343,9 +339,7 @@ class Dispatcher(AttributeRequests):
             later = self.close(closed)
         if later is not None:  # a prompt: answered once it is on disk, with its own error if it is not
             saving.insert(0, later)
-        if saving:
-            return Deferred(on_disk(saving, "what was written"), m.Tclunk(tag=tag, fid=fid), _RCLUNK(tag))
-        return _RCLUNK(tag)
+        return _once_saved(saving, "what was written", _RCLUNK(tag), lambda: m.Tclunk(tag=tag, fid=fid))
 
     def close(self, fid: Fid) -> Later | None:
         """Close what a fid taken out of the table has open: its written bytes are no longer held, and
@@ -363,7 +357,7 @@ class Dispatcher(AttributeRequests):
                 raise NotPermitted("the root cannot be removed")
             fid.trail[-2].remove_entry(fid.node, fid.caller)
         reply = m.Rremove(tag=tag)
-        return Deferred(on_disk(saving, "the removal"), m.Tremove(tag=tag, fid=number), reply) if saving else reply
+        return _once_saved(saving, "the removal", reply, lambda: m.Tremove(tag=tag, fid=number))
 
     def unlinkat(self, tag: int, dirfid: int, name: str, flags: int) -> m.Message:
         """Linux's rm and rmdir: the entry `name` of the directory `dirfid` (AT_REMOVEDIR needs a directory)."""
@@ -380,10 +374,8 @@ class Dispatcher(AttributeRequests):
         with collecting() as saving:
             fid.node.remove_entry(node, fid.caller)
         reply = m.Runlinkat(tag=tag)
-        if saving:
-            return Deferred(on_disk(saving, "the removal"), m.Tunlinkat(tag=tag, dirfid=dirfid, name=name, flags=flags),
-                            reply)
-        return reply
+        return _once_saved(saving, "the removal", reply,
+                           lambda: m.Tunlinkat(tag=tag, dirfid=dirfid, name=name, flags=flags))
 
 
 # The replies of the requests every read of a file makes, encoded straight from their values (no
@@ -393,6 +385,12 @@ _LINUX_ACCESS = tuple(linux_access(mode) for mode in range(c.L_O_ACCMODE + 1))
 _NOT_NAMES = frozenset(("..", ".", ""))  # walked by _step: up, stay, and the empty name it refuses
 _AT_REMOVEDIR = 0x200  # Linux's flag in Tunlinkat: rmdir, not unlink
 _ERROR_TEXT_MAX = 1000  # bytes of an error's text kept (for 9P2000.u and agent/errors)
+
+
+def _once_saved(saving: list, what: str, reply: m.Message | bytes, request: Callable[[], m.Message]):
+    """`reply` now, or, when handling the request queued changes (`saving`), a Deferred that sends it once they
+    are on disk (the request message, made only then, answers an error)."""
+    return Deferred(on_disk(saving, what), request(), reply) if saving else reply
 
 
 def _step(trail: tuple[Node, ...], name: str) -> tuple[Node, ...] | RequestError:
