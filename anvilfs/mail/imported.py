@@ -24,9 +24,8 @@ import re
 import sqlite3
 
 from ..faults import kill_point
-from ..journal import timestamp
 from ..storage.database import Database
-from ..storage.private import PrivateDir
+from ..storage.private import PrivateDir, move_aside
 
 _REMOVED = re.compile(r"(?P<who>.+)\.(?P<time>[^.]+)\.mail\Z")
 _BASIC_TIME = re.compile(r"(\d{4}-\d\d-\d\dT\d\d)(\d\d)(\d\d)Z\Z")  # how a removed mailbox's name gave its time
@@ -40,7 +39,7 @@ def import_mail_files(state: PrivateDir, db: Database, timeout: float = 600.0) -
         return "", []
     problems: list[str] = []
     db.call(lambda conn: _insert(conn, state, sources, problems), barrier=True).wait_blocking(timeout)
-    moved = db.call(lambda conn: _move_away(state, sources), barrier=True)
+    moved = db.call(lambda conn: move_aside(state, sources, lambda: kill_point("mail-import-move")), barrier=True)
     moved.wait_blocking(timeout)
     return moved.result, problems
 
@@ -57,16 +56,16 @@ def _sources(root: str) -> list[str]:
 
 def _insert(conn: sqlite3.Connection, state: PrivateDir, sources: list[str], problems: list[str]) -> None:
     for source in sources:
-        where = _open(state, source)
+        where = state.subpath(source)
         if source == "mail":
             for who in _subdirs(where):
-                _mailbox(conn, _open(where, who), who, None)
+                _mailbox(conn, where.subpath(who), who, None)
                 if who == "approvals":  # before STATE/approvals/, the records were kept here
-                    _records(conn, _open(where, who), kept=False, problems=problems)
+                    _records(conn, where.subpath(who), kept=False, problems=problems)
         elif source == "approvals":
             _records(conn, where, kept=False, problems=problems)
             if "answered" in _subdirs(where):
-                _records(conn, _open(where, "answered"), kept=True, problems=problems)
+                _records(conn, where.subpath("answered"), kept=True, problems=problems)
         else:
             match = _REMOVED.match(source.removeprefix("removed/"))
             time = _BASIC_TIME.sub(r"\1:\2:\3Z", match["time"])
@@ -78,7 +77,7 @@ def _mailbox(conn: sqlite3.Connection, where: PrivateDir, who: str, removed: str
     for box in ("inbox", "done"):
         if box not in _subdirs(where):
             continue
-        files = _open(where, box)
+        files = where.subpath(box)
         conn.executemany("INSERT OR IGNORE INTO mail (id, participant, box, json, removed) VALUES (?, ?, ?, ?, ?)",
                          [(name.removesuffix(".json"), who, box, files.read(name), removed)
                           for name in files.names(".json")])
@@ -98,26 +97,6 @@ def _records(conn: sqlite3.Connection, where: PrivateDir, *, kept: bool, problem
 
 def _dumped(doc: dict) -> bytes:
     return json.dumps(doc, ensure_ascii=False).encode()
-
-
-def _move_away(state: PrivateDir, sources: list[str]) -> str:
-    """Move the imported directories under STATE/imported/<TIME>/; returns that directory's path."""
-    into = state.subdir("imported").subdir(timestamp().replace(":", ""))
-    for source in sources:
-        parent, _, name = source.rpartition("/")
-        if parent:
-            _open(state, parent).move(name, _open(into, parent), name)
-        else:
-            state.move(name, into, name)
-        kill_point("mail-import-move")
-    return into.path
-
-
-def _open(parent: PrivateDir, name: str) -> PrivateDir:
-    """A subdirectory (checked private), made if missing; closed with `parent`."""
-    for part in name.split("/"):
-        parent = parent.subdir(part)
-    return parent
 
 
 def _subdirs(where: PrivateDir) -> list[str]:

@@ -30,6 +30,7 @@ from dataclasses import asdict
 
 from ..journal import timestamp
 from ..storage import Database, PrivateDir
+from ..storage.private import move_aside
 from .session import Definition
 
 OLD_DIRS = ("sessions", "redo", "prompts", "removed")
@@ -60,16 +61,11 @@ def _removed_files(state: PrivateDir) -> list[str]:
 
 def _move_away(state: PrivateDir, dirs: list[str], removed: list[str]) -> str:
     """In the writer thread (moves fsync): the old directories, and removed sessions' files, out of the way
-    into STATE/imported/TIME/, as mail's import does (mail/imported.py); returns where."""
-    kept = state.subdir("imported").subdir(timestamp().replace(":", ""))
-    for name in dirs:
-        state.move(name, kept, _free(kept, name))
+    into STATE/imported/TIME/, as mail's import does; returns where."""
+    where = move_aside(state, dirs + [f"removed/{name}" for name in removed])
     if removed:
-        old, into = state.subdir("removed"), kept.subdir("removed")
-        for name in removed:
-            old.move(name, into, name)
         state.remove_empty_dir("removed")  # unless mail's removed mailboxes are there too
-    return kept.path
+    return where
 
 
 def _read_all(state: PrivateDir, problems: list[str]) -> dict:
@@ -226,15 +222,6 @@ def _insert(conn, rows: dict, problems: list[str]) -> None:
 
 _COLUMNS = ("name", "definition", "state", "detail", "turns", "restarts", "role_pending", "restart_pending",
             "turn_started", "agent", "out")
-
-
-def _free(kept: PrivateDir, name: str) -> str:
-    """`name`, or `name.2`, `name.3`... if an earlier import left one there (old files put back by hand)."""
-    n, free = 1, name
-    while kept.exists(free):
-        n += 1
-        free = f"{name}.{n}"
-    return free
 
 
 def _text(raw: bytes | None) -> str:

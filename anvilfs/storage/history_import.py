@@ -24,9 +24,8 @@ import json
 import sqlite3
 from collections.abc import Awaitable, Callable
 
-from ..journal import timestamp
 from .database import Database
-from .private import PrivateDir
+from .private import PrivateDir, move_aside
 
 JOURNAL = "history.journal"
 COMMITTING = "history.committing"
@@ -48,7 +47,7 @@ async def import_journal(root: PrivateDir, db: Database, head_message: Callable[
         messages += [message for _, message in _records(fresh[JOURNAL], JOURNAL, on_error)]
     if fresh:
         await db.call(lambda conn: _insert(conn, messages, fresh)).wait()
-    await db.call(lambda conn: _move_away(root, list(found)), barrier=True).wait()
+    await db.call(lambda conn: move_aside(root, list(found)), barrier=True).wait()
 
 
 def _imported(db: Database, name: str, data: bytes) -> bool:
@@ -80,8 +79,3 @@ def _insert(conn: sqlite3.Connection, messages: list[str], files: dict[str, byte
                      [(f"imported {name}", _digest(data)) for name, data in files.items()])
 
 
-def _move_away(root: PrivateDir, names: list[str]) -> None:
-    """In the writer thread (a move fsyncs): into STATE/imported/TIME/, as the sessions' and mail's imports do."""
-    kept = root.subdir("imported").subdir(timestamp().replace(":", ""))
-    for name in names:
-        root.move(name, kept, name)

@@ -17,6 +17,9 @@ import errno
 import os
 import secrets
 import stat
+from collections.abc import Callable
+
+from ..journal import timestamp
 
 _FILE_MODE = 0o600
 _DIR_MODE = 0o700
@@ -94,6 +97,13 @@ class PrivateDir:
         child = PrivateDir(os.path.join(self.path, name))
         self._subdirs.append(child)
         return child
+
+    def subpath(self, path: str) -> PrivateDir:
+        """subdir() for each part of `path` ("a/b"): each checked private, made if missing; closed with this one."""
+        found = self
+        for part in path.split("/"):
+            found = found.subdir(part)
+        return found
 
     def __repr__(self) -> str:
         return f"<PrivateDir {self.path}>"
@@ -254,3 +264,20 @@ def _unlink_quietly(name: str, dir_fd: int) -> None:
         os.unlink(name, dir_fd=dir_fd)
     except FileNotFoundError:
         pass
+
+
+def move_aside(state: PrivateDir, paths: list[str], moved: Callable[[], None] = lambda: None) -> str:
+    """The files an import of an older anvilfs's state read, each a NAME or PARENT/NAME of `state`, moved into
+    STATE/imported/TIME/ (its parents made there) for a person to keep or delete, never over what an earlier
+    import left (NAME.2, NAME.3...); `moved()` after each move. Returns where they went."""
+    into = state.subdir("imported").subdir(timestamp().replace(":", ""))
+    for path in paths:
+        parent, _, name = path.rpartition("/")
+        source, dest = (state.subpath(parent), into.subpath(parent)) if parent else (state, into)
+        free, n = name, 1
+        while dest.exists(free):
+            n += 1
+            free = f"{name}.{n}"
+        source.move(name, dest, free)
+        moved()
+    return into.path
