@@ -8,6 +8,7 @@ replaced; one that still answers belongs to a live server and is an error.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import socket as stdsocket
@@ -59,18 +60,35 @@ def _clear_stale_socket(path: str) -> None:
 
 
 async def unix_listener(path: str) -> trio.SocketListener:
+    """Listen on `path`, which appears only once it accepts connections.
+
+    A socket file exists from bind(), before listen(): a client that connects in
+    between is refused, and a second server starting then would take the socket
+    for a dead one's and unlink it. So the socket is bound under a temporary name,
+    made to listen, and then linked to `path`; link() never replaces a file, so of
+    two servers starting at once exactly one gets the name.
+    """
     _clear_stale_socket(path)
+    temporary = os.path.join(os.path.dirname(path) or ".", f".{os.getpid()}.bind")
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(temporary)  # left by a process of this pid that died
     sock = trio.socket.socket(trio.socket.AF_UNIX, trio.socket.SOCK_STREAM)
     old = os.umask(0o177)
     try:
-        await sock.bind(path)
+        await sock.bind(temporary)
+        os.chmod(temporary, 0o600)
+        sock.listen(stdsocket.SOMAXCONN)  # many agents' hooks and clients may connect at once
+        os.link(temporary, path)
+    except FileExistsError:
+        sock.close()
+        raise ListenError(f"another server is already listening on {path}") from None
     except OSError as exc:
         sock.close()
-        raise ListenError(f"cannot listen on {path}: {exc.strerror}") from None
+        raise ListenError(f"cannot listen on {path}: {exc.strerror or exc}") from None
     finally:
         os.umask(old)
-    os.chmod(path, 0o600)
-    sock.listen(stdsocket.SOMAXCONN)  # many agents' hooks and clients may connect at once
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temporary)
     return trio.SocketListener(sock)
 
 
