@@ -156,9 +156,12 @@ async def handle_client(sock: socket.socket, tree: Tree) -> None:
 
 
 async def main(path: str, tree: Tree) -> None:
+    # Bound under a temporary name and renamed once listening: whoever sees `path`
+    # can connect at once (a socket file exists from bind(), before listen()).
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    listener.bind(path)
+    listener.bind(path + ".binding")
     listener.listen(64)
+    os.rename(path + ".binding", path)
     listener.setblocking(False)
     async with trio.open_nursery() as nursery:
         while True:
