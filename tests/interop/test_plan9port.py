@@ -94,6 +94,15 @@ def read_until(proc: subprocess.Popen, wanted: str, timeout: float = TIMEOUT) ->
     return seen
 
 
+def holds_open(pid: int, path: Path) -> bool:
+    """Whether process `pid` has `path` open (its open() has returned)."""
+    fds = Path(f"/proc/{pid}/fd")
+    try:
+        return any(os.readlink(fds / fd) == str(path) for fd in os.listdir(fds))
+    except FileNotFoundError:  # the process, or one of its fds, is gone
+        return False
+
+
 def wait_for(condition, what: str, timeout: float = TIMEOUT) -> None:
     deadline = time.monotonic() + timeout
     while not condition():
@@ -191,6 +200,8 @@ def test_cat_follows_events_on_a_9pfuse_mount_and_a_signal_ends_it_at_the_next_e
     # FUSE's interrupt, so no Tflush goes out: a signal ends cat only once its read is answered.
     proc = subprocess.Popen(["cat", "events"], cwd=mnt, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
     try:
+        # events shows what happens from the moment of open: the event must come after cat's open
+        wait_for(lambda: holds_open(proc.pid, mnt / "events"), "events open in cat")
         assert sh("echo 'new sim /tmp name=evfollow1' > ctl", cwd=mnt).returncode == 0
         read_until(proc, "evfollow1 new backend=sim")
         proc.terminate()  # pending: cat is blocked inside the read, in the kernel
