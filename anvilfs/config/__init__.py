@@ -1,4 +1,4 @@
-"""Configuration: backends, limits and restart policy, from TOML."""
+"""Configuration: backends, limits, restart policy, mail and repositories' merge settings, from TOML."""
 
 from .builtin import BUILTIN_BACKENDS
 from .load import ConfigError, LoadedConfig, default_config_dir, load_config, parse_config
@@ -13,6 +13,7 @@ from .model import (
     SimBackendConfig,
     TmuxBackendConfig,
 )
+from .repos import RepoConfig
 
 __all__ = [
     "BUILTIN_BACKENDS",
@@ -24,6 +25,7 @@ __all__ = [
     "LimitsConfig",
     "LoadedConfig",
     "OpenAIBackendConfig",
+    "RepoConfig",
     "RestartConfig",
     "SimBackendConfig",
     "TmuxBackendConfig",

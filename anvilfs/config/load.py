@@ -12,6 +12,7 @@ from tomlkit.exceptions import ParseError
 
 from .builtin import BUILTIN_BACKENDS
 from .model import Config
+from .repos import table as repo_table
 
 
 class ConfigError(Exception):
@@ -37,9 +38,17 @@ class LoadedConfig:
 def _explain(exc: ValidationError, path: Path) -> str:
     lines = [f"{path}: configuration is not valid:"]
     for error in exc.errors():
-        where = ".".join(str(part) for part in error["loc"])
-        lines.append(f"  {where}: {error['msg']}")
+        lines.append(f"  {_where(error['loc'])}: {error['msg'].removeprefix('Value error, ')}")
     return "\n".join(lines)
+
+
+def _where(loc: tuple) -> str:
+    """The key an error is about, as the file names it: a repository's table by its path in quotes (a path's
+    dots would read as more keys), `[repos."/src/app"] gates`."""
+    if len(loc) >= 2 and loc[0] == "repos":
+        key = ".".join(str(part) for part in loc[2:])
+        return f"{repo_table(str(loc[1]))} {key}".rstrip()
+    return ".".join(str(part) for part in loc)
 
 
 def parse_config(text: str, path: Path) -> Config:

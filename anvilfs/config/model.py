@@ -15,11 +15,18 @@ conversation by id). Unknown placeholders are an error at load time.
 
 from __future__ import annotations
 
+import os
 import re
 import string
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
+
+from . import repos as _repos
+from .repos import RepoConfig
+
+if TYPE_CHECKING:
+    from ..worktrees.model import MergeConfig
 
 PLACEHOLDERS = frozenset({"prompt", "model", "cwd", "name", "conversation"})
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}\Z")
@@ -215,6 +222,26 @@ class Config(_Strict):
     limits: LimitsConfig = LimitsConfig()
     restart: RestartConfig = RestartConfig()
     mail: MailConfig = MailConfig()
+    repos: dict[str, RepoConfig] = {}  # by normalised path (repos.py)
+    _repo_index: dict[str, RepoConfig] = PrivateAttr(default_factory=dict)  # and by real path, read at load
+
+    _repo_paths = field_validator("repos", mode="before")(_repos.check_paths)
+    _repo_names = field_validator("repos")(_repos.normalised)
+
+    def model_post_init(self, _context: object) -> None:
+        self._repo_index = _repos.index(self.repos)
+
+    def merge_config(self, repo: str) -> MergeConfig:
+        """The merge settings of the repository at the absolute path repo: its [repos."PATH"] table, found by
+        the path as given or its real path; the defaults for a repository the file does not name."""
+        if not os.path.isabs(repo):
+            raise ValueError(f"merge_config takes an absolute path, not {repo!r}")
+        from ..worktrees.model import MergeConfig  # noqa: PLC0415 - the engine's package loads trio
+
+        table = self._repo_index.get(os.path.normpath(repo))
+        if table is None:
+            table = self._repo_index.get(os.path.realpath(repo))
+        return table.merge_config() if table is not None else MergeConfig()
 
     @field_validator("backends")
     @classmethod
