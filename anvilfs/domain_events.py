@@ -98,6 +98,39 @@ class ConvoyChanged:
     detail: str = ""
 
 
+@dataclass(frozen=True, slots=True)
+class MergeMoved:
+    """A merge queue entry moved (queued, merging, merged, conflict, gate-failed, blocked, dropped)."""
+
+    bead: str
+    state: str
+    branch: str
+    detail: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ReworkNeeded:
+    """The merge queue could not merge a bead's branch (a conflict, a failing gate): nothing changed in git; the
+    bead goes back to `pending` with its branch kept, and its worker gets a REWORK_REQUEST."""
+
+    bead: str
+    session: str  # who worked on it
+    branch: str
+    state: str  # conflict | gate-failed
+    detail: str
+    files: tuple[str, ...] = ()
+    gate: tuple[str, ...] = ()
+    output: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class WorktreeChanged:
+    """Something happened to a session's worktree: made, a branch checked out, kept or removed after `remove`."""
+
+    session: str
+    what: str
+
+
 def render(event) -> str | None:
     """The `events` line of an event (TIME is added by the journal), or None if it has none."""
     match event:
@@ -114,6 +147,12 @@ def render(event) -> str | None:
                     + (f" bead {bead}" if bead else "") + f": {subject}")
         case ApprovalDecided():
             return None  # the bead reports its own approve/reject
+        case MergeMoved(bead=bead, state=state, branch=branch, detail=detail):
+            return f"merge:{bead} {state} {branch}" + (f" {detail}" if detail else "")
+        case ReworkNeeded():
+            return None  # the bead's move and the REWORK_REQUEST mail report it
+        case WorktreeChanged(session=session, what=what):
+            return f"{session} worktree {what}"
         case SessionMoved(session=session, line=line):
             return f"{session} {line}"
         case SessionEnded():

@@ -52,6 +52,30 @@ class Later:
             raise self._failed(exc) from None
 
 
+class Outcome:
+    """The end of work a request started in a task (git's, for a worktree), which its answer waits on: done,
+    or failed with the AnvilError the answer then carries."""
+
+    __slots__ = ("_event", "error")
+
+    def __init__(self) -> None:
+        self._event = trio.Event()
+        self.error: AnvilError | None = None
+
+    def finish(self, error: AnvilError | None = None) -> None:
+        self.error = error
+        self._event.set()
+
+    @property
+    def done(self) -> bool:
+        return self._event.is_set()
+
+    async def wait(self) -> None:
+        await self._event.wait()
+        if self.error is not None:
+            raise self.error
+
+
 class _Collecting:
     """The changes a request's answer waits on, gathered while the request is handled (and only then)."""
 

@@ -148,6 +148,13 @@ class Board:
         return bead
 
     def claim(self, bead_id: str, who: Who, holder: str | None = None, lease: int | None = None) -> Bead:
+        changed, message, verb, holder = self.check_claim(bead_id, who, holder, lease)
+        return self._save(changed, message, verb, holder)
+
+    def check_claim(self, bead_id: str, who: Who, holder: str | None = None,
+                    lease: int | None = None) -> tuple[Bead, str, str, str]:
+        """What `claim` would save (the bead, its message, verb and holder), with nothing changed; refused as
+        `claim` would be. A worktree session's claim checks first, then makes the branch, then claims."""
         bead = self.get(bead_id)
         holder = holder or who.session
         if not holder:
@@ -160,7 +167,8 @@ class Board:
             raise NotFound(f"claim: {holder!r} is not a session; a claim for another name needs lease=SECONDS")
         if bead.status in HELD:
             if bead.assigned_to == holder and lease is not None and bead.status is Status.IN_PROGRESS:
-                return self._save(bead.copy(lease_until=self.clock() + lease), f"Lease renewed: {bead_id} by {holder}", "renew", holder)
+                return (bead.copy(lease_until=self.clock() + lease), f"Lease renewed: {bead_id} by {holder}",
+                        "renew", holder)
             raise Busy(f"claim: bead {bead_id} is already claimed by {bead.assigned_to} ({bead.status.value})")
         status = advance(bead_id, bead.status, Verb.CLAIM)
         waiting = [d for d in bead.depends_on if (dep := self._beads.get(d)) is None or dep.status is not Status.COMPLETED]
@@ -172,7 +180,7 @@ class Board:
                        f"(in progress, claimed by {other_bead.assigned_to}); claim it when that one is done")
         changed = bead.copy(status=status, assigned_to=holder, lease_until=self.clock() + lease if lease else 0.0,
                             held_by_session=self.is_session(holder))
-        return self._save(changed, f"Claimed: {bead_id} by {holder}", "claim", holder)
+        return changed, f"Claimed: {bead_id} by {holder}", "claim", holder
 
     def _owns_conflict(self, bead: Bead):
         for other in self._beads.values():
@@ -187,8 +195,14 @@ class Board:
         return self._save(bead.copy(status=status, assigned_to="", lease_until=0.0, held_by_session=False),
                           f"Unclaimed: {bead_id} (was {bead.assigned_to})", "unclaim", bead.assigned_to)
 
-    def complete(self, bead_id: str, result: str | None = None, *, by: str = "") -> Bead:
+    def check_complete(self, bead_id: str) -> Bead:
+        """The bead, if `complete` can take it now (nothing changed)."""
         bead = self.get(bead_id)
+        advance(bead_id, bead.status, Verb.SUBMIT if bead.requires_approval else Verb.COMPLETE)
+        return bead
+
+    def complete(self, bead_id: str, result: str | None = None, *, by: str = "") -> Bead:
+        bead = self.check_complete(bead_id)
         verb = Verb.SUBMIT if bead.requires_approval else Verb.COMPLETE
         status = advance(bead_id, bead.status, verb)
         changes = {"status": status, "lease_until": 0.0}
@@ -233,6 +247,13 @@ class Board:
         status = advance(bead_id, bead.status, Verb.REOPEN)
         return self._save(bead.copy(status=status, assigned_to="", lease_until=0.0, approved_by="", held_by_session=False),
                           f"Reopened: {bead.title} ({bead_id})", "reopen")
+
+    def rework(self, bead_id: str, why: str) -> Bead:
+        """Back to `pending` from `completed`: the merge queue could not merge its branch (which is kept)."""
+        bead = self.get(bead_id)
+        status = advance(bead_id, bead.status, Verb.REWORK)
+        return self._save(bead.copy(status=status, assigned_to="", lease_until=0.0, approved_by="", held_by_session=False),
+                          f"Returned for rework: {bead.title} ({bead_id}): {why}", "rework", why)
 
     def set_text(self, bead_id: str, field: str, text: str, *, by: str = "") -> Bead:
         """Write `description` or `result` (the files of the same names)."""

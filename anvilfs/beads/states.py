@@ -31,6 +31,7 @@ class Verb(enum.StrEnum):
     REJECT = "reject"
     REOPEN = "reopen"
     RELEASE = "release"  # the holder's session ended, or its lease ran out
+    REWORK = "rework"  # the merge queue could not merge its branch: back to work (worktree sessions)
 
 
 S, V = Status, Verb
@@ -45,6 +46,7 @@ TRANSITIONS: dict[tuple[Status, Verb], Status] = {
     (S.PENDING_APPROVAL, V.APPROVE): S.COMPLETED,
     (S.PENDING_APPROVAL, V.REJECT): S.IN_PROGRESS,  # back to its worker, with the reason in `review`
     (S.COMPLETED, V.REOPEN): S.PENDING,
+    (S.COMPLETED, V.REWORK): S.PENDING,  # its branch kept: the next claim resumes it
     (S.FAILED, V.REOPEN): S.PENDING,
 }
 
@@ -60,7 +62,7 @@ def advance(bead_id: str, status: Status, verb: Verb) -> Status:
     try:
         return TRANSITIONS[(status, verb)]
     except KeyError:
-        allowed = sorted({v.value.split("-")[0] for (s, v) in TRANSITIONS if s is status and v is not V.RELEASE})
+        allowed = sorted({v.value.split("-")[0] for (s, v) in TRANSITIONS if s is status and v not in (V.RELEASE, V.REWORK)})
         raise WrongState(
             f"bead {bead_id} is {status.value}: it cannot take {verb.value.split('-')[0]}; "
             f"from {status.value} it can take: {', '.join(allowed) or 'nothing'}"

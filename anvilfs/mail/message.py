@@ -34,6 +34,7 @@ class MessageType(enum.StrEnum):
     REVIEW_RESPONSE = "REVIEW_RESPONSE"
     APPROVAL_REQUEST = "APPROVAL_REQUEST"
     APPROVAL_RESPONSE = "APPROVAL_RESPONSE"
+    REWORK_REQUEST = "REWORK_REQUEST"  # from anvilfs: the merge queue could not merge a bead's branch
 
 
 TYPES = ", ".join(t.value for t in MessageType)

@@ -108,11 +108,16 @@ class Sessions:
 
     # ------------------------------------------------------------ creating
 
+    def check_new(self, backend: str, cwd: str, *, role: str = "", model: str = "", ephemeral: bool = False,
+                  notify: bool = False, conductor: bool = False) -> Backend:
+        """Everything `new` checks of its options, with nothing made (a worktree session's, before git works)."""
+        return check_new(self.backends, self.roles, backend, cwd, role=role, model=model,
+                         ephemeral=ephemeral, notify=notify)
+
     def new(self, backend: str, cwd: str, *, name: str = "", role: str = "", model: str = "", ephemeral: bool = False,
             notify: bool = False, conductor: bool = False) -> Session:
-        chosen = check_new(self.backends, self.roles, backend, cwd, role=role, model=model,
-                           ephemeral=ephemeral, notify=notify)
-        name = self._check_name(name) if name else self._next_name()
+        chosen = self.check_new(backend, cwd, role=role, model=model, ephemeral=ephemeral, notify=notify)
+        name = self.check_name(name) if name else self.next_name()
         if len(self._sessions) >= self.limits.max_sessions:
             raise TooMany(f"write 'remove' to a stopped session's ctl, or raise [limits] max_sessions: "
                                 f"the session list is too long at {len(self._sessions)}")
@@ -155,7 +160,7 @@ class Sessions:
         self._table_changed()
         return session
 
-    def _check_name(self, name: str) -> str:
+    def check_name(self, name: str) -> str:
         if not NAME.match(name):
             raise InvalidRequest(f"name a session with 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit: {name!r} is invalid")
         if name in self.reserved:
@@ -167,7 +172,7 @@ class Sessions:
                             "read (see agent/events from the start); mend or remove its row to use the name")
         return name
 
-    def _next_name(self) -> str:
+    def next_name(self) -> str:
         while True:
             self._counter += 1
             name = f"s{self._counter}"

@@ -32,6 +32,15 @@ async def check_branch_name(git: Git, cwd: str, branch: str, what: str) -> str:
     return branch
 
 
+def session_branch_syntax(session: str) -> str:
+    """What git's check-ref-format would refuse in anvil/session/NAME for a name sessions allow (letters,
+    digits, '.', '_', '-'): checked before anything is made. BadName (EINVAL) saying why."""
+    if session.endswith((".", ".lock")) or ".." in session or session.startswith("-"):
+        raise BadName(f"worktree: session name {session!r} cannot make a git branch (no '..', no ending in '.' "
+                      "or '.lock'): choose another name")
+    return session
+
+
 async def session_branch(git: Git, cwd: str, session: str) -> str:
     branch = SESSION_PREFIX + session
     if session.startswith("-") or "/" in session:

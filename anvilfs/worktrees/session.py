@@ -107,6 +107,18 @@ async def complete(git: Git, wt: SessionWorktree, bead: str, title: str = "") ->
     return Completed(bead, branch, tip or "", committed, own)
 
 
+async def work_of(git: Git, wt: SessionWorktree, bead: str) -> tuple[int, tuple[str, ...]]:
+    """What the bead's branch holds before `complete`: its commits the base lacks, and the worktree's
+    uncommitted changes (while the branch is checked out there); nothing changed."""
+    branch = bead_branch(bead)
+    tip = await resolve(git, wt.repo, f"refs/heads/{branch}")
+    if tip is None:
+        return 0, ()
+    own = int(await git.out(wt.repo, "rev-list", "--count", f"{await _base_tip(git, wt)}..{tip}", "--"))
+    dirty = await changes(git, wt.path) if await current_branch(git, wt.path) == branch else ()
+    return own, dirty
+
+
 async def _commit_leftovers(git: Git, wt: SessionWorktree, bead: str, title: str) -> str | None:
     merging = await in_progress(git, wt.path)
     if merging not in (None, "merge"):
