@@ -19,6 +19,10 @@ from .mail import store as mail_store
 from .mail.imported import import_mail_files
 from .sessions import SESSIONS_SCHEMA, Backend, RestartPolicy, SessionLimits, Sessions, SessionStore, State
 from .storage import HISTORY_SCHEMA, Database, GitHistory, PrivateDir, TomlObjects
+from .teamwork import Teamwork
+from .workspaces import SCHEMA as WORKSPACES_SCHEMA
+from .workspaces import Records, Workspaces
+from .worktrees import MergeConfig
 
 # The tables of STATE/anvilfs.db, each domain's own (CREATE ... IF NOT EXISTS), made at start.
 SCHEMA = "\n".join([
@@ -26,6 +30,7 @@ SCHEMA = "\n".join([
     SESSIONS_SCHEMA,
     mail_store.SCHEMA,
     HISTORY_SCHEMA,
+    WORKSPACES_SCHEMA,
 ])
 
 
@@ -51,6 +56,7 @@ class App:
         agent_env: Callable[[str], dict[str, str]] | None = None,
         mail: MailSettings = MailSettings(),
         paused: bool = False,
+        merge_config: Callable[[str], MergeConfig] = lambda repo: MergeConfig(),
     ):
         self.events = Journal(keep=1000)
         self.errors = Journal(keep=200)
@@ -76,8 +82,12 @@ class App:
                            is_session=lambda name: self.sessions.find(name) is not None)
         self.convoys = Convoys(self._objects("convoys", "convoy"), self.bus, self.board)
         self.post = self._post_office(state, mail)
+        # worktree sessions and the merge queue: their records in the database, their worktrees in STATE/worktrees
+        self.workspaces = Workspaces(Records(self.db), os.path.join(state.path, "worktrees") if state else "",
+                                     merge_config, self.bus.publish)
+        self.teamwork = Teamwork(self.sessions, self.board, self.post, self.workspaces, self.bus)
         self.tree = AgentTree(self.sessions, self.events, self.errors, board=self.board, convoys=self.convoys,
-                              post=self.post, report=self.record_error)
+                              post=self.post, report=self.record_error, teamwork=self.teamwork)
         self.sessions.reserved = self.tree.root.fixed_names()  # a session may not be named as a file beside it
         self.bus.subscribe(SessionMoved, self._session_failed)
 
@@ -187,6 +197,8 @@ class App:
                 for problem in self.post.load():  # after sessions restore: who is a participant is known
                     self.record_error("mail", problem)
                 self.agree_on_approvals()
+                await nursery.start(self.workspaces.run, lambda: {s.name for s in self.sessions.all()})
+                self.teamwork.agree()
                 nursery.start_soon(self.tree.build_ahead)
                 task_status.started()
         finally:

@@ -10,6 +10,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
+
 from ..beads import Bead, Board, Convoys, Who
 from ..beads.model import MAX_TEXT, Convoy
 from ..errors import InvalidRequest, NotPermitted
@@ -35,10 +38,25 @@ def _check_holder(board: Board, bead_id: str, caller: Caller | None, is_worker, 
                            f"session {uname}'s agent works on the beads it holds (claim one first)")
 
 
+@dataclass(frozen=True, slots=True)
+class BeadVerbs:
+    """The verbs that act beyond the board when the holder works in a worktree (teamwork.py): claim checks out
+    the bead's branch, complete commits what the agent left; `branch` names a bead's branch ("" for none)."""
+
+    claim: Callable[[str, Who, str | None, int | None], object]
+    complete: Callable[[str, str | None, str], object]
+    branch: Callable[[str], str]
+
+
+def board_verbs(board: Board) -> BeadVerbs:
+    return BeadVerbs(board.claim, lambda bead, result, by: board.complete(bead, result, by=by), lambda bead: "")
+
+
 def beads_directory(board: Board, convoys: Convoys, is_session, is_worker=lambda uname: False,
-                    objects: list[ObjectDirectories] | None = None) -> Directory:
+                    objects: list[ObjectDirectories] | None = None, verbs: BeadVerbs | None = None) -> Directory:
     """The files drawn from every bead move at each change of the board that changes them (stamps.py).
     `objects` gets the beads' directories, for the start to build them a slice at a time (root.py)."""
+    verbs = verbs or board_verbs(board)
     stamps = Stamps()  # a bead's directory is built again at each change of the bead: its files' stamps stay
 
     ready = _ReadyFiles(board)
@@ -52,7 +70,7 @@ def beads_directory(board: Board, convoys: Convoys, is_session, is_worker=lambda
         return [ready.file(role) for role in board.roles()] + beads.children()
 
     beads = ObjectDirectories(board.find, board.all, lambda b: b.id,
-                              lambda b: _bead_directory(board, convoys, b.id, is_session, stamps, is_worker))
+                              lambda b: _bead_directory(board, convoys, b.id, is_session, stamps, is_worker, verbs))
     if objects is not None:
         objects.append(beads)
     files = [
@@ -117,13 +135,14 @@ def _text_of(value: str) -> str:
 
 
 def _bead_directory(board: Board, convoys: Convoys, bead_id: str, is_session, stamps: Stamps,
-                    is_worker) -> Directory:
+                    is_worker, verbs: BeadVerbs) -> Directory:
     """Its files are made when first walked to or listed: `ls beads/` makes no bead's files."""
     return Directory(bead_id, f"bead/{bead_id}",
-                     lambda: _bead_files(board, convoys, bead_id, is_session, stamps, is_worker))
+                     lambda: _bead_files(board, convoys, bead_id, is_session, stamps, is_worker, verbs))
 
 
-def _bead_files(board: Board, convoys: Convoys, bead_id: str, is_session, stamps: Stamps, is_worker) -> list:
+def _bead_files(board: Board, convoys: Convoys, bead_id: str, is_session, stamps: Stamps, is_worker,
+                verbs: BeadVerbs) -> list:
     key = f"bead/{bead_id}"
 
     def own(file):
@@ -168,8 +187,9 @@ def _bead_files(board: Board, convoys: Convoys, bead_id: str, is_session, stamps
         field("owns", lambda b: "\n".join(b.owns)),
         field("convoy", lambda b: b.convoy),
         field("requires_approval", lambda b: "true" if b.requires_approval else "false"),
+        field("branch", lambda b: verbs.branch(b.id)),  # set by a worktree session's claim, which moves the bead
         context_file,
-        CtlFile("ctl", f"{key}/ctl", _bead_commands(board, bead_id, is_session, is_worker)),
+        CtlFile("ctl", f"{key}/ctl", _bead_commands(board, bead_id, is_session, is_worker, verbs)),
     ]
     return files
 
@@ -196,7 +216,7 @@ def _check_size(board: Board, bead_id: str, what: str, size: int) -> None:
         raise InvalidRequest(f"{what} of bead {bead_id} would be {size} bytes; at most {MAX_TEXT}")
 
 
-def _bead_commands(board: Board, bead_id: str, is_session, is_worker) -> CommandTable:
+def _bead_commands(board: Board, bead_id: str, is_session, is_worker, verbs: BeadVerbs) -> CommandTable:
     def rest(args: Args) -> str:
         return " ".join(args.words)
 
@@ -214,14 +234,15 @@ def _bead_commands(board: Board, bead_id: str, is_session, is_worker) -> Command
         named = args.words[0] if args.words else None
         if named is not None and args.caller is not None and named != args.caller.uname and is_worker(args.caller.uname):
             raise NotPermitted(f"claim: session {args.caller.uname}'s agent claims for itself: write claim alone")
-        board.claim(bead_id, who(args.caller, is_session), args.words[0] if args.words else None,
+        verbs.claim(bead_id, who(args.caller, is_session), args.words[0] if args.words else None,
                     int(lease) if lease is not None else None)
 
     return CommandTable([
         Command("claim", claim, "claim [<session>] [lease=SECONDS]", max_words=1, options=frozenset({"lease"})),
         Command("unclaim", _quiet(holding("unclaim", lambda args, by: board.unclaim(bead_id))), "unclaim"),
-        Command("complete", _quiet(holding("complete", lambda args, by: board.complete(
-            bead_id, rest(args) if args.words else None, by=by))), "complete [result]", max_words=None),
+        Command("complete", _quiet(holding("complete", lambda args, by: verbs.complete(
+            bead_id, rest(args) if args.words else None, by))), "complete [result | no-change: REASON]",
+                max_words=None),
         Command("fail", _quiet(holding("fail", lambda args, by: board.fail(bead_id, rest(args), by=by))),
                 "fail <reason>", min_words=1, max_words=None),
         Command("approve", _quiet(lambda args: board.approve(bead_id, who(args.caller, is_session))), "approve"),

@@ -5,36 +5,41 @@ from __future__ import annotations
 import trio
 
 from ..beads import Board, Convoys
-from ..errors import NotPermitted
+from ..errors import InvalidRequest, NotPermitted
 from ..journal import Journal
 from ..mail import PostOffice
 from ..sessions import Sessions
 from ..sessions.acting import check_create, is_worker
+from ..teamwork import Teamwork
 from ..tree import Args, Caller, Command, CommandTable, CtlFile, Directory, Node, StreamFile, TextFile
 from ..tree.objects import ObjectDirectories
-from .beads_dir import beads_directory, convoys_directory
+from .beads_dir import BeadVerbs, beads_directory, convoys_directory
 from .cursors import JournalCursor
 from .mail_dir import Report, human_directory, mailbox_entries
 from .session_dir import session_directory
+from .worktrees_dir import merges_directory, session_files, worktrees_file
 from .stamps import Follows, JournalStamp, follows
 
-NEW_USAGE = "new <backend> <cwd> [name=N] [role=R] [model=M] [ephemeral] [notify] [conductor]"
+NEW_USAGE = ("new <backend> <cwd> [name=N] [role=R] [model=M] [ephemeral] [notify] [conductor] "
+             "[worktree [base=BRANCH]] (with worktree, cwd is the repository)")
 
 
 class AgentTree:
     """Builds `agent/` and keeps one directory object per session."""
 
     def __init__(self, sessions: Sessions, events: Journal, errors: Journal, *, board: Board, convoys: Convoys,
-                 post: PostOffice, report: Report):
+                 post: PostOffice, report: Report, teamwork: Teamwork):
         """`agent/`; roles come from sessions.roles (name -> prompt text)."""
         self.sessions = sessions
-        self._sessions = ObjectDirectories(sessions.find, sessions.all, lambda s: s.name,
-                                           lambda s: session_directory(sessions, s, lambda: mailbox_entries(post, s.name, report)))
+        self.teamwork = teamwork
+        self._sessions = ObjectDirectories(sessions.find, sessions.all, lambda s: s.name, lambda s: session_directory(
+            sessions, s, lambda: mailbox_entries(post, s.name, report) + session_files(teamwork, s.name)))
         self._objects = [self._sessions]  # the directories of sessions, beads, convoys: built ahead (build_ahead)
         files = [
             CtlFile("ctl", "ctl", CommandTable([
                 Command("new", self._new, NEW_USAGE, min_words=2, max_words=2,
-                        options=frozenset({"name", "role", "model"}), flags=frozenset({"ephemeral", "notify", "conductor"})),
+                        options=frozenset({"name", "role", "model", "base"}),
+                        flags=frozenset({"ephemeral", "notify", "conductor", "worktree"})),
             ]), readable=True),
             follows(TextFile("list", "list", self._list), lambda: sessions.version, lambda: sessions.changed_at),
             _journal(StreamFile("events", "events", lambda: JournalCursor(events)), events),
@@ -43,9 +48,13 @@ class AgentTree:
             _compared(TextFile("roles", "roles", lambda: "".join(f"{name}\n" for name in sorted(sessions.roles())))),
             _journal(TextFile("errors", "errors", errors.text), errors),
             beads_directory(board, convoys, is_session=lambda name: sessions.find(name) is not None,
-                            is_worker=lambda uname: is_worker(sessions.find, uname), objects=self._objects),
+                            is_worker=lambda uname: is_worker(sessions.find, uname), objects=self._objects,
+                            verbs=BeadVerbs(teamwork.claim, teamwork.complete,
+                                            lambda bead: b.branch if (b := teamwork.ws.bead(bead)) else "")),
             convoys_directory(convoys, self._objects),
             human_directory(post, report),
+            merges_directory(teamwork),
+            worktrees_file(teamwork),
         ]
         self.root = Directory("/", "/", files, more=self._sessions.children, find=self._sessions.lookup,
                               remove=self._remove_session)
@@ -68,12 +77,16 @@ class AgentTree:
     def _new(self, args: Args) -> str:
         backend, cwd = args.words
         check_create(self.sessions.find, args.caller.uname if args.caller else "", cwd)
-        session = self.sessions.new(
-            backend, cwd, name=args.options.get("name", ""), role=args.options.get("role", ""),
-            model=args.options.get("model", ""), ephemeral="ephemeral" in args.flags, notify="notify" in args.flags,
-            conductor="conductor" in args.flags,
-        )
-        return session.name
+        options = dict(role=args.options.get("role", ""), model=args.options.get("model", ""),
+                       ephemeral="ephemeral" in args.flags, notify="notify" in args.flags,
+                       conductor="conductor" in args.flags)
+        if "worktree" in args.flags:  # cwd is the repository; the session's cwd its new worktree
+            return self.teamwork.new_session(backend, cwd, name=args.options.get("name", ""),
+                                             base=args.options.get("base"), **options)
+        if "base" in args.options:
+            raise InvalidRequest("new: base= goes with worktree: a session without a worktree works on what its "
+                                 "cwd has checked out")
+        return self.sessions.new(backend, cwd, name=args.options.get("name", ""), **options).name
 
     def _list(self) -> str:
         lines = []

@@ -13,7 +13,7 @@ from .stamps import epoch
 
 def session_directory(sessions: Sessions, session: Session, mailbox: Callable[[], list[Node]] = list) -> Directory:
     """A session's files, made when first walked to or listed (`ls /` makes none); `mailbox()` adds its mail,
-    inbox/ and done/ (mail_dir.py)."""
+    inbox/ and done/ (mail_dir.py), and its worktree and branch (worktrees_dir.py)."""
     return Directory(session.name, f"session/{session.name}", lambda: _session_files(sessions, session, mailbox()))
 
 

@@ -190,7 +190,7 @@ def build_app(options: ServerOptions) -> App:
                           config.mail.notice, config.mail.approval_reminder, config.mail.tools_notice),
         restart=RestartPolicy(**config.restart.model_dump()),
         state_dir=options.state_dir, roles=Roles(loaded.directory / "roles"), agent_env=agent_env,
-        paused=options.paused,
+        paused=options.paused, merge_config=config.merge_config,
     )
 
 
