@@ -36,8 +36,9 @@ async def toplevel(git: Git, repo: str) -> str:
 
 async def create(git: Git, repo: str, root: str, session: str, base: str | None = None) -> SessionWorktree:
     """A new worktree for `session` under `root`, on its own branch made from the base's tip."""
+    top = await toplevel(git, repo)  # first: a directory that is no repository is said to be one plainly
     checked = await check_base(git, repo, base)  # REPO as named: the branch its own checkout has
-    repo = await toplevel(git, repo)
+    repo = top
     os.makedirs(root, exist_ok=True)
     taken = {w.path for w in await registered(git, repo)}
     path, branch = await free_slot(git, repo, os.path.realpath(root), session, taken)
