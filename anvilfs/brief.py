@@ -29,7 +29,7 @@ ends it (`fail` with a reason if you cannot). `my_work` shows what you hold and 
 - Mail: `inbox`, `read_message`, then `ack` each message you have handled. `send_mail` writes to a session or \
 human. For a decision that needs a person, `request_approval`, then end your turn: the APPROVAL_RESPONSE comes \
 to your inbox (a session made with notify is prompted about it; else `inbox` shows it at your next turn).
-- `read` and `list` show any file of the tree (beads/list, convoys/ID/context, ...).{conductor_part}
+- `read` and `list` show any file of the tree (beads/list, convoys/ID/context, ...).{conductor_part}{worktree_part}
 A refused call says why; do not retry it unchanged."""
 
 CONDUCTOR = """
@@ -37,6 +37,14 @@ CONDUCTOR = """
 `wait` waits for its turn to end, up to its timeout (its answer is then in SESSION/out)."""
 
 
-def brief(name: str, role: str = "", conductor: bool = False) -> str:
+WORKTREE = """
+- Your directory is a git worktree of your own: other agents work in theirs. Hold one bead at a time: your \
+`claim` checks out the bead's branch (`my_work` names it), and `complete` commits what you left uncommitted and \
+queues the branch for merging (if nothing needed changing, complete with result `no-change: WHY`). Do not switch \
+branches yourself. A REWORK_REQUEST in your inbox means your branch could not be merged: claim that bead again \
+and resolve the conflict markers it names, then complete it."""
+
+
+def brief(name: str, role: str = "", conductor: bool = False, worktree: bool = False) -> str:
     return BRIEF.format(name=name, role_part=f", role {role}" if role else "",
-                        conductor_part=CONDUCTOR if conductor else "")
+                        conductor_part=CONDUCTOR if conductor else "", worktree_part=WORKTREE if worktree else "")

@@ -70,7 +70,7 @@ class Teamwork:
                 wt = await self.ws.create(name, repo, base)
                 try:
                     with collecting() as saving:
-                        self.sessions.new(backend, wt.path, name=name, **options)
+                        self.sessions.new(backend, wt.path, name=name, worktree=wt.repo, **options)
                     await on_disk(saving, "the session").wait()
                 except BaseException:
                     await self.ws.abandon(wt, f"session {name} was not made")

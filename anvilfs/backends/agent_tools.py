@@ -47,7 +47,7 @@ class ToolSetup:
 
         Never a token: claude's wiring puts this on its command line, which every local user can read
         (/proc/PID/cmdline). Agents reach the server by its unix socket, which needs none."""
-        wanted = ("ANVILFS_SESSION", "ANVILFS_ADDRESS", "NAMESPACE", "ANVILFS_CONDUCTOR")
+        wanted = ("ANVILFS_SESSION", "ANVILFS_ADDRESS", "NAMESPACE", "ANVILFS_CONDUCTOR", "ANVILFS_WORKTREE")
         env = {key: value for key, value in self.session.env.items() if key in wanted}
         # the role, for the brief in the MCP server's instructions (codex and gemini have no other place for it)
         return env | ({"ANVILFS_ROLE": self.session.role} if self.session.role else {})
@@ -112,7 +112,7 @@ def wire(program: str, session: SessionInfo, base_env: Mapping[str, str]) -> Wir
     if wiring_of is None:
         return Wiring()
     anvilfs = anvilfs_command()
-    setup = ToolSetup(session, anvilfs, brief(session.name, session.role, session.conductor),
+    setup = ToolSetup(session, anvilfs, brief(session.name, session.role, session.conductor, session.worktree),
                       tool_names(session.conductor))
     wiring = wiring_of(setup)
     if not session.home:

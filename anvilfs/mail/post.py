@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..domain_events import EventBus, MailAcked, MailDelivered, SessionEnded
-from ..errors import AnvilError, LimitExceeded, NotFound
+from ..errors import AnvilError, LimitExceeded, NotFound, NotPermitted
 from ..journal import timestamp
 from ..storage.database import Commit
 from .approvals import Approvals
@@ -90,6 +90,9 @@ class PostOffice:
         """Everything that could refuse this message, written by the 9P user `writer` to `sender`'s mail, with
         nothing changed; the draft as it will be sent (an APPROVAL_RESPONSE given the "re" it answers)."""
         self.check_participant(sender, "sender")
+        if draft.type is MessageType.REWORK_REQUEST:
+            raise NotPermitted("send REVIEW_REQUEST or PROMPT_REQUEST instead: REWORK_REQUEST is sent only by "
+                               "anvilfs's merge queue, when it cannot merge a bead's branch")
         draft = self.approvals.resolve(sender, draft)
         if self.approvals.check(sender, draft, writer) is None or self.is_participant(draft.to):
             self.check_participant(draft.to, "recipient")  # an answer reaches a requester with no inbox too

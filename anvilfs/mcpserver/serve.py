@@ -59,7 +59,7 @@ async def _serve(identity: Identity) -> None:
             return types.CallToolResult(content=[types.TextContent(text=str(exc))], is_error=True)
         return types.CallToolResult(content=[types.TextContent(text=text)])
 
-    server = Server(SERVER_NAME, instructions=brief(identity.session, identity.role, identity.conductor),
+    server = Server(SERVER_NAME, instructions=brief(identity.session, identity.role, identity.conductor, identity.worktree),
                     on_list_tools=list_tools, on_call_tool=call_tool)
     try:
         async with stdio_server() as (read_stream, write_stream):

@@ -42,6 +42,7 @@ class Identity:
     address: str  # unix!PATH or tcp!HOST!PORT
     conductor: bool = False
     role: str = ""  # for the brief alone: the tools read the live role from the tree
+    worktree: bool = False  # for the brief alone: the session works in a worktree of its own
 
     @classmethod
     def from_environment(cls, environ: dict[str, str] | None = None) -> Identity:
@@ -51,7 +52,8 @@ class Identity:
             raise ToolError("ANVILFS_SESSION is not set: `anvilfs mcp` serves the session an anvilfs server started "
                             "it for, and that server sets ANVILFS_SESSION and ANVILFS_ADDRESS")
         address = env.get("ANVILFS_ADDRESS") or "unix!" + resolve("agent/").address
-        return cls(session, address, env.get("ANVILFS_CONDUCTOR") == "1", env.get("ANVILFS_ROLE", ""))
+        return cls(session, address, env.get("ANVILFS_CONDUCTOR") == "1", env.get("ANVILFS_ROLE", ""),
+                   env.get("ANVILFS_WORKTREE") == "1")
 
 
 class SessionTree:

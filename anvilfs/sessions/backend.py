@@ -94,6 +94,7 @@ class SessionInfo:
     env: dict[str, str] = field(default_factory=dict)  # ANVILFS_SESSION etc., for the agent's environment
     conductor: bool = False  # made with `conductor`: its agent also gets the tools that drive other sessions
     home: str = ""  # a private directory of the session's own (STATE/agents/NAME) for what its CLI reads; "" none
+    worktree: bool = False  # its cwd is a worktree of its own: each bead it claims is a branch (docs/worktrees.md)
 
 
 class Agent(abc.ABC):

@@ -101,10 +101,11 @@ class Sessions:
         return list(self._sessions.values())
 
     def info(self, definition: Definition) -> SessionInfo:
-        env = self.agent_env(definition.name) | ({"ANVILFS_CONDUCTOR": "1"} if definition.conductor else {})
+        env = self.agent_env(definition.name) | ({"ANVILFS_CONDUCTOR": "1"} if definition.conductor else {}) \
+            | ({"ANVILFS_WORKTREE": "1"} if definition.worktree else {})
         return SessionInfo(name=definition.name, cwd=definition.cwd, role=definition.role, model=definition.model,
                            conversation=definition.conversation, env=env, conductor=definition.conductor,
-                           home=self.agent_home(definition.name))
+                           home=self.agent_home(definition.name), worktree=bool(definition.worktree))
 
     # ------------------------------------------------------------ creating
 
@@ -115,7 +116,7 @@ class Sessions:
                          ephemeral=ephemeral, notify=notify)
 
     def new(self, backend: str, cwd: str, *, name: str = "", role: str = "", model: str = "", ephemeral: bool = False,
-            notify: bool = False, conductor: bool = False) -> Session:
+            notify: bool = False, conductor: bool = False, worktree: str = "") -> Session:
         chosen = self.check_new(backend, cwd, role=role, model=model, ephemeral=ephemeral, notify=notify)
         name = self.check_name(name) if name else self.next_name()
         if len(self._sessions) >= self.limits.max_sessions:
@@ -123,7 +124,7 @@ class Sessions:
                                 f"the session list is too long at {len(self._sessions)}")
         definition = Definition(name=name, backend=backend, cwd=os.path.normpath(cwd), role=role, model=model,
                                 ephemeral=ephemeral, conversation=str(uuid.uuid4()), created=timestamp(), notify=notify,
-                                conductor=conductor)
+                                conductor=conductor, worktree=worktree)
         session = self._make(definition, chosen, saved=None)
         commit = self.saver.add(session)  # the write that made it is answered once it is on disk
         if commit is not None:

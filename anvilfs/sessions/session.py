@@ -36,6 +36,7 @@ class Definition:
     created: str = ""
     notify: bool = False  # prompted with a notice when mail arrives (never for an ephemeral session)
     conductor: bool = False  # a bot that coordinates others: its tools also prompt, start and wait on sessions
+    worktree: str = ""  # the repository whose worktree is its cwd (`new ... worktree`), "" for none
 
 
 @dataclass(slots=True)
