@@ -111,6 +111,8 @@ BAD = [
     (json.dumps(MSG | {"priority": "P0"}).encode(), errno.EINVAL, "priority"),
     (json.dumps(MSG | {"re": "yesterday"}).encode(), errno.EINVAL, "16-digit"),
     (json.dumps(MSG | {"type": "APPROVAL_RESPONSE", "re": "0000000000000001"}).encode(), errno.ENOENT, "no approval request"),
+    # only the merge queue sends it (a bead back for rework): a participant's would pose as anvilfs's
+    (json.dumps(MSG | {"type": "REWORK_REQUEST"}).encode(), errno.EPERM, "REWORK_REQUEST is sent only by anvilfs"),
     # json.loads recurses once per level: this deep it raised RecursionError (EIO "internal error")
     (b'{"to": ' + b"[" * 5000 + b"]" * 5000 + b"}", errno.EINVAL, "nests arrays and objects far deeper than 32"),
     # parsed, but deeper than any message: refused before pydantic walks it
