@@ -94,6 +94,10 @@ class Teamwork:
         if session.state is State.RUNNING and who.session != holder:
             raise Busy(f"claim: session {holder} is running a turn in its worktree; claim for it when the turn "
                        "ends (its agent may claim for itself)")
+        unmerged = [d for d in self.board.get(bead).depends_on if self._unmerged(d)]
+        if unmerged:
+            raise Busy(f"claim: bead {bead} depends on {', '.join(unmerged)}, whose branch is not merged yet "
+                       "(agent/merges/list): its work would be missing from the new branch")
         held = [b.id for b in self.board.all() if b.assigned_to == holder and b.status is Status.IN_PROGRESS]
         if held:
             raise Busy(f"claim: session {holder} works in a worktree and holds bead {held[0]}: complete or "
@@ -136,6 +140,11 @@ class Teamwork:
         if event.status != Status.COMPLETED.value or event.verb not in ("complete", "approve"):
             return
         self._queue_if_branch(event.bead)
+
+    def _unmerged(self, bead_id: str) -> bool:
+        """A completed bead whose branch the base does not have yet (queued, merging, or sent back)."""
+        entry = self.ws.queue.find(bead_id)
+        return entry is not None and entry.state not in ("merged", "dropped")
 
     def _queue_if_branch(self, bead_id: str) -> bool:
         branch, bead = self.ws.bead(bead_id), self.board.find(bead_id)

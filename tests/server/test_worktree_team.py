@@ -214,3 +214,38 @@ def test_a_claim_for_a_worktree_session_holding_a_bead_is_refused(team):
     team.ok(f"agent/beads/{first}/ctl", "unclaim")
     rc, err = team.write(f"agent/beads/{second}/ctl", "claim dev1")  # dirty with the first bead's work
     assert rc != 0 and "uncommitted work" in err, err
+
+
+def test_a_bead_that_needs_approval_is_queued_only_once_approved(team):
+    path = team.session("dev1")
+    before = team.ids()
+    team.ok("agent/beads/ctl", "new 'reviewed change' dev 'change it' requires_approval=true")
+    (bead,) = team.ids() - before
+    team.ok(f"agent/beads/{bead}/ctl", "claim dev1")
+    write(os.path.join(path, "reviewed.txt"), "looked at\n")
+    team.ok(f"agent/beads/{bead}/ctl", "complete")
+    assert team.read(f"agent/beads/{bead}/status") == "pending_approval\n"
+    assert team.entry(bead) == [], "queued before it was approved"
+    team.ok(f"agent/beads/{bead}/ctl", "approve")
+    team.until(lambda: team.merged(bead), "merge once approved")
+    assert git(team.repo, "show", "main:reviewed.txt") == "looked at"
+
+
+def test_a_dependent_bead_is_claimed_only_once_its_dependency_is_merged(team):
+    one, two = team.session("dev1"), team.session("dev2")
+    first = team.bead("schema change")
+    before = team.ids()
+    team.ok("agent/beads/ctl", f"new 'use the schema' dev 'build on it' {first}")
+    (second,) = team.ids() - before
+    team.ok(f"agent/beads/{first}/ctl", "claim dev1")
+    write(os.path.join(one, "schema.txt"), "v2\n")
+    write(os.path.join(team.repo, "README"), "the user's edit\n")  # holds the entry blocked
+    team.ok(f"agent/beads/{first}/ctl", "complete")
+    team.until(lambda: team.state_of(first) == "blocked", "the first entry blocked")
+    rc, err = team.write(f"agent/beads/{second}/ctl", "claim dev2")
+    assert rc != 0 and "not merged yet" in err, err
+    git(team.repo, "checkout", "--", "README")
+    team.ok("agent/merges/ctl", f"retry {first}")
+    team.until(lambda: team.merged(first), "merge of the dependency")
+    team.ok(f"agent/beads/{second}/ctl", "claim dev2")
+    assert open(os.path.join(two, "schema.txt")).read() == "v2\n", "the new branch lacks its dependency's work"
