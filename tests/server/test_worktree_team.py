@@ -10,6 +10,7 @@ import time
 
 import pytest
 
+from harness.server import anvil_server
 from harness.worktrees import check_repository, git, make_repo, mid_operation, status, write
 
 DEADLINE = 60  # seconds for the queue to merge what was queued: far beyond what it needs here
@@ -249,3 +250,22 @@ def test_a_dependent_bead_is_claimed_only_once_its_dependency_is_merged(team):
     team.until(lambda: team.merged(first), "merge of the dependency")
     team.ok(f"agent/beads/{second}/ctl", "claim dev2")
     assert open(os.path.join(two, "schema.txt")).read() == "v2\n", "the new branch lacks its dependency's work"
+
+
+def test_a_failing_gate_from_the_configuration_sends_the_bead_back_naming_the_gate(tmp_path):
+    repo = make_repo(tmp_path / "repo")
+    config = tmp_path / "config.toml"
+    config.write_text(f'[repos."{repo}"]\ngates = [["test", "-f", "CHANGELOG"], ["sh", "-c", "echo gate ran; exit 3"]]\n')
+    with anvil_server(extra_args=["--config", str(config)]) as srv:
+        team = Team(srv, repo)
+        path = team.session("dev1")
+        bead = team.bead("gated change")
+        team.ok(f"agent/beads/{bead}/ctl", "claim dev1")
+        write(os.path.join(path, "CHANGELOG"), "a change\n")  # passes the first gate, not the second
+        team.ok(f"agent/beads/{bead}/ctl", "complete")
+        team.until(lambda: team.state_of(bead) == "gate-failed", "the gate to fail")
+        assert team.read(f"agent/beads/{bead}/status") == "pending\n"
+        (request,) = [m for m in team.inbox("dev1") if m["type"] == "REWORK_REQUEST"]
+        assert "sh -c echo gate ran; exit 3" in request["body"] and "gate ran" in request["body"], request["body"]
+        assert git(repo, "log", "--format=%s", "main") == "start", "a failing gate moved the base"
+        assert status(repo) == ""
