@@ -197,7 +197,7 @@ class App:
                 for problem in self.post.load():  # after sessions restore: who is a participant is known
                     self.record_error("mail", problem)
                 self.agree_on_approvals()
-                await nursery.start(self.workspaces.run, lambda: {s.name for s in self.sessions.all()})
+                await nursery.start(self.workspaces.run, lambda: {s.name: s.definition.cwd for s in self.sessions.all()})
                 self.teamwork.agree()
                 nursery.start_soon(self.tree.build_ahead)
                 task_status.started()

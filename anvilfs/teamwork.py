@@ -78,7 +78,7 @@ class Teamwork:
                 await self.ws.adopt(wt)
             finally:
                 self.ws.creating.discard(name)
-        self.ws.answer_after(make)
+        self._start(make, lambda: self.ws.creating.discard(name))
         return name
 
     # ------------------------------------------------------------ claim and complete
@@ -114,7 +114,7 @@ class Teamwork:
                 await on_disk(saving, "the claim").wait()
             finally:
                 self._claiming.pop(bead, None)
-        self.ws.answer_after(switch_then_claim)
+        self._start(switch_then_claim, lambda: self._claiming.pop(bead, None))
 
     def complete(self, bead: str, result: str | None, by: str) -> None:
         held = self.board.check_complete(bead)
@@ -132,6 +132,14 @@ class Teamwork:
                 self.board.complete(bead, result, by=by)
             await on_disk(saving, "the completion").wait()
         self.ws.answer_after(commit_then_complete)
+
+    def _start(self, work, undo) -> None:
+        """Start `work`, which the write is answered after; if it cannot start, what was marked is undone."""
+        try:
+            self.ws.answer_after(work)
+        except BaseException:
+            undo()
+            raise
 
     # ------------------------------------------------------------ reactions
 

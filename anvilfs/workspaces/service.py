@@ -65,12 +65,16 @@ class Workspaces:
 
     # ------------------------------------------------------------ the task behind a ctl write
 
-    async def run(self, live_sessions: Callable[[], set[str]], *, task_status=trio.TASK_STATUS_IGNORED) -> None:
+    async def run(self, cwd_of: Callable[[], dict[str, str]], *, task_status=trio.TASK_STATUS_IGNORED) -> None:
+        """`cwd_of()`: every session's name and cwd, to tell which records a crash left behind."""
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
-            self._live_sessions = live_sessions
             task_status.started()
-            for session in [s for s in self._live if s not in live_sessions()]:  # removed while it was down
+            sessions = cwd_of()
+            for wt in list(self._kept.values()):  # made, and its session too, but killed before the row said so
+                if sessions.get(wt.session) == wt.path and wt.session not in self._live:
+                    await self.adopt(wt)
+            for session in [s for s in self._live if s not in sessions]:  # removed while it was down
                 await self._forget(session)
             for session, wt in list(self._live.items()):
                 self._current[session] = await self._branch_now(wt)
