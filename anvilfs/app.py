@@ -17,7 +17,7 @@ from .journal import Journal
 from .mail import DEFAULT_NOTICE, TOOLS_NOTICE, MailLimits, MailTables, MemoryMailFiles, NoticeRules, Notices, PostOffice
 from .mail import store as mail_store
 from .mail.imported import import_mail_files
-from .sessions import SESSIONS_SCHEMA, Backend, RestartPolicy, SessionLimits, Sessions, SessionStore, State
+from .sessions import SERVER_NAMES, SESSIONS_SCHEMA, Backend, RestartPolicy, SessionLimits, Sessions, SessionStore, State
 from .storage import HISTORY_SCHEMA, Database, GitHistory, PrivateDir, TomlObjects
 from .teamwork import Teamwork
 from .workspaces import SCHEMA as WORKSPACES_SCHEMA
@@ -88,7 +88,8 @@ class App:
         self.teamwork = Teamwork(self.sessions, self.board, self.post, self.workspaces, self.bus)
         self.tree = AgentTree(self.sessions, self.events, self.errors, board=self.board, convoys=self.convoys,
                               post=self.post, report=self.record_error, teamwork=self.teamwork)
-        self.sessions.reserved = self.tree.root.fixed_names()  # a session may not be named as a file beside it
+        # a session may not be named as a file beside it, nor as one the server keeps the name for
+        self.sessions.reserved = self.tree.root.fixed_names() | SERVER_NAMES
         self.bus.subscribe(SessionMoved, self._session_failed)
 
     def _objects(self, directory: str, table: str) -> TomlObjects | None:

@@ -39,6 +39,16 @@ class SessionMoved:
 
 
 @dataclass(frozen=True, slots=True)
+class SessionRenamed:
+    """A restored session took a new name (its old one is reserved now): what was kept under the old name
+    follows it (its mailbox, the beads it holds, the convoys it coordinates)."""
+
+    old: str
+    new: str
+    why: str
+
+
+@dataclass(frozen=True, slots=True)
 class MailDelivered:
     """A message is in its recipient's inbox, on disk."""
 
@@ -157,6 +167,8 @@ def render(event) -> str | None:
             return f"{session} {line}"
         case SessionEnded():
             return None  # the move that ended it was a line already
+        case SessionRenamed(old=old, new=new, why=why):
+            return f"{new} renamed from {old}: {why}"
     raise TypeError(f"no events line for {type(event).__name__}")
 
 

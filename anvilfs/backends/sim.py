@@ -10,6 +10,10 @@ A prompt may ask for behaviour a test needs:
   sim:issues=N  the session's first N turns report a (simulated) problem on a line starting
             `ISSUE:`, later ones say `NO ISSUES`: a review loop (conductor/examples/review.toml)
             goes round N times, then ends
+  sim:write PATH TEXT  (a line of its own) writes TEXT and a newline to PATH, relative to the
+            session's cwd and inside it (parents made, the file replaced); several such lines write
+            several files, in order. A path that is absolute, has a `..` or leads out of cwd through a
+            symbolic link fails the turn, and then nothing is written
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ import re
 import trio
 
 from ..sessions.backend import Agent, AgentExited, Backend, Output, SessionInfo, TurnFailed
+from . import sim_write
 
 
 _ISSUES = re.compile(r"\bsim:issues=(\d+)")
@@ -61,11 +66,16 @@ class SimAgent(Agent):
             raise AgentExited("the simulated agent exited because the prompt said sim:exit")
         if "sim:fail" in prompt:
             raise TurnFailed("simulated failure: the prompt said sim:fail")
+        writes = sim_write.planned(prompt, self.session.cwd)  # all checked before any is written
+        # fsyncs off the event loop; not for prompts without writes (a thread's real time would let
+        # an autojump clock's deadlines fire in the domain tests)
+        written = await trio.to_thread.run_sync(sim_write.write_all, writes) if writes else []
         first_line = prompt.strip().splitlines()[0] if prompt.strip() else ""
         pieces = [
             f"[simulated] {self.session.name}, turn {number}: ",
             "this answer comes from anvilfs's simulated agent, not from a model.\n",
-            f"You wrote {len(prompt.encode())} bytes; the first line was: {first_line}\n",
+            f"You wrote {len(prompt.encode())} bytes; the first line was: {sim_write.quoted(first_line)}\n",
+            *written,
             *_review(prompt, output.number),
         ]
         for piece in pieces:

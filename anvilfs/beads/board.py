@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import trio
 
-from ..domain_events import BeadChanged, EventBus, SessionEnded
+from ..domain_events import BeadChanged, EventBus, SessionEnded, SessionRenamed
 from ..errors import AnvilError, Busy, InvalidRequest, NotFound, NotPermitted
 from ..journal import has_line_breakers, timestamp
 from ..storage import TomlObjects
@@ -72,6 +72,7 @@ class Board:
         # (run_leases), and a look through 10,000 beads each time held the loop for 5-20 ms (issue 32)
         self._leased: set[str] = set()
         bus.subscribe(SessionEnded, self._session_ended)
+        bus.subscribe(SessionRenamed, self._session_renamed)
 
     # ------------------------------------------------------------ loading
 
@@ -275,6 +276,13 @@ class Board:
             if bead.status is Status.IN_PROGRESS and bead.assigned_to == event.session and bead.held_by_session:
                 self._release(bead, f"session {event.session} {event.how}")
 
+    def _session_renamed(self, event: SessionRenamed) -> None:
+        """A bead a session holds follows it to its new name (a restored session whose name is reserved now)."""
+        for bead in list(self._beads.values()):
+            if bead.status in HELD and bead.assigned_to == event.old and bead.held_by_session:
+                self._save_reporting(bead.copy(assigned_to=event.new), f"Holder renamed: {bead.id} held by "
+                                     f"{event.new}, formerly {event.old}", "reassign", event.new)
+
     def expire_leases(self) -> float | None:
         """Release the beads whose lease ran out; returns when the next lease runs out, if one will."""
         now, next_end = self.clock(), None
@@ -297,12 +305,16 @@ class Board:
 
     def _release(self, bead: Bead, why: str) -> None:
         status = advance(bead.id, bead.status, Verb.RELEASE)
+        self._save_reporting(bead.copy(status=status, assigned_to="", lease_until=0.0, held_by_session=False),
+                             f"Released: {bead.id}: {why}", "release", why)
+
+    def _save_reporting(self, bead: Bead, message: str, verb: str, detail: str) -> None:
+        """A change no client asked for (a reaction): a failure is reported, and the others go on."""
         try:
-            self._save(bead.copy(status=status, assigned_to="", lease_until=0.0, held_by_session=False),
-                       f"Released: {bead.id}: {why}", "release", why)
-        except AnvilError as exc:  # not a client's request: report it, keep the others going
+            self._save(bead, message, verb, detail)
+        except AnvilError as exc:
             if self.bus.journal is not None:
-                self.bus.journal.append(f"- beads: cannot release {bead.id}: {exc.message}")
+                self.bus.journal.append(f"- beads: cannot {verb} {bead.id}: {exc.message}")
 
     # ------------------------------------------------------------ saving
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import time
 from bisect import bisect_left
 
-from ..domain_events import BeadChanged, ConvoyChanged, EventBus
+from ..domain_events import BeadChanged, ConvoyChanged, EventBus, SessionRenamed
 from ..errors import AnvilError, Busy, InvalidRequest, NotFound
 from ..journal import timestamp
 from ..storage import TomlObjects
@@ -44,6 +44,7 @@ class Convoys:
         self.changed_at = int(time.time())  # and the epoch second of the last
         board.convoy_check = self._check_open
         bus.subscribe(BeadChanged, self._bead_changed)
+        bus.subscribe(SessionRenamed, self._session_renamed)
 
     def load(self) -> list[str]:
         return self._store.load()
@@ -104,6 +105,18 @@ class Convoys:
             raise NotFound(f"remove_bead: bead {bead_id} is not in convoy {convoy_id}; `convoys/{convoy_id}/beads` lists its beads")
         self.board.set_convoy(bead_id, "")
         self._check_completion(self._convoys[convoy_id], bead_id)  # the bead it lost may have been the last open one
+
+    def _session_renamed(self, event: SessionRenamed) -> None:
+        """A convoy's coordinator follows its session to its new name (restore renames one whose name is
+        reserved now)."""
+        for convoy in [c for c in self._convoys.values() if c.coordinator == event.old]:
+            try:
+                self._save(convoy.copy(coordinator=event.new), f"Convoy {convoy.id}: coordinator {event.new}, "
+                           f"formerly {event.old}", "coordinator", event.new)
+            except AnvilError as exc:  # not a client's request: report it, keep the others going
+                if self.bus.journal is not None:
+                    self.bus.journal.append(f"- convoys: cannot make {event.new} coordinator of {convoy.id}: "
+                                            f"{exc.message}")
 
     def set_coordinator(self, convoy_id: str, session: str) -> Convoy:
         convoy = self.get(convoy_id)

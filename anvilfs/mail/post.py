@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ..domain_events import EventBus, MailAcked, MailDelivered, SessionEnded
+from ..domain_events import EventBus, MailAcked, MailDelivered, SessionEnded, SessionRenamed
 from ..errors import AnvilError, LimitExceeded, NotFound, NotPermitted
 from ..journal import timestamp
 from ..storage.database import Commit
@@ -58,6 +58,7 @@ class PostOffice:
         self.approvals = Approvals(self)
         self.on_arrival: Callable[[Message], None] = lambda message: None  # notices (notices.py)
         bus.subscribe(SessionEnded, self._session_ended)
+        bus.subscribe(SessionRenamed, self._session_renamed)
 
     def load(self) -> list[str]:
         """Read every inbox and waiting approval; a line for each problem (reported, never fixed silently)."""
@@ -182,3 +183,10 @@ class PostOffice:
         where = self.store.retire(event.session)
         if where and self.bus.journal is not None:
             self.bus.journal.append(f"- mail of {event.session} kept in {where}")
+
+    def _session_renamed(self, event: SessionRenamed) -> None:
+        """A renamed session keeps its mailbox (inbox and done/); the messages say whom they were sent to."""
+        box = self._inbox.pop(event.old, None)
+        if box:
+            self._inbox.setdefault(event.new, {}).update(box)
+        self.store.rename(event.old, event.new)

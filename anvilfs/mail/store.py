@@ -119,6 +119,10 @@ class MailTables:
         self.db.execute("UPDATE mail SET removed = ? WHERE participant = ? AND removed IS NULL", (stamp, who))
         return f"{self.db.path} (table mail, participant '{who}', removed '{stamp}')"
 
+    def rename(self, old: str, new: str) -> Commit:
+        """The mailbox of a renamed session (its removed ones stay history under the old name)."""
+        return self.db.execute("UPDATE mail SET participant = ? WHERE participant = ? AND removed IS NULL", (new, old))
+
     def kill_point(self, name: str) -> None:
         """A test's kill point between two durable steps: once what was queued before is on disk, before
         anything queued after (a barrier), whichever way the step before reaches the disk."""
@@ -200,6 +204,11 @@ class MemoryMailFiles:
         self._inbox.pop(who, None)
         self._done.pop(who, None)
         return ""
+
+    def rename(self, old: str, new: str) -> None:
+        for boxes in (self._inbox, self._done):
+            if old in boxes:
+                boxes.setdefault(new, {}).update(boxes.pop(old))
 
     def kill_point(self, name: str) -> None:
         kill_point(name)

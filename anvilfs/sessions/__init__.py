@@ -2,6 +2,7 @@
 
 from .backend import Agent, AgentExited, AgentFailed, Backend, PromptNotSent, SessionInfo, TurnFailed
 from .manager import RestartPolicy, SessionLimits, Sessions
+from .options import SERVER_NAMES
 from .session import Definition, Prompt, Session, Turn
 from .store import SCHEMA as SESSIONS_SCHEMA
 from .store import SessionStore
@@ -16,6 +17,7 @@ __all__ = [
     "Prompt",
     "PromptNotSent",
     "RestartPolicy",
+    "SERVER_NAMES",
     "SESSIONS_SCHEMA",
     "Session",
     "SessionInfo",

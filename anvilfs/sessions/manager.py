@@ -165,7 +165,8 @@ class Sessions:
         if not NAME.match(name):
             raise InvalidRequest(f"name a session with 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit: {name!r} is invalid")
         if name in self.reserved:
-            raise NameTaken(f"choose another name: {name!r} already exists as a file beside the sessions")
+            raise NameTaken(f"choose another name: {name!r} is reserved for a file beside the sessions (the "
+                            f"server's own: {', '.join(sorted(self.reserved))})")
         if name in self._sessions:
             raise NameTaken(f"choose another name: a session named {name!r} already exists")
         if self.store is not None and name in self.store.unreadable:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 from collections.abc import Callable
@@ -12,6 +13,10 @@ from ..journal import has_line_breakers, one_line
 from .backend import Backend
 
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}\Z")  # of a session, and of an external session's role
+# Names kept for the server's own files beside the sessions, besides those the tree's root has today
+# (app.py joins the two): `merges` and `worktrees` (issue 31), `usage` (issue 34). A session an older
+# server saved under one of them is renamed when it is restored (renaming.py).
+SERVER_NAMES = frozenset({"merges", "worktrees", "usage"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,3 +65,13 @@ def check_new(backends: dict[str, Backend], roles: Callable[[], dict], backend: 
         known = ", ".join(sorted(roles())) or "none (add ROLE.md files to the roles directory)"
         raise NotFound(f"no such role {role!r}; known roles: {known}")
     return chosen
+
+
+def free_name(name: str, taken: Callable[[str], bool]) -> str:
+    """The first of NAME-1, NAME-2 ... that is a valid session name and not `taken`."""
+    for n in itertools.count(1):
+        suffix = f"-{n}"
+        candidate = name[:64 - len(suffix)] + suffix  # NAME allows 64 characters
+        if NAME.match(candidate) and not taken(candidate):
+            return candidate
+    raise AssertionError("unreachable")  # pragma: no cover - count() never ends

@@ -19,6 +19,7 @@ from typing import Protocol
 from ..domain_events import SessionEnded
 from ..journal import Journal, timestamp
 from .backend import Agent, AgentFailed, Backend, SessionInfo
+from .renaming import rename_reserved
 from .saving import SessionSaver
 from .session import Definition, Session, Turn, prompt_header
 from .states import Event, State
@@ -34,6 +35,8 @@ class Sessions(Protocol):
     saver: SessionSaver
     paused: bool
     publish: Callable[[object], None]
+    reserved: frozenset[str]
+    agent_home: Callable[[str], str]
 
     def info(self, definition: Definition) -> SessionInfo: ...
     def restored(self, definition: Definition, backend: Backend, saved: dict, row: int) -> Session: ...
@@ -74,6 +77,7 @@ async def restore_all(sessions: Sessions) -> None:
     saved_sessions, problems = sessions.store.load_all()
     for problem in sessions.store.recovered + problems:  # the import of a state directory of files came first
         sessions.events.append(f"- restore: {problem}")
+    await rename_reserved(sessions, saved_sessions)  # an older server's session under a name reserved now
     for saved in saved_sessions:
         await restore_session(sessions, saved)
 

@@ -139,6 +139,11 @@ class SessionStore:
 
         return self.db.call(work)
 
+    def rename(self, row: int, definition: Definition) -> DbCommit:
+        """A live session's new name (its definition's): its transcript and prompts are keyed by its row."""
+        return self.db.execute("UPDATE sessions SET name = ?, definition = ? WHERE id = ?",
+                               (definition.name, json.dumps(asdict(definition)), row))
+
     # ------------------------------------------------------------ reading (at start)
 
     def load_all(self) -> tuple[list[SavedSession], list[str]]:

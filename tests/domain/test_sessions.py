@@ -12,7 +12,7 @@ import trio.testing
 from anvilfs.app import App
 from anvilfs.errors import Busy, InvalidRequest, LimitExceeded, NameTaken, NotFound, TooMany
 from anvilfs.fs.cursors import JournalCursor, StreamCursor, WaitCursor
-from anvilfs.sessions import SessionLimits, State
+from anvilfs.sessions import SERVER_NAMES, SessionLimits, State
 from anvilfs.sessions.states import TRANSITIONS, Event, IllegalTransition, advance
 from harness.apps import until
 from harness.deadlines import WAIT, within
@@ -202,9 +202,11 @@ async def test_events_cursor_sees_lines_from_open_and_reports_losses():
     assert text.endswith(" line 1199\n")
 
 
-@pytest.mark.parametrize("name", ["ctl", "list", "events", "backends", "errors", "roles", "human", "beads", "convoys"])
+@pytest.mark.parametrize("name", ["ctl", "list", "events", "backends", "errors", "roles", "human", "beads", "convoys",
+                                  *sorted(SERVER_NAMES)])
 async def test_a_session_cannot_take_the_name_of_a_file_beside_it(autojump_clock, running, name):
     app = await running()
-    assert app.sessions.reserved == app.tree.root.fixed_names()  # the root's own files, one list
-    with pytest.raises(NameTaken, match=f"{name!r} already exists as a file beside the sessions"):
+    # the root's own files, and the names kept for the server's files to come: one list
+    assert app.sessions.reserved == app.tree.root.fixed_names() | SERVER_NAMES
+    with pytest.raises(NameTaken, match=f"{name!r} is reserved for a file beside the sessions"):
         app.sessions.new("sim", "/tmp", name=name)
