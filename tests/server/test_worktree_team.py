@@ -175,6 +175,9 @@ def test_remove_keeps_unmerged_work_and_prune_removes_only_the_merged(team):
     assert os.path.exists(os.path.join(kept, "draft.txt")), "prune removed unmerged work"
     assert git(team.repo, "branch", "--list", f"anvil/bead/{unfinished}") != ""
     assert git(team.repo, "branch", "--list", f"anvil/bead/{finished}") == ""  # merged: pruned
+    again = team.session("keeper")  # the name again: never the kept worktree or its branch
+    assert again == kept + "@2" and team.read("agent/keeper/branch") == "anvil/session/keeper@2\n"
+    assert open(os.path.join(kept, "draft.txt")).read() == "half done\n"
 
 
 def test_a_bead_with_nothing_done_completes_only_as_no_change(team):
