@@ -91,6 +91,7 @@ class App:
         # a session may not be named as a file beside it, nor as one the server keeps the name for
         self.sessions.reserved = self.tree.root.fixed_names() | SERVER_NAMES
         self.bus.subscribe(SessionMoved, self._session_failed)
+        self.warm: Callable[[object], None] | None = None  # the server's: see AgentTree.build_ahead
 
     def _objects(self, directory: str, table: str) -> TomlObjects | None:
         if self._state is None:
@@ -200,7 +201,7 @@ class App:
                 self.agree_on_approvals()
                 await nursery.start(self.workspaces.run, lambda: {s.name: s.definition.cwd for s in self.sessions.all()})
                 self.teamwork.agree()
-                nursery.start_soon(self.tree.build_ahead)
+                nursery.start_soon(self.tree.build_ahead, 1000, self.warm)
                 task_status.started()
         finally:
             if self.history is not None:

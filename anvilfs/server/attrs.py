@@ -164,6 +164,14 @@ def stat_record(node: Node, dialect: Dialect) -> bytes:
     return kept[4]
 
 
+def warm(node: Node) -> None:
+    """Encode ahead what a first listing sends of `node`: its 9P2000 stat record (plan9port, anvilfs's own
+    client) and its Treaddir entry (Linux v9fs, 9P2000.L). A start builds every bead's directory a slice at
+    a time (AgentTree.build_ahead) and calls this with each; 9P2000.u listings encode their own."""
+    stat_record(node, Dialect.P2000)
+    _entry_parts(node)
+
+
 def pack_stats(nodes: list[Node], start: int, count: int, dialect: Dialect) -> tuple[bytes, int]:
     """9P2000 directory read: whole stat records from entry `start` that fit in count."""
     out = bytearray()

@@ -25,7 +25,7 @@ from .connection import Connection
 from .dispatch import Limits
 from ..places import default_namespace, mount_commands
 from .listen import ListenError, prepare_namespace, tcp_listeners, unix_listener
-from . import stalls
+from . import attrs, stalls
 from .refusal import refuse
 from .token import Token, TokenError, load_or_create
 
@@ -56,6 +56,7 @@ class Server:
 
     def __init__(self, app: App, options: ServerOptions):
         self.app = app
+        app.warm = attrs.warm  # the first listing after a start finds its records encoded (issue 32)
         self.options = options
         self.connections = 0
         self.refusing = 0  # refused connections still being told why

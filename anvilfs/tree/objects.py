@@ -23,6 +23,8 @@ class ObjectDirectories(Generic[T]):
         self._built: dict[str, tuple[T, Directory]] = {}
         self._listed: tuple[list[T], list[Directory]] = ([], [])  # the objects of the last listing, their directories
         self._pending: Iterator[T] | None = None  # the objects build_some has still to look at
+        # what build_some does with each directory it built: the server encodes ahead what a listing sends
+        self.warm: Callable[[Directory], None] | None = None
 
     def _dir(self, obj: T) -> Directory:
         name = self._name_of(obj)
@@ -53,7 +55,9 @@ class ObjectDirectories(Generic[T]):
         for obj in self._pending:
             known = self._built.get(self._name_of(obj))
             if known is None or known[0] is not obj:
-                self._dir(obj)
+                directory = self._dir(obj)
+                if self.warm is not None:
+                    self.warm(directory)
                 built += 1
                 if built == most:
                     return True

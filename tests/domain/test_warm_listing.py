@@ -1,0 +1,39 @@
+"""The first listing of beads/ after a start finds each bead's record encoded ahead (issue 32, item 6)."""
+
+from __future__ import annotations
+
+import trio
+import trio.testing
+
+from anvilfs.app import App
+from anvilfs.ninep import Dialect
+from anvilfs.server import attrs
+from harness.apps import started
+
+
+async def test_a_start_encodes_each_beads_listing_record_and_entry_ahead(tmp_path):
+    async with started(tmp_path) as first:
+        for n in range(30):
+            first.board.new(f"bead {n}", "dev", "x")
+    async with trio.open_nursery() as nursery:
+        app = App(state_dir=tmp_path)
+        app.warm = attrs.warm  # what the server sets (serve.Server)
+        await nursery.start(app.run)
+        with trio.fail_after(30):  # build_ahead done (a lookup before it would build the directories itself)
+            await trio.testing.wait_all_tasks_blocked()
+        beads = app.root.lookup("beads")
+        dirs = [beads.lookup(b.id) for b in app.board.all()]
+        assert len(dirs) == 30
+        for d in dirs:
+            assert d.record[0] is Dialect.P2000 and d.record[4] == attrs.stat_record(d, Dialect.P2000)
+            assert d.entry == attrs._entry_parts(d)
+        nursery.cancel_scope.cancel()
+
+
+async def test_without_the_server_nothing_is_encoded(tmp_path):
+    async with started(tmp_path) as first:
+        first.board.new("one bead", "dev", "x")
+    async with started(tmp_path) as app:
+        with trio.fail_after(30):
+            await trio.testing.wait_all_tasks_blocked()
+        assert app.root.lookup("beads").lookup(app.board.all()[0].id).record is None
