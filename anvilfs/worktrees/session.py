@@ -65,7 +65,11 @@ async def claim(git: Git, wt: SessionWorktree, bead: str) -> Claimed:
     await _check_free(git, wt, branch)
     if tip is None:
         await git.out(wt.path, "switch", "--quiet", "--no-track", "-c", branch, base_tip)
-    else:  # reopened after its branch was merged: nothing of it is lost by starting again at the base's tip
+    else:  # reopened after its branch was merged, or asked again after a crash: nothing of it is lost by
+        # starting again at the base's tip. Never move the branch under its own checkout: the files would stay
+        # at the old tip, and `complete` would commit the base's newer files as deleted.
+        if await current_branch(git, wt.path) == branch:
+            await git.out(wt.path, "switch", "--quiet", "--detach")
         await git.out(wt.repo, "update-ref", "-m", f"anvilfs: bead {bead} reopened", f"refs/heads/{branch}",
                       base_tip, tip)
         await git.out(wt.path, "switch", "--quiet", branch)

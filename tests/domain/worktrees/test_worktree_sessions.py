@@ -76,6 +76,25 @@ async def test_a_claim_branches_from_the_bases_current_tip(repo, root):
     assert tip(wt.path, "HEAD") == moved
 
 
+async def test_a_claim_asked_again_after_the_base_moved_brings_the_files_to_its_tip(repo, root):
+    """A claim whose answer a crash took is asked again after another bead was merged. The branch restarts at
+    the base's tip, and the worktree's files with it: a branch moved under its own checkout left the files
+    behind, and `complete` then committed the other bead's file as deleted (found by
+    tests/server/test_worktree_sigkill.py)."""
+    with within(30, "create and claim"):
+        wt = await create(GIT, repo, root, "dev1")
+        await claim(GIT, wt, "again-001")
+    moved = commit_file(repo, "merged.txt", "another bead's work\n")
+    with within(30, "claim again"):
+        claimed = await claim(GIT, wt, "again-001")
+    assert claimed.base_tip == moved and tip(wt.path, "HEAD") == moved
+    assert status(wt.path) == "" and os.path.exists(os.path.join(wt.path, "merged.txt"))
+    write(os.path.join(wt.path, "mine.txt"), "mine\n")
+    with within(30, "complete"):
+        done = await complete(GIT, wt, "again-001")
+    assert git(repo, "diff", "--name-status", moved, done.tip) == "A\tmine.txt"
+
+
 async def test_a_claim_is_refused_while_an_earlier_beads_work_is_uncommitted(repo, root):
     with within(30, "create and claim"):
         wt = await create(GIT, repo, root, "dev1")
