@@ -7,6 +7,8 @@ from harness.transcript import HELLO, served
 
 
 async def test_read_list_and_new_session():
+    # the new session's state in `list` is starting or, once its runner ran, idle: which one depends on how
+    # the scheduler interleaves its start with this client's next requests (a loaded CI machine saw idle)
     async with served() as (app, [peer]):
         await peer.play(HELLO + """
 > Twalk tag 2 fid 0 newfid 1 wnames [ctl]
@@ -24,7 +26,7 @@ async def test_read_list_and_new_session():
 > Topen tag 8 fid 2 mode 0
 < Ropen tag 8 qid * iounit 8168
 > Tread tag 9 fid 2 offset 0 count 8168
-< Rread tag 9 data "bot1 sim starting - /tmp simulated\\n"
+< Rread tag 9 data "bot1 sim * - /tmp simulated\\n"
 > Tread tag 10 fid 2 offset 36 count 8168
 < Rread tag 10 data ""
 """)
