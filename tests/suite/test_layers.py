@@ -47,6 +47,9 @@ FORBIDDEN = {
     # the git engine of worktree sessions (issue 31): plain records in and out, the wiring is app's and fs's
     "worktrees": {"ninep", "server", "tree", "fs", "client", "app", "sessions", "beads", "mail", "backends", "config"},
     "storage": {"ninep", "server", "tree", "fs", "client", "app", "sessions", "beads", "mail", "backends"},
+    # worktree sessions' records and the merge queue: sessions and beads known by name only, wired by teamwork.py
+    "workspaces": {"ninep", "server", "tree", "fs", "client", "app", "sessions", "beads", "mail", "backends", "config"},
+    "teamwork.py": {"ninep", "server", "tree", "fs", "client", "app", "backends", "config"},
     # `anvilfs mcp`: a client of the tree like web, with the MCP SDK (imported by that command alone)
     "mcpserver": {"server", "tree", "fs", "sessions", "backends", "config", "app", "beads", "mail", "storage", "trio",
                   "journal", "domain_events", "roles", "service", "waitable", "errors", "httpx", "tomlkit"},
