@@ -25,11 +25,13 @@ import os
 import time
 from pathlib import Path
 
+from claude_env import main_requests
 from claude_tools_script import Plans, bead_field, call, first_word, new_bead, tools_server
 from drive import TURN_TIMEOUT, cli, turn
 from harness.server import AnvilServer
 from harness.worktrees import check_repository, git, kept, make_repo, mid_operation, status, write
 from stubs import ToolCall
+from stubs.anthropic import tool_results
 
 MERGE_DEADLINE = 90  # s: the queue merging five small branches on a loaded 2-core machine, with a CLI running
 SHARED = "shared.txt"  # make_repo's "one\ntwo\nthree\n": the externals both rewrite line two
@@ -230,7 +232,15 @@ def test_five_worktree_sessions_one_repository_a_conflict_reworked_and_everythin
         assert kept(repo, tips[second], f"refs/heads/anvil/bead/{second}"), "the first try of the reworked bead"
         for path in [repo, *paths.values()]:
             assert status(path) == "" and mid_operation(path) == [], (path, status(path), mid_operation(path))
+        listing = cli(srv, "read", "agent/worktrees").splitlines()
+        for name, path in paths.items():  # each session still in its own worktree, the bead's branch let go
+            assert f"{path} {name} (detached) active" in listing, listing
         assert cli(srv, "read", "agent/errors") == ""
-    assert "File created successfully" in "\n".join(
-        text for request in stub.requests("anthropic") for role, text in request.messages if role == "tool")
+    results = tool_results(main_requests(stub)[-1])  # what the bot's tools told its model, in order
+    assert [error for _, error in results] == [False] * 5, results
+    ready, claimed, _, wrote, completed = (text for text, _ in results)
+    assert ready.splitlines()[1].startswith(f"{bot_bead} pending developer"), ready
+    assert claimed.startswith(f"claimed {bot_bead} for bot"), claimed
+    assert wrote.startswith("File created successfully"), wrote
+    assert completed.startswith(f"{bot_bead}: completed"), completed
 
