@@ -7,9 +7,10 @@ edits their worktrees and answers on `out`); one Claude Code (the built-in
 scripted model lists the ready beads, claims one with anvilfs's `claim`
 tool, asks `my_work` where it works, writes a file there with Claude Code's
 own Write tool, and completes the bead with `complete`. The backend lets it:
-`--permission-mode acceptEdits` allows Write and Edit inside its cwd (the
-worktree), `--allowedTools` the anvilfs tools and Bash for `anvilfs VERB`
-only, so Bash could not write the file (test_claude.py shows both).
+`--permission-mode acceptEdits` (the built-in argv) allows Write and Edit
+inside its cwd, the worktree; `--allowedTools` (backends/tools_claude.py)
+adds the anvilfs tools and Bash for `anvilfs VERB` only, so Bash could not
+have written the file (the refusals: test_claude.py, test_claude_tools.py).
 
 The two external sessions edit the same line of one file: the queue merges
 the other four, REPO's checkout follows, the second of the two goes back to
@@ -129,113 +130,150 @@ def bot_plan(state: dict) -> Plans:
     ]})
 
 
-def test_five_worktree_sessions_one_repository_a_conflict_reworked_and_everything_merged(stub, tmp_path):
-    repo = make_repo(tmp_path / "repo")
-    state: dict = {}
-    plans = bot_plan(state)
-    with tools_server(stub, plans) as srv:
-        paths = {name: new_worktree_session(srv, "sim", repo, name) for name in ("sim1", "sim2")}
-        paths |= {name: new_worktree_session(srv, "external", repo, name) for name in ("ext1", "ext2")}
-        paths["bot"] = new_worktree_session(srv, "claude", repo, "bot", "role=developer")
-        assert len(set(paths.values())) == 5 and all(git(p, "rev-parse", "--show-toplevel") == p
-                                                     for p in paths.values()), paths
-        bot_bead = new_bead(srv, 'new "Bot notes" developer "Write bot/notes.txt"')
-        beads = {name: new_bead(srv, f'new "{name} part" dev "the part of {name}"') for name in paths if name != "bot"}
-        work, tips = {}, {}
+class Team:
+    """The five sessions on REPO, their beads, and what each bead's work is (`work`: bead -> (file, text)) and
+    the commit anvilfs made of it (`tips`), for check_repository."""
 
-        def complete(name: str, file: str, text: str) -> None:  # the conductor completes what its agent left
-            bead = beads[name]
-            cli(srv, "write", f"agent/beads/{bead}/ctl", "complete done")
-            # the queue may have merged it, or sent it back, by now
-            assert bead_field(srv, bead, "status") == "completed" or merge_state(srv, bead) == "conflict"
-            work[bead] = (file, text)
-            tips[bead] = own_commit(paths[name], name)
+    def __init__(self, srv: AnvilServer, repo: str):
+        self.srv, self.repo = srv, repo
+        self.paths = {name: new_worktree_session(srv, "sim", repo, name) for name in ("sim1", "sim2")}
+        self.paths |= {name: new_worktree_session(srv, "external", repo, name) for name in ("ext1", "ext2")}
+        self.paths["bot"] = new_worktree_session(srv, "claude", repo, "bot", "role=developer")
+        assert len(set(self.paths.values())) == 5 and all(git(p, "rev-parse", "--show-toplevel") == p
+                                                          for p in self.paths.values()), self.paths
+        self.beads = {"bot": new_bead(srv, 'new "Bot notes" developer "Write bot/notes.txt"')}
+        self.beads |= {name: new_bead(srv, f'new "{name} part" dev "the part of {name}"')
+                       for name in self.paths if name != "bot"}
+        self.work: dict[str, tuple[str, str]] = {}
+        self.tips: dict[str, str] = {}
 
-        # the sims: claimed for them by the conductor, their agent writes with sim:write
+    def done(self, name: str, file: str, text: str) -> None:
+        """NAME's bead is completed with FILE holding TEXT: the commit of it is its worktree's HEAD."""
+        self.work[self.beads[name]] = (file, text)
+        self.tips[self.beads[name]] = own_commit(self.paths[name], name)
+
+    def complete(self, name: str, file: str, text: str) -> None:
+        """The conductor completes NAME's bead, with what its agent left uncommitted."""
+        bead = self.beads[name]
+        cli(self.srv, "write", f"agent/beads/{bead}/ctl", "complete done")
+        # the queue may have merged it, or sent it back, by now
+        assert bead_field(self.srv, bead, "status") == "completed" or merge_state(self.srv, bead) == "conflict"
+        self.done(name, file, text)
+
+    def sims_write(self) -> None:
+        """Claimed for them by the conductor; their agent writes with sim:write."""
         for name in ("sim1", "sim2"):
-            cli(srv, "write", f"agent/beads/{beads[name]}/ctl", f"claim {name}")
-            assert cli(srv, "read", f"agent/{name}/branch") == f"anvil/bead/{beads[name]}\n"
-            out = turn(srv, name, f"sim:write {name}/part.txt the part of {name}")
+            cli(self.srv, "write", f"agent/beads/{self.beads[name]}/ctl", f"claim {name}")
+            assert cli(self.srv, "read", f"agent/{name}/branch") == f"anvil/bead/{self.beads[name]}\n"
+            out = turn(self.srv, name, f"sim:write {name}/part.txt the part of {name}")
             assert f"[simulated] wrote {name}/part.txt" in out, out
-            complete(name, f"{name}/part.txt", f"the part of {name}\n")
+            self.complete(name, f"{name}/part.txt", f"the part of {name}\n")
 
-        # the externals: the test is their agent; both rewrite line two of shared.txt, on branches made from
-        # one tip of main (both claimed before either completes: a later claim would start from the first's merge)
+    def externals_edit_one_line(self) -> None:
+        """The test is their agent; both rewrite line two of SHARED, on branches made from one tip of main (both
+        claimed before either completes: a later claim would start from the first one's merge)."""
         for name in ("ext1", "ext2"):
-            cli(srv, "write", f"agent/beads/{beads[name]}/ctl", f"claim {name}")
+            cli(self.srv, "write", f"agent/beads/{self.beads[name]}/ctl", f"claim {name}")
         for name in ("ext1", "ext2"):
             text = f"one\nTWO by {name}\nthree\n"
-            external_turn(srv, name, f"rewrite line two of {SHARED}",
-                          lambda name=name, text=text: (write(os.path.join(paths[name], SHARED), text),
-                                                        f"{name}: line two rewritten")[1])
-            complete(name, SHARED, text)
-        first, second = beads["ext1"], beads["ext2"]
 
-        # the bot: one prompt, and it does the rest through its tools, in its own worktree, while the queue merges
-        out = turn(srv, "bot", "work on your bead")
-        assert state.get("claimed") == bot_bead, (state, out)
-        assert f"branch: anvil/bead/{bot_bead}" in state["my_work"], state["my_work"]
-        assert cwd_of(state["my_work"]) == paths["bot"]
-        assert bead_field(srv, bot_bead, "status") == "completed", cli(srv, "read", "agent/beads/list")
-        assert bead_field(srv, bot_bead, "assigned_to") == "bot"
+            def edit(name=name, text=text) -> str:
+                write(os.path.join(self.paths[name], SHARED), text)
+                return f"{name}: line two rewritten"
+
+            external_turn(self.srv, name, f"rewrite line two of {SHARED}", edit)
+            self.complete(name, SHARED, text)
+
+    def bot_works(self, plans: Plans, state: dict) -> None:
+        """One prompt, and the bot does the rest through its tools, in its own worktree, while the queue merges."""
+        out = turn(self.srv, "bot", "work on your bead")
+        bead = self.beads["bot"]
+        assert state.get("claimed") == bead, (state, out)
+        assert f"branch: anvil/bead/{bead}" in state["my_work"], state["my_work"]
+        assert cwd_of(state["my_work"]) == self.paths["bot"]
+        assert bead_field(self.srv, bead, "status") == "completed", cli(self.srv, "read", "agent/beads/list")
+        assert bead_field(self.srv, bead, "assigned_to") == "bot"
         assert plans.unoffered == []
         assert out.startswith("[stub anthropic] work on your bead: done"), out
-        work[bot_bead] = ("bot/notes.txt", "written by Claude Code in its worktree\n")
-        tips[bot_bead] = own_commit(paths["bot"], "bot")
+        self.done("bot", "bot/notes.txt", "written by Claude Code in its worktree\n")
 
-        # the queue: all but the second of the same-line edits merged, that one sent back
-        merged = [bead for bead in work if bead != second]
-        for bead in merged:
-            until(srv, lambda bead=bead: merge_state(srv, bead) == "merged", f"merge of {bead}")
-        until(srv, lambda: merge_state(srv, second) == "conflict", f"conflict of {second}")
-        assert SHARED in merge_detail(srv, second), merge_detail(srv, second)
-        assert bead_field(srv, second, "status") == "pending"
-        requests = [m for m in inbox(srv, "ext2") if m["type"] == "REWORK_REQUEST"]
+    def sent_back(self, first: str, second: str) -> dict:
+        """All but SECOND merged, REPO following, clean; SECOND pending, its worker's REWORK_REQUEST naming SHARED."""
+        for bead in self.work:
+            if bead != second:
+                until(self.srv, lambda bead=bead: merge_state(self.srv, bead) == "merged", f"merge of {bead}")
+        until(self.srv, lambda: merge_state(self.srv, second) == "conflict", f"conflict of {second}")
+        assert SHARED in merge_detail(self.srv, second), merge_detail(self.srv, second)
+        assert bead_field(self.srv, second, "status") == "pending"
+        requests = [m for m in inbox(self.srv, "ext2") if m["type"] == "REWORK_REQUEST"]
         assert len(requests) == 1, requests
         (request,) = requests
         assert (request["from"], request["bead"]) == ("anvilfs", second), request
         assert SHARED in request["body"], request["body"]
-        assert git(repo, "show", f"main:{SHARED}") + "\n" == work[first][1]
-        for bead in merged:  # REPO's checkout followed the base, and is clean
-            name, text = work[bead]
-            assert Path(repo, name).read_text() == text, name
-        assert status(repo) == "" and mid_operation(repo) == []
-        assert all(status(path) == "" and mid_operation(path) == [] for path in paths.values()), paths
+        assert git(self.repo, "show", f"main:{SHARED}") + "\n" == self.work[first][1]
+        for bead, (name, text) in self.work.items():  # REPO's checkout followed the base
+            if bead != second:
+                assert Path(self.repo, name).read_text() == text, name
+        self.all_clean()
+        return request
 
-        # ext2's agent reads its mail, claims the bead again itself, meets the markers, resolves, completes
-        shown = {}
+    def rework(self, request: dict) -> None:
+        """ext2's agent, prompted with its mail, claims the bead again itself, meets the markers, resolves them
+        and completes."""
+        second = self.beads["ext2"]
+        resolution = "one\nTWO by ext1 and ext2\nthree\n"
 
-        def rework() -> str:
-            as_agent(srv, "ext2", "write", f"agent/beads/{second}/ctl", "claim")
-            shown["text"] = Path(paths["ext2"], SHARED).read_text()
-            write(os.path.join(paths["ext2"], SHARED), "one\nTWO by ext1 and ext2\nthree\n")
-            as_agent(srv, "ext2", "write", f"agent/beads/{second}/ctl", "complete resolved")
+        def resolve() -> str:
+            as_agent(self.srv, "ext2", "write", f"agent/beads/{second}/ctl", "claim")
+            text = Path(self.paths["ext2"], SHARED).read_text()
+            assert "<<<<<<<" in text and ">>>>>>>" in text, text
+            assert "TWO by ext1" in text and "TWO by ext2" in text, text
+            write(os.path.join(self.paths["ext2"], SHARED), resolution)
+            as_agent(self.srv, "ext2", "write", f"agent/beads/{second}/ctl", "complete resolved")
             return "ext2: conflict resolved"
 
-        external_turn(srv, "ext2", f"REWORK_REQUEST {request['id']}: {request['subject']}", rework)
-        text = shown["text"]
-        assert "<<<<<<<" in text and ">>>>>>>" in text, text
-        assert "TWO by ext1" in text and "TWO by ext2" in text, text
-        assert bead_field(srv, second, "assigned_to") == "ext2"
-        resolved = own_commit(paths["ext2"], "ext2")
-        work[second] = (SHARED, "one\nTWO by ext1 and ext2\nthree\n")
-        until(srv, lambda: merge_state(srv, second) == "merged", f"merge of the resolved {second}")
+        external_turn(self.srv, "ext2", f"REWORK_REQUEST {request['id']}: {request['subject']}", resolve)
+        self.done("ext2", SHARED, resolution)
+        assert bead_field(self.srv, second, "assigned_to") == "ext2"
+        until(self.srv, lambda: merge_state(self.srv, second) == "merged", f"merge of the resolved {second}")
 
-        # what the issue asks of the repository
-        for bead, (name, text) in work.items():  # ext1's line two is the resolution's now
-            if bead != first:
-                assert Path(repo, name).read_text() == text, f"REPO's checkout lacks {bead}'s {name}"
-        subjects = git(repo, "log", "--format=%s", "main").splitlines()
-        for bead in work:
-            assert sum(subject.startswith(f"{bead}:") for subject in subjects) == 1, (bead, subjects)
-        check_repository(repo, work, tips | {second: resolved})  # linear, fsck, every worktree clean, work kept
-        assert kept(repo, tips[second], f"refs/heads/anvil/bead/{second}"), "the first try of the reworked bead"
-        for path in [repo, *paths.values()]:
+    def all_clean(self) -> None:
+        for path in [self.repo, *self.paths.values()]:
             assert status(path) == "" and mid_operation(path) == [], (path, status(path), mid_operation(path))
-        listing = cli(srv, "read", "agent/worktrees").splitlines()
-        for name, path in paths.items():  # each session still in its own worktree, the bead's branch let go
+
+    def check_the_repository(self, first_try: str) -> None:
+        """What the issue asks: REPO has it all, each bead merged once, linear, fsck, everything kept and clean."""
+        first = self.beads["ext1"]
+        for bead, (name, text) in self.work.items():  # ext1's line two is the resolution's now
+            if bead != first:
+                assert Path(self.repo, name).read_text() == text, f"REPO's checkout lacks {bead}'s {name}"
+        subjects = git(self.repo, "log", "--format=%s", "main").splitlines()
+        for bead in self.work:
+            assert sum(subject.startswith(f"{bead}:") for subject in subjects) == 1, (bead, subjects)
+        check_repository(self.repo, self.work, self.tips)  # linear, fsck, every worktree clean, work kept
+        second = self.beads["ext2"]
+        assert kept(self.repo, first_try, f"refs/heads/anvil/bead/{second}"), "the first try of the reworked bead"
+        self.all_clean()
+        listing = cli(self.srv, "read", "agent/worktrees").splitlines()
+        for name, path in self.paths.items():  # each session still in its own worktree, the bead's branch let go
             assert f"{path} {name} (detached) active" in listing, listing
-        assert cli(srv, "read", "agent/errors") == ""
+        assert cli(self.srv, "read", "agent/errors") == ""
+
+
+def test_five_worktree_sessions_one_repository_a_conflict_reworked_and_everything_merged(stub, tmp_path):
+    state: dict = {}
+    plans = bot_plan(state)
+    with tools_server(stub, plans) as srv:
+        team = Team(srv, make_repo(tmp_path / "repo"))
+        team.sims_write()
+        team.externals_edit_one_line()
+        team.bot_works(plans, state)
+        first, second = team.beads["ext1"], team.beads["ext2"]
+        request = team.sent_back(first, second)
+        first_try = team.tips[second]
+        team.rework(request)
+        team.check_the_repository(first_try)
+    bot_bead = team.beads["bot"]
     results = tool_results(main_requests(stub)[-1])  # what the bot's tools told its model, in order
     assert [error for _, error in results] == [False] * 5, results
     ready, claimed, _, wrote, completed = (text for text, _ in results)
@@ -243,4 +281,3 @@ def test_five_worktree_sessions_one_repository_a_conflict_reworked_and_everythin
     assert claimed.startswith(f"claimed {bot_bead} for bot"), claimed
     assert wrote.startswith("File created successfully"), wrote
     assert completed.startswith(f"{bot_bead}: completed"), completed
-
