@@ -144,7 +144,13 @@ class Teamwork:
     # ------------------------------------------------------------ reactions
 
     def _bead_changed(self, event: BeadChanged) -> None:
-        """A bead on a branch completed (or approved): its branch joins the merge queue, in the same step."""
+        """A bead on a branch completed (or approved): its branch joins the merge queue, in the same step.
+        Released or unclaimed: its branch is freed from its worker's worktree, what was left committed."""
+        if event.verb in ("unclaim", "release"):
+            branch, bead = self.ws.bead(event.bead), self.board.find(event.bead)
+            if branch is not None and bead is not None:
+                self.ws.release(branch.session, event.bead, bead.title, event.verb)
+            return
         if event.status != Status.COMPLETED.value or event.verb not in ("complete", "approve"):
             return
         self._queue_if_branch(event.bead)

@@ -200,6 +200,33 @@ class Workspaces:
         await self.refresh()
         return done
 
+    def release(self, session: str, bead: str, title: str, why: str) -> None:
+        """The bead went back to pending while its branch was checked out in `session`'s worktree (unclaim,
+        its session stopped or removed, a lease ran out): what is left there is committed on the branch and
+        the worktree detached, so that the next claim (any session's) resumes the branch with all of it.
+        Nothing is discarded: a merge with unresolved conflicts is left as it is, and `events` says so."""
+        if self._nursery is not None:  # before the start (a lease that ran out meanwhile): the next claim resumes
+            answer_after(self.start(lambda: self._release(session, bead, title, why)))
+
+    async def _release(self, session: str, bead: str, title: str, why: str) -> None:
+        async with self._locks[session]:
+            wt = self._live.get(session) or next((w for w in self._kept.values() if w.session == session), None)
+            if wt is None or not os.path.isdir(wt.path):
+                return
+            try:
+                if await current_branch(self.git, wt.path) != bead_branch(bead):
+                    return
+                done = await complete(self.git, wt, bead, f"{title} (left when {why})")
+            except AnvilError as exc:
+                self.publish(WorktreeChanged(session, f"bead {bead}'s branch stays checked out in {wt.path}: "
+                                                      f"{exc.message}"))
+                return
+            if session in self._live:
+                self._current[session] = DETACHED
+            kept = "committed what was left and " if done.committed else ""
+            self.publish(WorktreeChanged(session, f"{kept}freed {done.branch} of bead {bead} ({why})"))
+        await self.refresh()
+
     def _need(self, session: str) -> SessionWorktree:
         wt = self._live.get(session)
         if wt is None:

@@ -167,7 +167,9 @@ def test_remove_keeps_unmerged_work_and_prune_removes_only_the_merged(team):
     for name in ("keeper", "done1"):
         team.ok(f"agent/{name}/ctl", "stop")
         team.ok(f"agent/{name}/ctl", "remove")
-    team.until(lambda: f"{kept} keeper anvil/bead/{unfinished} unmerged" in team.read("agent/worktrees"),
+    # the stop released the bead: its work was committed on its branch, the worktree detached at it
+    assert git(team.repo, "show", f"anvil/bead/{unfinished}:draft.txt") == "half done"
+    team.until(lambda: f"{kept} keeper (detached) unmerged" in team.read("agent/worktrees"),
                "the kept worktree listed unmerged")
     team.until(lambda: f"{gone} " not in team.read("agent/worktrees"), "the merged worktree removed at remove")
     assert open(os.path.join(kept, "draft.txt")).read() == "half done\n"
@@ -208,16 +210,45 @@ def test_new_worktree_refusals_say_what_to_do(team, tmp_path, line, wanted):
 
 
 def test_a_claim_for_a_worktree_session_holding_a_bead_is_refused(team):
-    path = team.session("dev1")
+    team.session("dev1")
     first, second = team.bead("first one"), team.bead("second one")
     team.ok(f"agent/beads/{first}/ctl", "claim dev1")
     rc, err = team.write(f"agent/beads/{second}/ctl", "claim dev1")
     assert rc != 0 and f"holds bead {first}" in err, err
     assert team.read(f"agent/beads/{second}/status") == "pending\n"
+
+
+def test_unclaim_keeps_the_work_on_the_beads_branch_and_frees_the_worktree(team):
+    path = team.session("dev1")
+    first, second = team.bead("first one"), team.bead("second one")
+    team.ok(f"agent/beads/{first}/ctl", "claim dev1")
     write(os.path.join(path, "x.txt"), "x\n")
-    team.ok(f"agent/beads/{first}/ctl", "unclaim")
-    rc, err = team.write(f"agent/beads/{second}/ctl", "claim dev1")  # dirty with the first bead's work
-    assert rc != 0 and "uncommitted work" in err, err
+    team.ok(f"agent/beads/{first}/ctl", "unclaim")  # answered once the work is committed on its branch
+    assert git(team.repo, "show", f"anvil/bead/{first}:x.txt") == "x"
+    assert team.read("agent/dev1/branch") == "(detached)\n" and status(path) == ""
+    team.ok(f"agent/beads/{second}/ctl", "claim dev1")
+    assert not os.path.exists(os.path.join(path, "x.txt")), "the second bead's branch has the first's work"
+
+
+def test_a_bead_its_removed_worker_left_half_done_is_resumed_by_another_session(team):
+    one = team.session("dev1")
+    bead = team.bead("half done")
+    team.ok(f"agent/beads/{bead}/ctl", "claim dev1")
+    write(os.path.join(one, "half.txt"), "half\n")
+    team.ok("agent/dev1/ctl", "stop")  # the bead goes back to pending; its work stays on its branch
+    team.ok("agent/dev1/ctl", "remove")
+    assert team.read(f"agent/beads/{bead}/status") == "pending\n"
+    two = team.session("dev2")
+    team.ok(f"agent/beads/{bead}/ctl", "claim dev2")
+    assert open(os.path.join(two, "half.txt")).read() == "half\n"
+    write(os.path.join(two, "rest.txt"), "rest\n")
+    team.ok(f"agent/beads/{bead}/ctl", "complete")
+    team.until(lambda: team.merged(bead), "merge of the finished bead")
+    assert git(team.repo, "show", "main:half.txt") == "half" and git(team.repo, "show", "main:rest.txt") == "rest"
+    # dev1's worktree was kept at its remove (uncommitted work); that work merged, it holds nothing now
+    assert f"{one} dev1 (detached) merged" in team.read("agent/worktrees")
+    team.ok("agent/worktrees", "prune")
+    assert not os.path.exists(one) and f"{one} " not in team.read("agent/worktrees")
 
 
 def test_a_bead_that_needs_approval_is_queued_only_once_approved(team):
