@@ -303,3 +303,16 @@ def test_a_failing_gate_from_the_configuration_sends_the_bead_back_naming_the_ga
         assert "sh -c echo gate ran; exit 3" in request["body"] and "gate ran" in request["body"], request["body"]
         assert git(repo, "log", "--format=%s", "main") == "start", "a failing gate moved the base"
         assert status(repo) == ""
+
+
+def test_a_claim_for_a_session_in_a_turn_is_refused_until_the_turn_ends(team):
+    team.session("dev1")
+    bead = team.bead("while busy")
+    team.ok("agent/dev1/in", "sim:hang")
+    team.until(lambda: team.read("agent/dev1/status").startswith("running"), "the turn to run")
+    rc, err = team.write(f"agent/beads/{bead}/ctl", "claim dev1")
+    assert rc != 0 and "running a turn" in err, err
+    team.ok("agent/dev1/ctl", "interrupt")
+    team.until(lambda: not team.read("agent/dev1/status").startswith("running"), "the turn to end")
+    team.ok(f"agent/beads/{bead}/ctl", "claim dev1")
+    assert team.read("agent/dev1/branch") == f"anvil/bead/{bead}\n"
