@@ -5,9 +5,10 @@ queue rebases it onto the base, runs the configured gates and moves the
 base. This step reads the bead's entry, `BEAD BRANCH STATE DETAIL`:
 
     merged                   -> `then` (default next)
-    conflict, gate-failed    -> `else` (default fail, with the detail): the bead is back to pending, its worker
-                                mailed a REWORK_REQUEST; `else = "next"` in a repeat lets the workflow claim it
-                                again and have the worker resolve it
+    conflict, gate-failed    -> `else` (default fail, with the detail), once the bead is back to pending (the
+                                server moves the entry, then the bead) and its worker mailed a REWORK_REQUEST;
+                                `else = "next"` in a repeat lets the workflow claim it again and have the worker
+                                resolve it
     queued, merging          -> waited for
     blocked                  -> said once (the detail says why: REPO has local changes, a push failed ...),
                                 and waited for: the queue tries it again by itself, or `retry` on merges/ctl
@@ -62,6 +63,9 @@ class Look:
         if self.state == "merged":
             return self._result("merged", detail, self.step.then)
         if self.state in REWORK:
+            if await self._status() == "completed":
+                return None  # the server moves the entry first, then the bead back to pending: a next step
+                # (a claim again, in a rework round) must find it pending, so the step ends only then
             return self._result(self.state, detail, self.step.else_)
         self._say_once(f"{self.state} {detail}" if self.state == "blocked" else self.state,
                        f"bead {self.bead}'s branch is {self.state}" + (f": {detail}" if detail else "")
@@ -71,11 +75,11 @@ class Look:
 
     async def _unqueued(self) -> dict | None:
         tree, bead = self.engine.access.tree, self.bead
-        self.state = status = (await tree.read(f"beads/{bead}/status")).decode(errors="replace").strip()
+        self.state = status = await self._status()
         if status == "completed":
             result = (await tree.read(f"beads/{bead}/result")).decode(errors="replace").strip()
             if result.startswith("no-change:"):
-                return self._result("no-change", result, self.step.then)
+                return self._result("no-change", result.removeprefix("no-change:").strip(), self.step.then)
             if not (await tree.read(f"beads/{bead}/branch")).strip():
                 raise StepFailed(f"merge {self.key}: bead {bead} has no branch to merge: only the claim of a "
                                  "session made in a worktree (worktree = true) gives a bead one")
@@ -85,6 +89,9 @@ class Look:
             raise StepFailed(f"merge {self.key}: bead {bead} failed: nothing of it will be merged")
         self._say_once(status, f"bead {bead} is {status}: waiting for it to be completed and its branch merged")
         return None
+
+    async def _status(self) -> str:
+        return (await self.engine.access.tree.read(f"beads/{self.bead}/status")).decode(errors="replace").strip()
 
     def _result(self, state: str, detail: str, outcome: str) -> dict:
         what = f"bead {self.bead}'s branch: {state}" + (f": {detail}" if detail else "")

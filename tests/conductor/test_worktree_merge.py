@@ -26,11 +26,9 @@ from sim_flow import Watched, session_file
 pytestmark = pytest.mark.timeout(240)
 
 
-def workflow(base: Path, repo: str, fifo: Path, *, merge: str = "", complete: str = "") -> Path:
-    """dev (sim, in a worktree of `repo`) claims a bead, is prompted, the test edits (the gate holds on the fifo
-    meanwhile), the bead is completed and merged."""
-    path = base / "team.toml"
-    path.write_text(f'''name = "team"
+def head(name: str, repo: str, title: str) -> str:
+    """Workflow `name`: session dev (sim) in a worktree of `repo`, and a first step making bead `title`."""
+    return f'''name = "{name}"
 [sessions.dev]
 backend = "sim"
 cwd = "{repo}"
@@ -40,9 +38,16 @@ worktree = true
 id = "feature"
 kind = "bead"
 action = "new"
-title = "Add the feature"
+title = "{title}"
 role = "developer"
-description = "Write feature.txt."
+'''
+
+
+def workflow(base: Path, repo: str, fifo: Path, *, merge: str = "", complete: str = "") -> Path:
+    """dev (sim, in a worktree of `repo`) claims a bead, is prompted, the test edits (the gate holds on the fifo
+    meanwhile), the bead is completed and merged."""
+    path = base / "team.toml"
+    path.write_text(head("team", repo, "Add the feature") + f'''description = "Write feature.txt."
 
 [[steps]]
 id = "take"
@@ -191,7 +196,7 @@ def test_a_bead_with_nothing_done_completes_as_no_change_and_its_merge_step_goes
         assert (done.returncode, done.stdout) == (0, "done: all steps of team done\n"), why
         (bead,) = [line.split()[0] for line in session_file(srv, "beads", "list").splitlines()]
         assert session_file(srv, f"beads/{bead}", "result") == "no-change: nothing needed doing\n", why
-        assert f"bead {bead}'s branch: no-change: no-change: nothing needed doing" in done.stderr, why
+        assert f"bead {bead}'s branch: no-change: nothing needed doing" in done.stderr, why
         assert merges(srv) == "", why
 
 
@@ -226,3 +231,70 @@ def test_a_conductor_killed_in_a_merge_step_goes_on_with_it_after_a_restart() ->
         for step in ("feature", "take", "done"):
             assert f"conductor: {step}: bead" not in err, why  # replayed from the record, not done again
     assert git(repo, "show", "main:feature.txt") == "the feature" and status(repo) == ""
+
+
+def rework_workflow(base: Path, repo: str, fifo: Path) -> Path:
+    """The claim, the work, the complete and the merge in a repeat: a conflict sends the worker round again."""
+    path = base / "rework.toml"
+    path.write_text(head("rework", repo, "Edit the shared file") + f'''
+
+[[steps]]
+id = "rounds"
+kind = "repeat"
+max_rounds = 3
+  [[steps.steps]]
+  id = "take"
+  kind = "bead"
+  action = "claim"
+  bead = "feature"
+  session = "dev"
+  [[steps.steps]]
+  id = "ask"
+  kind = "prompt"
+  to = ["dev"]
+  text = "Round {{round}}: edit shared.txt in {{worktree.dev}}; resolve any conflict markers."
+  [[steps.steps]]
+  id = "answered"
+  kind = "wait"
+  sessions = ["dev"]
+  [[steps.steps]]
+  id = "edit"
+  kind = "gate"
+  run = ["sh", "-c", "read x < {fifo}"]
+  [[steps.steps]]
+  id = "done"
+  kind = "bead"
+  action = "complete"
+  bead = "feature"
+  [[steps.steps]]
+  id = "merged"
+  kind = "merge"
+  bead = "feature"
+  then = "break"
+  else = "next"
+''')
+    return path
+
+
+def test_a_conflict_taken_round_again_is_resolved_by_the_worker_and_merged() -> None:
+    base = Path(tempfile.mkdtemp(prefix="cond."))
+    repo, fifo = setup(base)
+    seen: list[str] = []
+
+    def resolve(worktree: str) -> None:
+        seen.append(open(os.path.join(worktree, "shared.txt")).read())
+        write(os.path.join(worktree, "shared.txt"), "one\nTWO by both\nthree\n")
+
+    with anvil_server() as srv:
+        first = edit_while_held(srv, fifo, lambda worktree: clash(repo, worktree))
+        proc = Watched(conductor_argv(srv, rework_workflow(base, repo, fifo), base / "state"))
+        joined(first)
+        second = edit_while_held(srv, fifo, resolve)  # round 2's gate: the claim has put the markers there
+        code, out, err = proc.finish()
+        why = f"{out}\n{err}\n{merges(srv)}"
+        assert (code, out) == (0, "done: all steps of rework done\n"), why
+        joined(second)
+        assert "merge merged@1: bead edit-shared-001's branch: conflict: " in err, why
+        assert "merge merged@2: bead edit-shared-001's branch: merged" in err, why
+    assert "<<<<<<<" in seen[0] and "TWO by dev" in seen[0] and "TWO by the user" in seen[0], seen
+    assert git(repo, "show", "main:shared.txt") == "one\nTWO by both\nthree" and status(repo) == ""
