@@ -255,7 +255,8 @@ class Engine:
         await self.journal.begin(key, {"run": step.run})  # a gate begun and not recorded is run again
         cwd = self.base / (step.cwd or ".")
         env = os.environ | {"CONDUCTOR_ROUND": str(at.rounds[-1]) if at.rounds else "",
-                            "CONDUCTOR_ROUNDS": at.dotted, "CONDUCTOR_LANE": at.lane or ""}
+                            "CONDUCTOR_ROUNDS": at.dotted, "CONDUCTOR_LANE": at.lane or "",
+                            "CONDUCTOR_WORKTREE": await self._lane_worktree(at)}
         try:
             with trio.fail_after(step.timeout):
                 # its output to our stderr, with our progress: stdout is the run's one final line
@@ -269,6 +270,11 @@ class Engine:
         return step.then if status == 0 else step.else_
 
     # ------------------------------------------------------------ helpers
+
+    async def _lane_worktree(self, at: At) -> str:
+        """The lane's session's worktree (a gate tests the lane's work there), else empty."""
+        spec = self.workflow.sessions.get(at.lane) if at.lane else None
+        return (await self.access.text(f"{at.lane}/worktree")).strip() if spec and spec.worktree else ""
 
     def marker(self, step_id: str, at: At) -> str:
         return marker(self.workflow.name, self.journal.run, at.rounds, step_id, at.lane)
