@@ -7,7 +7,8 @@
   writing it twice is harmless). The result is {"bead": ID}.
 - `bead claim` / `complete`: looked at first (a bead already held by that
   session, or already completed, is done), and an "already" refusal after a
-  crash is read the same way.
+  crash is read the same way. A claim for a worktree session refused while
+  that session runs a turn is made again once the turn is over.
 - `bead complete` with `no_change = "REASON"`: a worktree session's bead
   whose branch has nothing of its own is refused a plain `complete`
   (SPEC §6a); then it is completed as `no-change: REASON`.
@@ -25,7 +26,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING
 
-from .access import StepFailed
+from .access import BUSY, StepFailed
 from .model import BeadStep, MailStep
 from .sessions import quote
 
@@ -86,12 +87,23 @@ async def _take(engine: Engine, bead: str, session: str, lease: int | None) -> N
         holder = (await engine.access.text(f"beads/{bead}/assigned_to")).strip()
         return await _status(engine, bead) == "in_progress" and holder == session
 
-    if not await held():
+    while not await held():
         try:
             await engine.access.command(f"beads/{bead}/ctl", f"claim {quote(session)}{f' lease={lease}' if lease else ''}")
         except StepFailed:
-            if not await held():  # "already claimed by <us>" after a crash is success; anything else is not
+            if await held():  # "already claimed by <us>" after a crash is success
+                return
+            if not await _in_a_turn(engine, session):
                 raise
+            # a worktree session's branch is not switched under a running agent (SPEC §6a): after its turn
+            engine.access.say(f"bead {bead}: {session} is in a turn in its worktree: claiming it once the turn ends")
+            await engine.access.state(session)
+
+
+async def _in_a_turn(engine: Engine, session: str) -> bool:
+    """Whether the session works in a worktree and is busy: the server refuses a claim for it until it is not."""
+    word = ((await engine.access.text(f"{session}/status")).split() or ["?"])[0]
+    return word in BUSY and bool((await engine.access.text(f"{session}/worktree")).strip())
 
 
 async def _status(engine: Engine, bead: str) -> str:

@@ -298,3 +298,25 @@ def test_a_conflict_taken_round_again_is_resolved_by_the_worker_and_merged() -> 
         assert "merge merged@2: bead edit-shared-001's branch: merged" in err, why
     assert "<<<<<<<" in seen[0] and "TWO by dev" in seen[0] and "TWO by the user" in seen[0], seen
     assert git(repo, "show", "main:shared.txt") == "one\nTWO by both\nthree" and status(repo) == ""
+
+
+def test_a_claim_for_a_developer_in_a_turn_is_made_once_the_turn_ends() -> None:
+    """The server refuses a claim for a worktree session while it runs a turn (its branch is not switched under
+    a running agent): the conductor waits for the turn's end and claims then."""
+    base = Path(tempfile.mkdtemp(prefix="cond."))
+    repo, fifo = setup(base)
+    with anvil_server() as srv:
+        with srv.connect("test", timeout=TIMEOUT) as client:
+            client.write_file("ctl", f"new sim {repo} worktree name=dev\n".encode())
+            client.write_file("dev/in", b"Think hard. sim:hang\n")  # a turn that lasts until interrupted
+        editor = edit_while_held(srv, fifo, feature)
+        proc = Watched(conductor_argv(srv, workflow(base, repo, fifo), base / "state"))
+        proc.until("dev is in a turn in its worktree: claiming it once the turn ends")
+        assert session_file(srv, "dev", "status").startswith("running"), "".join(proc.seen)
+        with srv.connect("test", timeout=TIMEOUT) as client:
+            client.write_file("dev/ctl", b"interrupt\n")
+        code, out, err = proc.finish()
+        joined(editor)
+        why = f"{out}\n{err}\n{merges(srv)}"
+        assert (code, out) == (0, "done: all steps of team done\n"), why
+    assert git(repo, "show", "main:feature.txt") == "the feature" and status(repo) == ""
