@@ -7,7 +7,11 @@
   writing it twice is harmless). The result is {"bead": ID}.
 - `bead claim` / `complete`: looked at first (a bead already held by that
   session, or already completed, is done), and an "already" refusal after a
-  crash is read the same way.
+  crash is read the same way. A claim for a worktree session refused while
+  that session runs a turn is made again once the turn is over.
+- `bead complete` with `no_change = "REASON"`: a worktree session's bead
+  whose branch has nothing of its own is refused a plain `complete`
+  (SPEC §6a); then it is completed as `no-change: REASON`.
 - A bead this run claimed that the end of its holder's session released (a
   server restarted `--paused`, or a tmux agent gone with the old server:
   the session came back exited) is claimed again for that session, when
@@ -22,13 +26,16 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING
 
-from .access import StepFailed
+from .access import BUSY, StepFailed
 from .model import BeadStep, MailStep
 from .sessions import quote
 
 if TYPE_CHECKING:
     from .engine import Engine
     from .lanes import At
+
+
+FINISHED = ("completed", "pending_approval")
 
 
 async def run(engine: Engine, step: BeadStep | MailStep, key: str, at: At) -> dict:
@@ -80,12 +87,23 @@ async def _take(engine: Engine, bead: str, session: str, lease: int | None) -> N
         holder = (await engine.access.text(f"beads/{bead}/assigned_to")).strip()
         return await _status(engine, bead) == "in_progress" and holder == session
 
-    if not await held():
+    while not await held():
         try:
             await engine.access.command(f"beads/{bead}/ctl", f"claim {quote(session)}{f' lease={lease}' if lease else ''}")
         except StepFailed:
-            if not await held():  # "already claimed by <us>" after a crash is success; anything else is not
+            if await held():  # "already claimed by <us>" after a crash is success
+                return
+            if not await _in_a_turn(engine, session):
                 raise
+            # a worktree session's branch is not switched under a running agent (SPEC §6a): after its turn
+            engine.access.say(f"bead {bead}: {session} is in a turn in its worktree: claiming it once the turn ends")
+            await engine.access.state(session)
+
+
+async def _in_a_turn(engine: Engine, session: str) -> bool:
+    """Whether the session works in a worktree and is busy: the server refuses a claim for it until it is not."""
+    word = ((await engine.access.text(f"{session}/status")).split() or ["?"])[0]
+    return word in BUSY and bool((await engine.access.text(f"{session}/worktree")).strip())
 
 
 async def _status(engine: Engine, bead: str) -> str:
@@ -106,18 +124,40 @@ async def claim_again(engine: Engine, session: str | None = None, bead: str | No
 
 async def _complete(engine: Engine, step: BeadStep, bead: str, at: At) -> dict:
     access = engine.access
-    finished = ("completed", "pending_approval")
-    if await _status(engine, bead) not in finished:
+    if await _status(engine, bead) not in FINISHED:
         await claim_again(engine, bead=bead)
         if step.result:
             text = (await engine.render(step.result, at)).encode()
             await access.retry(f"beads/{bead}/result", lambda: access.tree.write(f"beads/{bead}/result", text))
-        try:
-            await access.command(f"beads/{bead}/ctl", "complete")
-        except StepFailed:
-            if await _status(engine, bead) not in finished:
-                raise
+        refused = await _send_complete(engine, bead, "complete")
+        if refused is not None and step.no_change is not None and await _nothing_of_its_own(engine, bead, refused):
+            # a worktree session's branch with nothing of its own (SPEC §6a): said so, with the reason given;
+            # never sent first, since a branch that has work and says no-change is not merged
+            access.say(f"bead {bead}: its branch has nothing of its own: completing it as no-change: {step.no_change}")
+            refused = await _send_complete(engine, bead, f"complete no-change: {step.no_change}")
+        if refused is not None:
+            raise refused
     return {"completed": bead}
+
+
+async def _nothing_of_its_own(engine: Engine, bead: str, refused: StepFailed) -> bool:
+    """Whether the refusal is the one of a branch with nothing of its own (`complete no-change: REASON` only).
+    A 9P error's text is cut to 128 bytes, so the full one is looked for in `errors` (its latest for the bead)."""
+    if "no-change" in str(refused):
+        return True
+    about = f"complete: bead {bead}'s branch "
+    latest = [line for line in (await engine.access.text("errors")).splitlines() if about in line]
+    return bool(latest) and "no-change: REASON" in latest[-1]
+
+
+async def _send_complete(engine: Engine, bead: str, line: str) -> StepFailed | None:
+    """The refusal, unless the bead is completed all the same ("already", after a crash)."""
+    try:
+        await engine.access.command(f"beads/{bead}/ctl", line)
+    except StepFailed as exc:
+        if await _status(engine, bead) not in FINISHED:
+            return exc
+    return None
 
 
 async def _mail(engine: Engine, step: MailStep, key: str, at: At) -> dict:

@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
-from .model import (LANE, BeadStep, CheckStep, EachStep, GateStep, MailStep, PromptStep, RepeatStep, Step, WaitStep,
-                    Workflow)
+from .model import (LANE, BeadStep, CheckStep, EachStep, GateStep, MailStep, MergeStep, PromptStep, RepeatStep, Step,
+                    WaitStep, Workflow)
 from .templates import TemplateError, placeholders
 
 Loc = tuple[str | int, ...]
@@ -66,6 +66,13 @@ def _names(workflow: Workflow) -> Iterator[Problem]:
     for name, spec in workflow.sessions.items():
         if spec.backend is not None and spec.cwd is None:
             yield ("sessions", name, "backend"), f"session {name!r} has a backend but no cwd: add cwd = \"/path\""
+        if spec.worktree and spec.backend is None:
+            yield ("sessions", name, "worktree"), (f"session {name!r} asks for a worktree but has no backend: only a "
+                                                   "session the workflow makes gets one (add backend and cwd, cwd "
+                                                   "a git repository)")
+        if spec.base is not None and not spec.worktree:
+            yield ("sessions", name, "base"), (f"session {name!r} has a base but no worktree: base is the branch a "
+                                               "worktree session's beads branch from; add worktree = true")
 
 
 def _step(workflow: Workflow, step: Step, scope: Scope) -> Iterator[tuple[str, str]]:
@@ -76,7 +83,7 @@ def _step(workflow: Workflow, step: Step, scope: Scope) -> Iterator[tuple[str, s
                 yield key, problem
     if isinstance(step, CheckStep) and len(given := _name_lists(step)) != 1:
         yield "contains", f"check {step.id!r} needs exactly one of every, any or none (a list of sessions); got {given or 'none'}"
-    if isinstance(step, CheckStep | GateStep):
+    if isinstance(step, CheckStep | GateStep | MergeStep):
         for key, outcome in (("then", step.then), ("else", step.else_)):
             if outcome == "break" and not scope.breakable:
                 yield key, _no_break(scope)
@@ -123,7 +130,7 @@ def _no_break(scope: Scope) -> str:
 
 
 def _has_exit(repeat: RepeatStep) -> bool:
-    return any(isinstance(s, CheckStep | GateStep) and {"break", "finish"} & {s.then, s.else_}
+    return any(isinstance(s, CheckStep | GateStep | MergeStep) and {"break", "finish"} & {s.then, s.else_}
                for s in repeat.steps)
 
 
@@ -134,6 +141,8 @@ def _bead(step: BeadStep, scope: Scope, sessions: set[str]) -> Iterator[tuple[st
             yield key, f"bead {step.action} needs {key} (step {step.id!r})"
     if step.session is not None and (problem := _ref(step.session, scope, sessions, "session")) is not None:
         yield "session", problem
+    if step.no_change is not None and step.action != "complete":
+        yield "no_change", f"no_change goes with action = \"complete\" (step {step.id!r} is a bead {step.action})"
 
 
 def _templates(step: Step) -> list[tuple[str, str]]:
@@ -152,8 +161,8 @@ def _template(workflow: Workflow, key: str, text: str, scope: Scope) -> Iterator
             yield key, f"{{{p.kind}}} outside a repeat: there is no round here"
         if p.kind == "session" and not scope.each:
             yield key, _outside("{session}")
-        if p.kind == "out" and (problem := _ref(p.args[0], scope, set(workflow.sessions), "session")):
-            yield key, f"{{out.{p.args[0]}}}: " + problem
+        if p.kind in ("out", "worktree") and (problem := _ref(p.args[0], scope, set(workflow.sessions), "session")):
+            yield key, f"{{{p.kind}.{p.args[0]}}}: " + problem
 
 
 def _unknown(name: str, what: str) -> str:

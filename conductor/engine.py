@@ -23,13 +23,14 @@ from pathlib import Path
 
 import trio
 
-from . import beadsteps
+from . import beadsteps, mergesteps
 from .access import Access, StepFailed, beside, each
 from .control import Control, Halted
 from .journal import Journal
 from .lanes import NEXT, At, Flow, run_lanes
 from .markers import in_queue, lost_prompt, marker
-from .model import BeadStep, CheckStep, EachStep, GateStep, PromptStep, RepeatStep, Step, WaitStep, Workflow
+from .model import (BeadStep, CheckStep, EachStep, GateStep, MergeStep, PromptStep, RepeatStep, Step, WaitStep,
+                    Workflow)
 from .report import NullReporter, Reporter
 from .sessions import check_existing, ensure_sessions, expand
 from .templates import placeholders, render
@@ -108,12 +109,12 @@ class Engine:
         if self.journal.is_done(key):
             return self._replayed(step, key, at)
         self.control.check()
-        if isinstance(step, WaitStep | GateStep) and at.lane is None:
+        if isinstance(step, WaitStep | GateStep | MergeStep) and at.lane is None:
             # what others read is the step it waits in; the steps between two waits take milliseconds, and
             # a status write among their requests would only delay them (a lane's: lanes.py counts them)
             self.reporter.update(step.id, at.rounds)
         self.access.say(f"{key}: {step.kind}")
-        if isinstance(step, WaitStep | CheckStep | GateStep):
+        if isinstance(step, WaitStep | CheckStep | GateStep | MergeStep):
             return await self.look(step, key, at)
         with trio.CancelScope(shield=at.lane is not None):  # an action and its record: a failing lane waits
             if isinstance(step, PromptStep):
@@ -124,19 +125,25 @@ class Engine:
                 self._learn(step, result, at)
         return NEXT
 
-    async def look(self, step: WaitStep | CheckStep | GateStep, key: str, at: At) -> Flow:
+    async def look(self, step: WaitStep | CheckStep | GateStep | MergeStep, key: str, at: At) -> Flow:
         """A step that only looks: recorded lazily, and abandoned by a halt (done again on a resume)."""
         with self.control.abandonable(), at.looking():
             if isinstance(step, WaitStep):
                 await self.wait(step, at)
                 self.journal.finish(key, lazy=True)
                 return NEXT
+            if isinstance(step, MergeStep):
+                result = await mergesteps.merge(self, step, key, at)
+                self.journal.finish(key, result, lazy=True)
+                return Flow(result["outcome"], result["why"])
             outcome = await (self.check(step, at) if isinstance(step, CheckStep) else self.gate(step, key, at))
         self.journal.finish(key, outcome, lazy=True)
         return Flow(outcome, f"{key}: {step.kind} chose {outcome}")
 
     def _replayed(self, step: Step, key: str, at: At) -> Flow:
         result = self.journal.done(key)
+        if isinstance(step, MergeStep):
+            return Flow(result["outcome"], result["why"])
         if isinstance(step, CheckStep | GateStep):
             return Flow(result, f"{key}: {step.kind} chose {result}")
         self._learn(step, result, at)
@@ -248,7 +255,8 @@ class Engine:
         await self.journal.begin(key, {"run": step.run})  # a gate begun and not recorded is run again
         cwd = self.base / (step.cwd or ".")
         env = os.environ | {"CONDUCTOR_ROUND": str(at.rounds[-1]) if at.rounds else "",
-                            "CONDUCTOR_ROUNDS": at.dotted, "CONDUCTOR_LANE": at.lane or ""}
+                            "CONDUCTOR_ROUNDS": at.dotted, "CONDUCTOR_LANE": at.lane or "",
+                            "CONDUCTOR_WORKTREE": await self._lane_worktree(at)}
         try:
             with trio.fail_after(step.timeout):
                 # its output to our stderr, with our progress: stdout is the run's one final line
@@ -263,6 +271,11 @@ class Engine:
 
     # ------------------------------------------------------------ helpers
 
+    async def _lane_worktree(self, at: At) -> str:
+        """The lane's session's worktree (a gate tests the lane's work there), else empty."""
+        spec = self.workflow.sessions.get(at.lane) if at.lane else None
+        return (await self.access.text(f"{at.lane}/worktree")).strip() if spec and spec.worktree else ""
+
     def marker(self, step_id: str, at: At) -> str:
         return marker(self.workflow.name, self.journal.run, at.rounds, step_id, at.lane)
 
@@ -275,8 +288,8 @@ class Engine:
                 values[p] = at.dotted
             elif p.kind == "session":
                 values[p] = at.lane
-            elif p.kind == "out":
-                values[p] = (await self.access.text(f"{at.name(p.args[0])}/out")).rstrip("\n")
+            elif p.kind in ("out", "worktree"):
+                values[p] = (await self.access.text(f"{at.name(p.args[0])}/{p.kind}")).rstrip("\n")
             else:
                 bead = self.bead(p.args[0], at)
                 values[p] = (await self.access.text(f"beads/{bead}/{p.args[1]}")).rstrip("\n")

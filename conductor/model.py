@@ -11,8 +11,9 @@
       each    sessions, steps                  the body once per session, all lanes at once (lanes.py)
       bead    action new|claim|complete ...           work units (SPEC §6)
       mail    sender, to, type, subject, body          one message
+      merge   bead, timeout, then, else               until the server's merge queue merged the bead's branch
 
-Outcomes (`then`/`else` of check and gate): next (go on), break (leave the
+Outcomes (`then`/`else` of check, gate and merge): next (go on), break (leave the
 innermost repeat), finish (end the workflow, done), fail (end it, failed).
 In an each's body, `{session}` is the lane's session wherever a session name
 goes; there `break` leaves the lane's innermost repeat, `finish` ends the
@@ -48,6 +49,8 @@ class SessionSpec(Strict):
     role: str | None = None
     model: str | None = None
     notify: bool = False
+    worktree: bool = False  # made with `new BACKEND CWD worktree`: a git worktree of CWD's repository (SPEC §6a)
+    base: str | None = Field(None, min_length=1)  # with worktree: the branch its beads branch from and merge into
 
 
 class StepBase(Strict):
@@ -96,6 +99,9 @@ class BeadStep(StepBase):
     session: Ref | None = None  # claim: who holds it
     lease: int | None = Field(None, gt=0)
     result: str = ""  # complete (a template)
+    # complete, by a worktree session: the reason given when its branch has nothing of its own (SPEC §6a),
+    # sent as `complete no-change: REASON` once the server refuses a plain complete for that
+    no_change: str | None = Field(None, min_length=1)
 
 
 class MailStep(StepBase):
@@ -106,6 +112,14 @@ class MailStep(StepBase):
                   "REVIEW_REQUEST", "REVIEW_RESPONSE", "APPROVAL_REQUEST", "APPROVAL_RESPONSE"]
     subject: str = Field(min_length=1, max_length=200)
     body: str = ""  # a template
+
+
+class MergeStep(StepBase):
+    kind: Literal["merge"]
+    bead: str  # a bead id, or the id of the `bead new` step that made it
+    timeout: float | None = Field(None, gt=0)  # seconds; none: as long as it takes (a wait has none either)
+    then: Outcome = "next"  # merged (or completed as no-change: nothing to merge)
+    else_: Outcome = Field("fail", alias="else")  # conflict or gate-failed: the bead is back to pending
 
 
 class RepeatStep(StepBase):
@@ -121,7 +135,8 @@ class EachStep(StepBase):
     steps: Annotated[list[Step], Field(min_length=1)]
 
 
-Step = Annotated[Union[PromptStep, WaitStep, CheckStep, GateStep, BeadStep, MailStep, RepeatStep, EachStep],
+Step = Annotated[Union[PromptStep, WaitStep, CheckStep, GateStep, BeadStep, MailStep, MergeStep, RepeatStep,
+                       EachStep],
                  Field(discriminator="kind")]
 RepeatStep.model_rebuild()
 EachStep.model_rebuild()
@@ -135,4 +150,4 @@ class Workflow(Strict):
     steps: Annotated[list[Step], Field(min_length=1)]
 
 
-KINDS = ("prompt", "wait", "check", "gate", "repeat", "each", "bead", "mail")
+KINDS = ("prompt", "wait", "check", "gate", "repeat", "each", "bead", "mail", "merge")

@@ -23,12 +23,12 @@ nowhere else, and never in a run that is not a crash test.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TypeVar
 
 import trio
 
-from anvilfs.aioclient import AddressError, AsyncClient, ConnectionLost, ServerError
+from anvilfs.aioclient import AddressError, AsyncClient, ConnectionLost, Lines, ServerError
 from anvilfs.aioclient.dial import open_stream
 from anvilfs.client import attach_aname, attach_uname, resolve
 from anvilfs.client.protocol import check
@@ -81,6 +81,19 @@ class NinePTree:
     async def ls(self, path: str) -> list[str]:
         return sorted(await self._call(lambda fs: fs.ls(path)))
 
+    @contextlib.asynccontextmanager
+    async def follow(self, path: str) -> AsyncIterator[Lines]:
+        """A blocking file (`events`) as its lines from now on, on the run's connection (a merge step's wait)."""
+        fs = await self._client()
+        try:
+            async with fs.follow(path) as lines:
+                yield lines
+        except ServerError as exc:
+            raise TreeError(str(exc)) from None
+        except ConnectionLost as exc:
+            self._lost(fs)
+            raise Unavailable(str(exc)) from None
+
     # ------------------------------------------------------------ the connection
 
     async def _call(self, fn: Callable[[AsyncClient], Awaitable[T]]) -> T:
@@ -90,10 +103,13 @@ class NinePTree:
         except ServerError as exc:
             raise TreeError(str(exc)) from None
         except ConnectionLost as exc:
-            if self._fs is fs:
-                self._fs = None  # the next call dials again
-                self._ends.pop(fs).cancel()
+            self._lost(fs)
             raise Unavailable(str(exc)) from None
+
+    def _lost(self, fs: AsyncClient) -> None:
+        if self._fs is fs:
+            self._fs = None  # the next call dials again
+            self._ends.pop(fs).cancel()
 
     async def _client(self) -> AsyncClient:
         if self._nursery is None:

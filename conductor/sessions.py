@@ -1,4 +1,5 @@
-"""The sessions a workflow needs: made when missing (with their backend, cwd, role, model), and groups expanded."""
+"""The sessions a workflow needs: made when missing (with their backend, cwd, role, model, worktree), and groups
+expanded."""
 
 from __future__ import annotations
 
@@ -35,7 +36,10 @@ async def ensure_sessions(workflow: Workflow, base: Path, access: Access) -> Non
         if spec.backend is None:
             raise StepFailed(f"session {name} does not exist, and the workflow gives no backend to make it "
                              f"(add backend and cwd under [sessions.{name}])")
-        words = ["new", spec.backend, str((base / spec.cwd).resolve()), f"name={name}"]
+        words = ["new", spec.backend, str((base / spec.cwd).resolve())]
+        # a worktree of cwd's repository, on a branch of its own (SPEC §6a): its cwd is then the worktree
+        words += ["worktree", *([f"base={spec.base}"] if spec.base else [])] if spec.worktree else []
+        words += [f"name={name}"]
         words += [f"{key}={value}" for key, value in (("role", spec.role), ("model", spec.model)) if value]
         words += ["notify"] if spec.notify else []
         try:
@@ -44,7 +48,15 @@ async def ensure_sessions(workflow: Workflow, base: Path, access: Access) -> Non
             # made by an earlier run of ours that died before it saw the answer: that is fine
             if name not in await access.retry("list the tree", lambda: access.tree.ls("")):
                 raise StepFailed(f"cannot make session {name}: {exc}") from None
-        access.say(f"made session {name} ({spec.backend})")
+        access.say(f"made session {name} ({spec.backend}{', in a worktree' if spec.worktree else ''})")
+
+
+async def _worktree_held(access: Access, name: str) -> None:
+    """A session declared `worktree = true` found already there: its cwd is its worktree, not the
+    repository, so that is not compared; one made without a worktree is said, and used as it is."""
+    if not (await access.text(f"{name}/worktree")).strip():
+        access.say(f"session {name} exists without a worktree, though the workflow declares worktree = true: it is "
+                   "used as it is (its agent works in its cwd, and the beads it claims get no branch to merge)")
 
 
 async def check_existing(workflow: Workflow, base: Path, access: Access, override: list[str]) -> None:
@@ -62,7 +74,9 @@ async def check_existing(workflow: Workflow, base: Path, access: Access, overrid
             backend = ((await access.text(f"{name}/backend")).split() or ["?"])[0]  # `sim simulated`: the name first
             if backend != spec.backend:
                 others.append(f"{name} (on {backend}, not {spec.backend})")
-        if spec.cwd is not None:
+        if spec.worktree:
+            await _worktree_held(access, name)
+        elif spec.cwd is not None:
             cwd, want = (await access.text(f"{name}/cwd")).strip(), (base / spec.cwd).resolve()
             if cwd != str(want) and Path(cwd).resolve() != want:
                 access.say(f"session {name} exists with cwd {cwd}, not {want} as the workflow declares: "

@@ -44,6 +44,8 @@ class Tree(Protocol):
     async def write(self, path: str, data: bytes, *, points: bool = True) -> None: ...
     async def ctl(self, path: str, line: str) -> str: ...  # write then read back on the same open file
     async def ls(self, path: str) -> list[str]: ...
+    # and, over 9P only, `follow(path)`: an async context of a blocking file's lines (ninetree.py); a merge
+    # step blocks on `events` with it where there is one, and polls where not (a mount)
 
 
 class MountTree:

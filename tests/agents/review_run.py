@@ -6,8 +6,8 @@
         done = run_conductor(srv, workflow, base / "state")
         main_requests(stub)                             # the conversations' requests, side requests left out
 
-The stub cannot see which anvilfs session asks (all six run Claude Code in
-the same directory), but Claude Code names its conversation in every
+The stub cannot see which anvilfs session asks (the reviewers run Claude Code
+in one directory), but Claude Code names its conversation in every
 request (the X-Claude-Code-Session-Id header: the `--session-id` the
 claude backend gave it), and each answer says its serial number and that
 conversation, so a session's transcript tells which conversation is its.
@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.server import REPO_ROOT, AnvilServer
+from harness.worktrees import git
 
 from claude_env import is_main, main_requests
 from stubs import Failure, Reply, Request, StubModels, Text
@@ -98,9 +99,13 @@ def _body(kind: str, round_: int) -> str:
 
 
 def copy_example(base: Path) -> Path:
-    """conductor/examples/review.toml as it is, in base: its sessions' cwd "." is base."""
+    """conductor/examples/review.toml as it is, in base, made a git repository: its sessions' cwd "." is base,
+    and its developer works in a worktree of it."""
     path = base / "review.toml"
     shutil.copyfile(EXAMPLE, path)
+    git(base, "init", "-q", "--initial-branch=main")
+    git(base, "add", "review.toml")
+    git(base, "commit", "-q", "-m", "the example")
     return path
 
 

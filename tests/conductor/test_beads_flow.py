@@ -18,16 +18,22 @@ import tempfile
 from pathlib import Path
 
 from harness.server import REPO_ROOT
+from harness.worktrees import make_repo
 from review_cycle import RUN, TIMEOUT, prompts, review_server, run_conductor
 
 EXAMPLE = REPO_ROOT / "conductor" / "examples" / "beads.toml"
 ROLES = {"researcher": "developer", "dev": "developer", "reviewer": "reviewer"}
 
 
-def fake_example(base: Path) -> Path:
-    """The example with each session on a fake backend, in a work directory of the test's."""
-    (base / "work").mkdir()
+def fake_example(base: Path, *, worktree: bool = True) -> Path:
+    """The example with each session on a fake backend, in a work directory of the test's: a git repository
+    (the developer works in a worktree of it; the fake edits nothing, so its bead completes as no-change).
+    Without `worktree`, the developer works in that directory itself, and there is no merge step."""
+    make_repo(base / "work")
     text = EXAMPLE.read_text().replace('cwd = "."', f'cwd = "{base / "work"}"')
+    if not worktree:
+        text = re.sub(r'\nworktree = true\n', "\n", text)
+        text = re.sub(r'\[\[steps\]\]\nid = "impl-merged"\n.*?\n\n', "", text, flags=re.DOTALL)
     for session, backend in ROLES.items():
         text = re.sub(rf'(\[sessions\.{session}\]\nbackend = )"claude"', rf'\1"{backend}"', text)
     path = base / "beads.toml"
@@ -59,6 +65,7 @@ def test_research_implement_review_over_beads() -> None:
         assert done.returncode == 0 and done.stdout.startswith("done:"), why
         assert outcome(srv) == WANT, why
         assert prompts(srv, list(ROLES)) == PROMPTS, why
+        assert "merge impl-merged: bead impl-oauth-002's branch: no-change: the developer changed nothing" in done.stderr, why
         with srv.connect("test", timeout=TIMEOUT) as client:
             result = client.read_file("beads/research-auth-001/result").decode()
             description = client.read_file("beads/impl-oauth-002/description").decode()

@@ -1,9 +1,11 @@
 """Every workflow in conductor/examples runs to its end with `--backend sim`, from what a clone holds.
 
 Each example is copied with the files git tracks beside it (nothing a run left in this checkout, no
-untracked folder), and run by a real conductor against a real server whose config is empty: the
-built-in `sim` backend answers every session. It must end `done` with stdout its one line, every
-session it made on sim.
+untracked folder) into a git repository of its own, as a clone has them in one (the developers of
+review.toml and lanes.toml work in worktrees of it), and run by a real conductor against a real
+server whose config is empty: the built-in `sim` backend answers every session. It must end `done`
+with stdout its one line, every session it made on sim, the repository as it was (sim edits nothing:
+its beads complete as no-change, and nothing is merged).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import pytest
 
 from conductor.loading import load
 from harness.server import REPO_ROOT, anvil_server
+from harness.worktrees import git, status
 from review_cycle import TIMEOUT, run_conductor
 
 EXAMPLES = REPO_ROOT / "conductor" / "examples"
@@ -34,6 +37,9 @@ def fresh_copy(base: Path) -> Path:
     for name in shipped():
         (copy / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(EXAMPLES / name, copy / name)
+    git(copy, "init", "-q", "--initial-branch=main")
+    git(copy, "add", "-A")
+    git(copy, "commit", "-q", "-m", "the examples, as a clone has them")
     return copy
 
 
@@ -48,7 +54,13 @@ def test_the_example_runs_to_its_end_on_the_sim_backend(example: str) -> None:
         assert (done.returncode, done.stdout) == (0, f"done: all steps of {workflow.name} done\n"), why
         with srv.connect("test", timeout=TIMEOUT) as client:
             backends = {name: client.read_file(f"{name}/backend").decode() for name in workflow.sessions}
+            worktrees = {name: client.read_file(f"{name}/worktree").decode() for name in workflow.sessions}
     assert backends == dict.fromkeys(workflow.sessions, "sim simulated\n"), why
+    for name, spec in workflow.sessions.items():
+        assert bool(worktrees[name]) == spec.worktree, (name, worktrees[name], why)
+    if any(spec.worktree for spec in workflow.sessions.values()):
+        assert "'s branch: no-change: " in done.stderr, why  # its merge step saw nothing to merge
+    assert status(path.parent) == "" and git(path.parent, "rev-list", "--count", "main") == "1", why
 
 
 def test_the_review_example_goes_round_once_on_sim_before_it_is_clean() -> None:

@@ -15,7 +15,10 @@ again unasked, and the step waits for its answer.
 
 The developer session is made by the test before the run, with a first
 turn (`hold FIFO`, tests/fakes/review_agent.py) that runs until the server
-stops: the run's prompt queues behind it, where the restart finds it.
+stops: the run's prompt queues behind it, where the restart finds it. So
+it works in the example's directory itself, not in a worktree (the example
+without `worktree` and its merge step): a worktree session's bead is not
+claimed for it during a turn, and the run's prompt would never queue.
 """
 
 from __future__ import annotations
@@ -80,7 +83,7 @@ def done_across_a_restart(srv, base: Path, events: Events, workflow: Path, *, pa
 def test_the_beads_example_resumes_after_a_clean_server_restart_mid_run(paused: bool, poll: bool) -> None:
     base = Path(tempfile.mkdtemp(prefix="cond."))
     with review_server(base) as srv:
-        workflow = fake_example(base)
+        workflow = fake_example(base, worktree=False)
         events = Events(srv)
         hold_dev(srv, base)
         events.until("dev running")  # the held turn began: the run's prompt will queue behind it
@@ -98,7 +101,7 @@ def test_a_prompt_of_the_run_whose_turn_the_restart_cut_short_is_asked_again(pau
     base = Path(tempfile.mkdtemp(prefix="cond."))
     with review_server(base) as srv:
         fifo = held(base)
-        workflow = fake_example(base)
+        workflow = fake_example(base, worktree=False)
         text = workflow.read_text().replace("Implementation round {round}: {bead.impl.title}.\n",
                                             f"Implementation round {{round}}: {{bead.impl.title}}.\nhold {fifo}\n")
         workflow.write_text(text)

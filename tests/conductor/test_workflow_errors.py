@@ -77,6 +77,19 @@ CASES = {
                                            14, "'break' in each 'e' outside a repeat of the lane"),
     "bead claim with no session": ('[[steps]]\nid = "c"\nkind = "bead"\naction = "claim"\nbead = "x-001"\n',
                                    6, "bead claim needs session"),
+    "base without a worktree": ('[[steps]]\nid = "w"\nkind = "wait"\nsessions = ["a"]\n'
+                                '[sessions.c]\nbackend = "sim"\ncwd = "."\nbase = "main"\n',
+                                13, "sessions.c.base: session 'c' has a base but no worktree"),
+    "worktree without a backend": ('[[steps]]\nid = "w"\nkind = "wait"\nsessions = ["a"]\n'
+                                   '[sessions.c]\nworktree = true\n',
+                                   11, "sessions.c.worktree: session 'c' asks for a worktree but has no backend"),
+    "merge with no bead": ('[[steps]]\nid = "m"\nkind = "merge"\n', 6, "steps[0].bead: bead is required"),
+    "merge breaking outside a loop": ('[[steps]]\nid = "m"\nkind = "merge"\nbead = "x-001"\nelse = "break"\n',
+                                      10, "'break' outside a repeat"),
+    "no_change on a claim": ('[[steps]]\nid = "c"\nkind = "bead"\naction = "claim"\nbead = "x-001"\n'
+                             'session = "a"\nno_change = "nothing"\n', 12, "no_change goes with action = \"complete\""),
+    "worktree of an unknown session": ('[[steps]]\nid = "p"\nkind = "prompt"\nto = ["a"]\n'
+                                       'text = "look in {worktree.c}"\n', 10, "{worktree.c}: unknown session 'c'"),
 }
 
 
@@ -127,6 +140,12 @@ max_rounds = 2
   run = ["true"]
   then = "break"
 ''')
+
+
+def test_a_merge_step_may_be_a_repeat_s_exit() -> None:
+    parse(HEAD + '[[steps]]\nid = "loop"\nkind = "repeat"\nmax_rounds = 3\n'
+                 '  [[steps.steps]]\n  id = "m"\n  kind = "merge"\n  bead = "x-001"\n  then = "break"\n'
+                 '  else = "next"\n')
 
 
 def test_every_problem_is_reported_not_only_the_first() -> None:
