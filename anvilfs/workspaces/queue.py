@@ -147,19 +147,23 @@ class MergeQueue:
         now = self._entries.get(entry.bead)
         if now is not None and now.seq != entry.seq:
             return  # queued again while it merged (cannot happen: queue refuses a merging entry); keep the newer
-        await self._settle(entry.moved(outcome.state.value, _one_line(outcome.detail)))
+        rework = None
+        if outcome.state in (MergeState.CONFLICT, MergeState.GATE_FAILED):  # in the same step as the entry's move:
+            rework = ReworkNeeded(entry.bead, entry.session, entry.branch, outcome.state.value,  # no client sees
+                                  _one_line(outcome.detail), outcome.files, outcome.gate, outcome.output)  # one alone
+        await self._settle(entry.moved(outcome.state.value, _one_line(outcome.detail)), rework)
         if self.after_step is not None:
             await self.after_step()
-        if outcome.state in (MergeState.CONFLICT, MergeState.GATE_FAILED):
-            self.publish(ReworkNeeded(entry.bead, entry.session, entry.branch, outcome.state.value,
-                                      _one_line(outcome.detail), outcome.files, outcome.gate, outcome.output))
 
-    async def _settle(self, entry: Entry) -> None:
-        """A move the queue makes by itself: saved, and on disk before the step goes on."""
+    async def _settle(self, entry: Entry, also: object = None) -> None:
+        """A move the queue makes by itself: saved, and on disk before the step goes on; `also`, an event
+        published in the same step (what a client reads next sees both, or neither)."""
         self._entries[entry.bead] = entry
         commit = self.records.save_entry(entry)
         self.changes.bump()
         self.publish(MergeMoved(entry.bead, entry.state, entry.branch, entry.detail))
+        if also is not None:
+            self.publish(also)
         if commit is not None:
             await commit.wait()
 

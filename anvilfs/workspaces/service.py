@@ -192,9 +192,9 @@ class Workspaces:
         async with self._locks[session]:
             own, dirty = await work_of(self.git, wt, bead)
             if not own and not dirty and not no_change:
-                raise InvalidRequest(
-                    f"complete: bead {bead}'s branch {bead_branch(bead)} has no commit of its own and {wt.path} "
-                    "no change: write `complete no-change: REASON` to complete it without one")
+                raise InvalidRequest(  # what to do first: 9P2000 keeps 128 bytes of it
+                    f"complete: write `complete no-change: REASON` if bead {bead} needs no change: its branch "
+                    f"{bead_branch(bead)} has no commit of its own and {wt.path} no change")
             done = await complete(self.git, wt, bead, title)
             self._current[session] = DETACHED
         await self.refresh()

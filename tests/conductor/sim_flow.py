@@ -74,13 +74,16 @@ class Watched:
             if text in line:
                 return line
 
-    def finish(self) -> tuple[int, str, str]:
-        """(exit status, stdout, all of stderr) once it ends; killed and failed after TIMEOUT s."""
+    def finish(self, timeout: float = TIMEOUT) -> tuple[int, str, str]:
+        """(exit status, stdout, all of stderr) once it ends; killed and failed after `timeout` s, with what it
+        said on stderr so far."""
         try:
-            out = self.proc.stdout.read() if self.proc.wait(timeout=TIMEOUT) is not None else ""
+            out = self.proc.stdout.read() if self.proc.wait(timeout=timeout) is not None else ""
         except subprocess.TimeoutExpired:
             self.proc.kill()
-            raise AssertionError(f"the conductor did not end within {TIMEOUT}s:\n" + "".join(self.seen)) from None
+            while not self.lines.empty() and (line := self.lines.get_nowait()) is not None:
+                self.seen.append(line)
+            raise AssertionError(f"the conductor did not end within {timeout}s:\n" + "".join(self.seen)) from None
         while (line := self.lines.get(timeout=TIMEOUT)) is not None:
             self.seen.append(line)
         return self.proc.returncode, out, "".join(self.seen)

@@ -290,7 +290,7 @@ def test_a_conflict_taken_round_again_is_resolved_by_the_worker_and_merged() -> 
         proc = Watched(conductor_argv(srv, rework_workflow(base, repo, fifo), base / "state"))
         joined(first)
         second = edit_while_held(srv, fifo, resolve)  # round 2's gate: the claim has put the markers there
-        code, out, err = proc.finish()
+        code, out, err = proc.finish(timeout=120)  # rounds of git and gates: long on a busy machine
         why = f"{out}\n{err}\n{merges(srv)}"
         assert (code, out) == (0, "done: all steps of rework done\n"), why
         joined(second)
@@ -315,7 +315,7 @@ def test_a_claim_for_a_developer_in_a_turn_is_made_once_the_turn_ends() -> None:
         assert session_file(srv, "dev", "status").startswith("running"), "".join(proc.seen)
         with srv.connect("test", timeout=TIMEOUT) as client:
             client.write_file("dev/ctl", b"interrupt\n")
-        code, out, err = proc.finish()
+        code, out, err = proc.finish(timeout=120)  # rounds of git and gates: long on a busy machine
         joined(editor)
         why = f"{out}\n{err}\n{merges(srv)}"
         assert (code, out) == (0, "done: all steps of team done\n"), why
