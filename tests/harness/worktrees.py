@@ -92,7 +92,9 @@ def check_repository(repo, work: dict[str, tuple[str, str]], tips: dict[str, str
     assert git(repo, "rev-list", "--merges", "main") == "", "the base's history must stay linear"
     subjects = git(repo, "log", "--format=%s", "main").splitlines()
     for bead, (name, text) in work.items():
-        assert subjects.count(bead) <= 1, f"{bead} is in main {subjects.count(bead)} times"
+        # the engine's tests commit with the bead as the subject, anvilfs's `complete` with "BEAD: TITLE"
+        times = sum(1 for subject in subjects if subject == bead or subject.startswith(bead + ":"))
+        assert times <= 1, f"{bead} is in main {times} times"
         found = [ref for ref in ("main", f"anvil/bead/{bead}") if git(repo, "show", f"{ref}:{name}", check=False)
                  + "\n" == text]
         assert found, f"the work of {bead} is neither in main nor in its branch"
