@@ -159,11 +159,7 @@ class TmuxAgent(Agent):
         argv = ["env", *(f"{key}={value}" for key, value in env.items()), *self._argv(tools)]
         window = ["-d", "-n", self.session.name, "-c", self.session.cwd, "-P", "-F", PANE_FORMAT, "--", *argv]
         tmux_session = self.backend.tmux_session
-        result = None
-        if (await self.tmux.run("has-session", "-t", f"={tmux_session}")).returncode != 0:
-            result = await self.tmux.run("new-session", "-s", tmux_session, *window)
-        if result is None or result.returncode != 0:  # it existed, or another session's start made it first
-            result = await self.tmux.run("new-window", "-t", f"={tmux_session}:", *window)
+        result = await self.tmux.open_window(tmux_session, window)
         pane = Pane.parse(result.stdout.decode()) if result.returncode == 0 else None
         if pane is None:
             raise AgentFailed(f"tmux could not open a window in session {tmux_session}: "

@@ -21,6 +21,9 @@ from ..hookwords import HOOK_OPTION  # pane option: a word the agent's hook coul
 PANE_FORMAT = "\t".join("#{%s}" % name for name in (
     "pane_id", "pane_pid", "window_id", "pane_dead", "pane_dead_status", "history_size", "history_limit", "cursor_y",
     HOOK_OPTION))
+# tmux's words for a server gone under a command: exiting as the command connected, or gone before it did
+SERVER_GONE = (b"server exited unexpectedly", b"no server running", b"error connecting to")
+OPEN_ATTEMPTS = 3  # a server gone under the first try is gone for good by the second: a new one starts
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,6 +116,23 @@ class Tmux:
                                           capture_stderr=True, check=False)
         except OSError as exc:
             return subprocess.CompletedProcess(args, 127, b"", str(exc).encode())
+
+    async def open_window(self, session: str, window: list[str]) -> subprocess.CompletedProcess:
+        """new-window in `session`, or new-session the first time; again if the server went away meanwhile.
+
+        Killing a session's last window ends the session and, a moment after the kill returns, the server
+        (exit-empty, tmux's default): a restart's new-session that connects in that moment is told "server
+        exited unexpectedly", and its new-window then finds no server. The next try starts a new one.
+        """
+        for _ in range(OPEN_ATTEMPTS):
+            result = None
+            if (await self.run("has-session", "-t", f"={session}")).returncode != 0:
+                result = await self.run("new-session", "-s", session, *window)
+            if result is None or result.returncode != 0:  # it existed, or another session's start made it first
+                result = await self.run("new-window", "-t", f"={session}:", *window)
+            if result.returncode == 0 or not any(words in result.stderr for words in SERVER_GONE):
+                break
+        return result
 
     async def pane(self, pane_id: str) -> Pane | None:
         """The pane now, or None if it (or the whole tmux server) is gone."""

@@ -95,6 +95,17 @@ class GitRepository:
                                        f"{result.stderr.decode(errors='replace').strip()}")
         return result.stdout.decode(errors="replace")
 
+    def sync_branch(self) -> None:
+        """Flush the directory of the branch's ref (blocking: call it in a thread). A commit's last step is its
+        new ref renamed into place, and git flushes no directory: until this, or the next journal commit of
+        anything, a power cut may undo the commit (an fdatasync of a file that did not grow commits none)."""
+        fd = os.open(os.path.join(self.git_dir.path, "refs", "heads"), os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
+                     | os.O_CLOEXEC)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
     async def head_message(self) -> str:
         """The message of the branch's last commit; empty before the first."""
         return await self.git("for-each-ref", "--count=1", "--format=%(contents)", f"refs/heads/{BRANCH}")

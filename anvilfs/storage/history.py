@@ -12,7 +12,8 @@ commit costs far more than a durable write:
 
     commit     read the pending rows 1..N; `git add` the tracked directories;
                `git commit` their messages with the trailer "Anvilfs-Batch: <db id>.<N>";
-               then delete rows 1..N
+               flush the directory of the branch's ref (git renames the ref into
+               place last and flushes no directory); then delete rows 1..N
 
 What a restart finds, wherever the server died (no message is lost, none
 committed twice):
@@ -208,6 +209,7 @@ class GitHistory:
         # write but before its row was committed); its message must still reach history
         await self._repo.git("commit", "--quiet", "--no-verify", "--allow-empty", "--cleanup=verbatim",
                              "--file=-", stdin=message.encode())
+        await trio.to_thread.run_sync(self._repo.sync_branch)  # on disk before its messages are deleted
 
     def _make_tracked_dirs(self) -> None:
         # not PrivateDir(): that removes the temporary files of writes under way in the writer thread

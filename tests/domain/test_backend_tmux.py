@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import shlex
+import shutil
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -231,3 +232,24 @@ async def test_a_restarted_program_resumes_its_conversation_once_it_had_a_prompt
     assert b"--resume" in command and b"c-9" in command
     # a restored agent whose pane is gone (its tmux server lost) keeps that the conversation began
     assert resuming.agent(info, first.saved()).saved() == {"begun": True}
+
+
+async def test_a_start_while_the_tmux_server_exits_opens_its_window_on_a_new_one(tmux_socket, tmp_path, monkeypatch):
+    """Killing a session's last window ends the tmux server a moment after the kill returns (exit-empty): a
+    start (a restart's) whose new-session connects in that moment gets "server exited unexpectedly" and its
+    new-window "no server running" (seen under load). A tmux on PATH answers the first new-session as that dying
+    server does; the start must try again on a new server, not fail."""
+    real, wrapper, answered = shutil.which("tmux"), tmp_path / "bin" / "tmux", tmp_path / "dying-answered"
+    wrapper.parent.mkdir()
+    wrapper.write_text(f"""#!/bin/sh
+case " $* " in *" new-session "*)
+  if [ ! -e {shlex.quote(str(answered))} ]; then : > {shlex.quote(str(answered))}; echo 'server exited unexpectedly' >&2; exit 1; fi;;
+esac
+exec {shlex.quote(real)} "$@"
+""")
+    wrapper.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{wrapper.parent}{os.pathsep}{os.environ['PATH']}")
+    agent = await started(tmux_socket, backend(tmux_socket).agent(session(tmp_path)))
+    assert answered.exists(), "the dying server's answer was never given: the test shows nothing"
+    windows = tmux(tmux_socket, "list-windows", "-t", TMUX_SESSION, "-F", "#{pane_id}")
+    assert windows.split() == [agent.saved()["pane"]]

@@ -95,7 +95,8 @@ def test_ctrl_c_on_a_scripts_foreground_command_and_its_background_notify(srv, t
     notify = None
     try:
         os.write(tty, f"bash {shlex.quote(str(path))}\n".encode())
-        until(lambda: pids.exists() and b"watching" in _read(tmp_path / "err"), "notify to watch", tty)
+        # both pids: the shell's `echo > pids` makes the file (empty) before it writes the line
+        until(lambda: len(_read(pids).split()) == 2 and b"watching" in _read(tmp_path / "err"), "notify to watch", tty)
         script_pid, notify = map(int, pids.read_text().split())
         os.write(tty, b"\x03")  # Ctrl-C, typed
         until(lambda: ended(script_pid), "the script to end", tty)

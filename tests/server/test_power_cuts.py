@@ -142,6 +142,30 @@ def test_a_power_cut_in_a_new_state_directorys_first_moments_keeps_its_history(c
     srv.stop()
 
 
+def test_a_power_cut_right_after_a_history_commit_keeps_its_messages(cuts):
+    """git never flushes a directory: a commit's last step, its branch's ref renamed into place, is on disk only
+    at the next journal commit of anything. The server deletes the commit's messages from its database next;
+    that flush is an fdatasync of the write-ahead log, which commits no journal while the log does not grow (as
+    after a checkpoint, when SQLite writes it over from its start). A cut then kept the delete and lost the
+    commit: answered changes gone from history (seen under load, test_a_power_cut_under_load_...)."""
+    srv = cuts.start()
+    Load(srv, [], "grow", limit=5, kinds=("beads",)).start().join()  # a log longer than the changes below write
+    cuts.settle()
+    cuts.checkpoint()
+    last = Load(srv, [], "last", limit=1, kinds=("beads",)).start()
+    last.join()
+    messages, deadline = [m for _, _, m in last.answered.beads], time.monotonic() + 30
+    while not all(m in git(cuts.state, "log", "--format=%B").stdout for m in messages):
+        assert time.monotonic() < deadline, "the bead's changes were not in history after 30 s"
+        time.sleep(0.05)  # polling another process's progress, bounded by the deadline
+    cuts.settle()  # and the delete of their messages, which follows the commit at once
+    cuts.cut(srv)
+    srv = cuts.start()
+    lost = last.answered.missing(srv, cuts.state)
+    assert not lost, "a cut right after a history commit lost:\n" + "\n".join(lost)
+    srv.stop()
+
+
 @pytest.mark.timeout(600)
 def test_a_power_cut_under_load_loses_nothing_answered(cuts):
     """Prompts, bead changes, mail sent and acknowledged, from clients at once; the power cut at a random
