@@ -25,6 +25,7 @@ import trio
 
 from ..domain_events import MergeMoved, ReworkNeeded
 from ..errors import AnvilError, Busy, NotFound
+from ..storage.database import Commit
 from ..waitable import Changes
 from ..worktrees import Git, MergeConfig, MergeEntry, MergeState, merge_path_for, merge_step, repair
 from .records import DROPPED, BeadBranch, Entry, Records, is_waiting
@@ -91,11 +92,17 @@ class MergeQueue:
         return entry
 
     def _save(self, entry: Entry) -> None:
-        self._entries[entry.bead] = entry
-        self.records.save_entry(entry)  # the request that moved it is answered once it is on disk
-        self.changes.bump()
+        """A move a client asked for: the request that moved it is answered once it is on disk."""
+        self._move(entry)
         self._wake.bump()
+
+    def _move(self, entry: Entry) -> Commit | None:
+        """Every move of an entry: kept, queued for disk (its Commit returned), shown, reported in `events`."""
+        self._entries[entry.bead] = entry
+        commit = self.records.save_entry(entry)
+        self.changes.bump()
         self.publish(MergeMoved(entry.bead, entry.state, entry.branch, entry.detail))
+        return commit
 
     # ------------------------------------------------------------ the task
 
@@ -158,10 +165,7 @@ class MergeQueue:
     async def _settle(self, entry: Entry, also: object = None) -> None:
         """A move the queue makes by itself: saved, and on disk before the step goes on; `also`, an event
         published in the same step (what a client reads next sees both, or neither)."""
-        self._entries[entry.bead] = entry
-        commit = self.records.save_entry(entry)
-        self.changes.bump()
-        self.publish(MergeMoved(entry.bead, entry.state, entry.branch, entry.detail))
+        commit = self._move(entry)
         if also is not None:
             self.publish(also)
         if commit is not None:

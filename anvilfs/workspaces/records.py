@@ -68,22 +68,18 @@ class Records:
         self.db = db
 
     def worktrees(self) -> list[tuple[SessionWorktree, bool]]:
-        if self.db is None:
-            return []
         return [(SessionWorktree(session, repo, path, base, branch), bool(live)) for path, session, repo, base,
-                branch, live in self.db.read("SELECT path, session, repo, base, branch, live FROM worktrees")]
+                branch, live in self._read("SELECT path, session, repo, base, branch, live FROM worktrees")]
 
     def bead_branches(self) -> list[BeadBranch]:
-        if self.db is None:
-            return []
-        return [BeadBranch(*row) for row in self.db.read(
-            "SELECT bead, branch, repo, base, session FROM bead_branches")]
+        return [BeadBranch(*row) for row in self._read("SELECT bead, branch, repo, base, session FROM bead_branches")]
 
     def entries(self) -> list[Entry]:
-        if self.db is None:
-            return []
-        return [Entry(*row) for row in self.db.read(
+        return [Entry(*row) for row in self._read(
             "SELECT bead, seq, branch, repo, base, session, state, detail FROM merges ORDER BY seq")]
+
+    def _read(self, sql: str) -> list[tuple]:
+        return [] if self.db is None else self.db.read(sql)
 
     def save_worktree(self, wt: SessionWorktree, live: bool) -> Commit | None:
         return self._execute("INSERT OR REPLACE INTO worktrees (path, session, repo, base, branch, live) "

@@ -237,11 +237,9 @@ class Workspaces:
 
     async def refresh(self) -> None:
         """agent/worktrees again, from git: every worktree under the state's worktrees/ of every repository."""
-        records = [*self._live.values(), *self._kept.values()]
         live = set(self._live)
         lines = []
-        for repo in sorted({r.repo for r in records}):
-            mine = [r for r in records if r.repo == repo]
+        for repo, mine in self._by_repo():
             try:
                 infos = await list_worktrees(self.git, repo, self.root, mine, live, mine[0].base)
             except AnvilError as exc:
@@ -252,9 +250,7 @@ class Workspaces:
         self.changes.bump()
 
     async def prune(self) -> None:
-        records = [*self._live.values(), *self._kept.values()]
-        for repo in sorted({r.repo for r in records}):
-            mine = [r for r in records if r.repo == repo]
+        for repo, mine in self._by_repo():
             removed, deleted = await prune(self.git, repo, self.root, mine, set(self._live), mine[0].base)
             for path in removed:
                 self._kept.pop(path, None)
@@ -263,6 +259,11 @@ class Workspaces:
                                              f"({', '.join(map(os.path.basename, removed)) or '-'}), "
                                              f"{len(deleted)} branches ({', '.join(deleted) or '-'})"))
         await self.refresh()
+
+    def _by_repo(self) -> list[tuple[str, list[SessionWorktree]]]:
+        """Every worktree record, live and kept, by repository (in the repositories' order)."""
+        records = [*self._live.values(), *self._kept.values()]
+        return [(repo, [r for r in records if r.repo == repo]) for repo in sorted({r.repo for r in records})]
 
     async def _branch_now(self, wt: SessionWorktree) -> str:
         try:
