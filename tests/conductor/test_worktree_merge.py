@@ -289,6 +289,9 @@ def test_a_conflict_taken_round_again_is_resolved_by_the_worker_and_merged() -> 
         first = edit_while_held(srv, fifo, lambda worktree: clash(repo, worktree))
         proc = Watched(conductor_argv(srv, rework_workflow(base, repo, fifo), base / "state"))
         joined(first)
+        # round 1's gate must have closed the fifo first: a writer opened while its reader still held it
+        # would hand "go" to round 1 and leave round 2's gate waiting for ever
+        proc.until("gate edit@1:")
         second = edit_while_held(srv, fifo, resolve)  # round 2's gate: the claim has put the markers there
         code, out, err = proc.finish(timeout=120)  # rounds of git and gates: long on a busy machine
         why = f"{out}\n{err}\n{merges(srv)}"
