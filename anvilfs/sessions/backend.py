@@ -43,6 +43,8 @@ from typing import Protocol
 
 import trio
 
+from ..usage import Usage
+
 
 class TurnFailed(Exception):
     """The turn ended without an answer; the text says why."""
@@ -79,7 +81,14 @@ class Output(Protocol):
 
     def answer(self, text: str) -> None:
         """The whole answer, as the agent itself handed it in (a tmux agent's hook): `out` and `log`
-        get it in place of what was written, which stays what `stream` showed."""
+        get it in place of what was written, which stays what `stream` showed. An agent whose CLI's
+        structured output is not the answer itself writes a readable account of it (text, tool calls)
+        and hands in the answer here."""
+
+    def usage(self, usage: Usage) -> None:
+        """What the turn spent, as the CLI reported it (usage/model.py): each report adds to the turn's, so
+        an agent reports each request's, or the turn's once. A turn that reports none counts as unpriced
+        with no tokens."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..journal import timestamp
+from ..usage import Usage
 from ..waitable import Changes
 from .backend import Agent, Backend
 from .states import BUSY, Event, IllegalTransition, State, advance
@@ -61,6 +62,7 @@ class Turn:
     given: str | None = None  # the answer as the agent handed it in whole (its hook), in place of the chunks
     done: bool = False
     changes: Changes = field(default_factory=Changes)
+    spent: Usage | None = None  # what its agent reported it spent (Output.usage), None: nothing reported
 
     def write(self, text: str) -> None:
         if text:
@@ -74,6 +76,9 @@ class Turn:
     def answer(self, text: str) -> None:
         """The turn's answer, whole: `out` and the log get it, not what streamed (a tmux pane's text)."""
         self.given = text
+
+    def usage(self, usage: Usage) -> None:
+        self.spent = usage if self.spent is None else self.spent + usage
 
     def finish(self) -> None:
         self.done = True
