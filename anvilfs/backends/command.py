@@ -68,6 +68,7 @@ from ..config.model import CommandBackendConfig, placeholders
 from ..sessions.backend import Agent, AgentExited, AgentFailed, Backend, NothingToResume, Output, SessionInfo, TurnFailed
 from .conversation import TurnGate, found_in, look_up
 from .agent_tools import Wiring, wire, wiring_for, with_tools
+from .output_formats import reader_for
 
 KILL_GRACE = 2.0  # seconds between SIGTERM and SIGKILL
 DRAIN_GRACE = 1.0  # seconds to finish reading after exit (a leftover child may hold the pipes)
@@ -225,10 +226,11 @@ class CommandAgent(Agent):
         self.turns += 1
         stderr = self._stderr = _Tail(STDERR_KEEP)
         stdout = _Tail(STDOUT_KEEP)
+        reader = reader_for(self.config.output_format, output)
 
         def write(text: str) -> None:
             stdout.keep_text(text)
-            output.write(text)
+            reader.feed(text)
 
         try:
             with trio.move_on_after(self.config.timeout or float("inf")) as timer:
@@ -237,6 +239,7 @@ class CommandAgent(Agent):
             with trio.CancelScope(shield=True):
                 await _reap(process)
             self.pid = self._process = None
+            reader.close()
             if stderr.text():
                 output.note(stderr.text())
         if timer.cancelled_caught:
@@ -248,7 +251,7 @@ class CommandAgent(Agent):
                 output.note(f"{argv[0]} has no conversation {self.conversation} to resume (its first turn was cut "
                             "short before it saved one): the prompt runs again with argv, beginning the conversation")
                 raise NothingToResume(f"{argv[0]} has no conversation {self.conversation} to resume")
-        self._judge(process.returncode, stderr, stdout)
+        self._judge(process.returncode, stderr, stdout, reader.failure())
         return stderr
 
     def _argv(self, prompt: str) -> list[str]:
@@ -298,15 +301,18 @@ class CommandAgent(Agent):
             # A child the command left running can hold the pipes open forever.
             nursery.cancel_scope.deadline = trio.current_time() + DRAIN_GRACE
 
-    def _judge(self, status: int | None, stderr: _Tail, stdout: _Tail) -> None:
+    def _judge(self, status: int | None, stderr: _Tail, stdout: _Tail, said: str = "") -> None:
+        """Raise if the turn failed. `said`: the failure as a structured output told it (output_formats.py)."""
         if status is None or status == 0:
+            if said:
+                raise TurnFailed(said)
             return self._judge_output(stdout)
         if status < 0:
             name = _signal_name(-status)
             if self._signalled:
                 raise TurnFailed(f"killed by {name}: the session was stopped")
             raise AgentExited(f"killed by signal {name}")
-        line = self._named_error(stderr) or stderr.last_line() or stdout.last_line()
+        line = said or self._named_error(stderr) or stderr.last_line() or stdout.last_line()
         raise TurnFailed(f"exit status {status}: {line}" if line else f"exit status {status}")
 
     def _judge_output(self, stdout: _Tail) -> None:

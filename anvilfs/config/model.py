@@ -28,6 +28,8 @@ from .repos import RepoConfig
 if TYPE_CHECKING:
     from ..worktrees.model import MergeConfig
 
+# the ways a command backend's stdout can be read: backends/output_formats.py has a reader for each
+OUTPUT_FORMATS = frozenset({"text"})
 PLACEHOLDERS = frozenset({"prompt", "model", "cwd", "name", "conversation"})
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}\Z")
 
@@ -87,9 +89,20 @@ class CommandBackendConfig(_Strict):
     # Give the agent anvilfs's tools (`anvilfs mcp`, the brief, the shell path): for claude, codex and gemini
     # (backends/agent_tools.py); the built-ins of those say true.
     mcp: bool = False
+    # How to read stdout (backends/output_formats.py): "text" (it is the answer, as it comes), or the name of
+    # a CLI's structured output (its events shown in `stream`, the answer and what the turn spent taken from
+    # them); a built-in that says one also has the argv flags that ask its CLI for it.
+    output_format: str = "text"
     description: str = ""
 
     _argv = field_validator("argv", "resume_argv", "conversation_argv")(_check_argv)
+
+    @field_validator("output_format")
+    @classmethod
+    def _known_format(cls, name: str) -> str:
+        if name not in OUTPUT_FORMATS:
+            raise ValueError(f"unknown output_format {name!r}; known: {', '.join(sorted(OUTPUT_FORMATS))}")
+        return name
 
     @field_validator("conversation_pattern", "error_pattern", "reason_pattern", "missing_conversation_pattern")
     @classmethod

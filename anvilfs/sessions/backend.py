@@ -73,6 +73,9 @@ class Output(Protocol):
     """Where a turn's answer goes, piece by piece (into `stream`, then `out` and `log`)."""
 
     number: int  # the session's count of this turn, so an agent can tell its turns apart across server restarts
+    # dollars the session's budgets leave as the turn begins (None: none is set): a CLI that can cap one run
+    # (Claude Code's --max-budget-usd) is given it, so one turn cannot overspend by much
+    budget_usd_left: float | None
 
     def write(self, text: str) -> None: ...
 

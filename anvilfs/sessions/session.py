@@ -63,6 +63,7 @@ class Turn:
     done: bool = False
     changes: Changes = field(default_factory=Changes)
     spent: Usage | None = None  # what its agent reported it spent (Output.usage), None: nothing reported
+    budget_usd_left: float | None = None  # dollars its budgets leave it as it begins (None: no money budget)
 
     def write(self, text: str) -> None:
         if text:
