@@ -9,14 +9,20 @@ session) keeps each session's turns in one conversation.
 
 from __future__ import annotations
 
+# print mode's events, one JSON object a line, text as it comes ("claude-json")
+CLAUDE_EVENTS = ["--output-format", "stream-json", "--verbose", "--include-partial-messages"]
+
 BUILTIN_BACKENDS: dict[str, dict] = {
     "claude": {
         "kind": "command",
         # Print mode has no one to grant a permission, so without a mode every edit is refused.
         # acceptEdits lets it edit files (and mkdir/touch/mv...) in its working directory only;
         # any other program, and any path outside it, is still refused.
-        "argv": ["claude", "-p", "--permission-mode", "acceptEdits", "--session-id", "{conversation}"],
-        "resume_argv": ["claude", "-p", "--permission-mode", "acceptEdits", "--resume", "{conversation}"],
+        "argv": ["claude", "-p", *CLAUDE_EVENTS, "--permission-mode", "acceptEdits", "--session-id", "{conversation}"],
+        "resume_argv": ["claude", "-p", *CLAUDE_EVENTS, "--permission-mode", "acceptEdits", "--resume", "{conversation}"],
+        # its events, read by backends/output_claude.py: `stream` shows the turn as it goes, `out` is the
+        # result alone, and the result says what the run spent
+        "output_format": "claude-json",
         # Claude Code saves a prompt as soon as it starts on it: a first turn that failed or was cut short is
         # resumed, unless it was cut short before that (in its first second), when --resume says so.
         "restart_after_failed_first_turn": False,
