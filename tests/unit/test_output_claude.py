@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 
 import pytest
+from harness.turn_output import TurnOutput
 
 from anvilfs.backends.output_claude import ClaudeReader
 from anvilfs.backends.output_formats import MAX_LINE
@@ -19,34 +20,9 @@ from anvilfs.usage import Usage
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "claude-stream-json"
 
 
-class _Output:
-    def __init__(self):
-        self.written, self.notes, self.spent, self.given = [], [], [], None
-
-    def write(self, text):
-        self.written.append(text)
-
-    def note(self, text):
-        self.notes.append(text)
-
-    def answer(self, text):
-        self.given = text
-
-    def usage(self, usage):
-        self.spent.append(usage)
-
-    @property
-    def stream(self) -> str:
-        return "".join(self.written)
-
-    @property
-    def total(self) -> Usage:
-        return sum(self.spent, Usage())
-
-
-def read(name: str, pieces: int = 7) -> tuple[_Output, ClaudeReader]:
+def read(name: str, pieces: int = 7) -> tuple[TurnOutput, ClaudeReader]:
     """The fixture fed in pieces of `pieces` characters (lines split anywhere, as a pipe gives them)."""
-    output = _Output()
+    output = TurnOutput()
     reader = ClaudeReader(output)
     text = (FIXTURES / f"{name}.jsonl").read_text()
     for start in range(0, len(text), pieces):
@@ -124,7 +100,7 @@ def test_a_run_cut_short_before_its_result_counts_the_requests_it_streamed():
     lines = (FIXTURES / "tool_turn.jsonl").read_text().splitlines(keepends=True)
     [last] = [n for n, line in enumerate(lines) if '"type":"result"' in line]
     cut = "".join(lines[:last]) + lines[last][:40]  # killed in the middle of the result's line
-    output = _Output()
+    output = TurnOutput()
     reader = ClaudeReader(output)
     reader.feed(cut)
     reader.close()
@@ -137,7 +113,7 @@ def test_a_run_cut_short_before_its_result_counts_the_requests_it_streamed():
 
 def test_a_line_of_garbage_is_noted_and_the_turn_goes_on():
     text = (FIXTURES / "resumed_turn.jsonl").read_text().splitlines(keepends=True)
-    output = _Output()
+    output = TurnOutput()
     reader = ClaudeReader(output)
     for line in text[:3] + ["not json at all\n", "[1, 2]\n"] + text[3:]:
         reader.feed(line)
@@ -149,7 +125,7 @@ def test_a_line_of_garbage_is_noted_and_the_turn_goes_on():
 
 
 def test_a_line_over_the_bound_is_dropped_with_a_note_and_not_kept():
-    output = _Output()
+    output = TurnOutput()
     reader = ClaudeReader(output)
     chunk = "x" * 65536
     for _ in range(MAX_LINE // len(chunk) + 2):  # over the bound, fed as a pipe would
@@ -166,7 +142,7 @@ def test_a_line_over_the_bound_is_dropped_with_a_note_and_not_kept():
 def test_without_partial_messages_the_whole_messages_are_shown():
     """A configuration that leaves out --include-partial-messages: each block is shown from its assistant event."""
     lines = (FIXTURES / "tool_turn.jsonl").read_text().splitlines(keepends=True)
-    output = _Output()
+    output = TurnOutput()
     reader = ClaudeReader(output)
     for line in lines:
         if '"type":"stream_event"' not in line:
@@ -178,7 +154,7 @@ def test_without_partial_messages_the_whole_messages_are_shown():
 
 
 def test_usage_that_is_no_count_is_noted_not_reported():
-    output = _Output()
+    output = TurnOutput()
     reader = ClaudeReader(output)
     reader.feed(json.dumps({"type": "result", "is_error": False, "result": "x",
                             "model_usage_since_last_result": {"m": {"inputTokens": -3, "costUSD": 0.1}}}) + "\n")
