@@ -23,6 +23,9 @@ BUILTIN_BACKENDS: dict[str, dict] = {
         # its events, read by backends/output_claude.py: `stream` shows the turn as it goes, `out` is the
         # result alone, and the result says what the run spent
         "output_format": "claude-json",
+        # Claude Code stops a run whose cost passes this (checked after each request): one turn cannot
+        # overspend the session's budgets by more than a request
+        "budget_argv": ["--max-budget-usd", "{budget_usd}"],
         # Claude Code saves a prompt as soon as it starts on it: a first turn that failed or was cut short is
         # resumed, unless it was cut short before that (in its first second), when --resume says so.
         "restart_after_failed_first_turn": False,

@@ -93,6 +93,9 @@ class CommandBackendConfig(_Strict):
     # a CLI's structured output (its events shown in `stream`, the answer and what the turn spent taken from
     # them); a built-in that says one also has the argv flags that ask its CLI for it.
     output_format: str = "text"
+    # For a CLI that can cap what one run spends (Claude Code's --max-budget-usd): words appended to the run's
+    # argv when the session's budgets leave it a sum of money, {budget_usd} the dollars left; nothing without one.
+    budget_argv: list[str] | None = None
     description: str = ""
 
     _argv = field_validator("argv", "resume_argv", "conversation_argv")(_check_argv)
@@ -103,6 +106,18 @@ class CommandBackendConfig(_Strict):
         if name not in OUTPUT_FORMATS:
             raise ValueError(f"unknown output_format {name!r}; known: {', '.join(sorted(OUTPUT_FORMATS))}")
         return name
+
+    @field_validator("budget_argv")
+    @classmethod
+    def _budget(cls, words: list[str] | None) -> list[str] | None:
+        if words is None:
+            return None
+        found = placeholders(words)
+        if found != {"budget_usd"}:
+            wrong = f"has {{{sorted(found - {'budget_usd'})[0]}}}" if found - {"budget_usd"} else "lacks {budget_usd}"
+            raise ValueError(f"{wrong}: budget_argv takes the dollars left as {{budget_usd}} and nothing else, "
+                             'e.g. ["--max-budget-usd", "{budget_usd}"]')
+        return words
 
     @field_validator("conversation_pattern", "error_pattern", "reason_pattern", "missing_conversation_pattern")
     @classmethod
