@@ -59,7 +59,7 @@ class ClaudeReader(JsonLinesReader):
     def close(self) -> None:
         super().close()
         if self._result is None and self._requests:
-            self._report(lambda: Usage(**_sum(self._requests.values())), "the requests it streamed")
+            self._report(lambda: Usage(**api_tokens(self._requests.values())), "the requests it streamed")
             self.output.note(f"claude ended without its result: what it spent is counted from the "
                              f"{len(self._requests)} request(s) it streamed; its cost is unknown")
 
@@ -151,7 +151,7 @@ class ClaudeReader(JsonLinesReader):
             cost = sum(costs) if all(isinstance(c, (int, float)) for c in costs) else None
             self._report(lambda: Usage(**_sum(models, _MODEL_KEYS), cost_usd=cost), "model_usage_since_last_result")
         elif isinstance(result.get("usage"), dict):  # a CLI before that key: tokens only (total_cost_usd is
-            self._report(lambda: Usage(**_sum([result["usage"]])), "usage")  # the conversation's, not the run's)
+            self._report(lambda: Usage(**api_tokens([result["usage"]])), "usage")  # the conversation's, not the run's)
 
     def _report(self, make: Callable[[], Usage], where: str) -> None:
         try:
@@ -161,7 +161,12 @@ class ClaudeReader(JsonLinesReader):
         self.output.usage(usage)
 
 
-def _sum(reports: Iterable[dict], keys: dict[str, str] = _API_KEYS) -> dict[str, int]:
+def api_tokens(reports: Iterable[dict]) -> dict[str, int]:
+    """Our four token counts summed over usage reports of the Anthropic API (a request's `usage`)."""
+    return _sum(reports, _API_KEYS)
+
+
+def _sum(reports: Iterable[dict], keys: dict[str, str]) -> dict[str, int]:
     """Our four token counts summed over reports (dicts in the keys given); a count that is no whole number
     >= 0 raises ValueError (Usage's own check), naming it."""
     reports = list(reports)

@@ -39,6 +39,7 @@ BUILTIN_BACKENDS: dict[str, dict] = {
         "resume_argv": ["claude", "--resume", "{conversation}"],  # --session-id refuses an id in use
         "turn_end": "hook",
         "mcp": True,  # anvilfs's tools: backends/agent_tools.py
+        "usage": "claude-transcript",  # tokens from its conversation's file; it says no cost
         "description": "Claude Code's own terminal UI in tmux (tmux attach to watch); its hooks end the turns "
                        "and hand in the answers (hooks/README.md)",
     },

@@ -164,6 +164,9 @@ class TmuxBackendConfig(_Strict):
     ready_seconds: float = Field(default=2.0, ge=0)  # time the program gets to start before the first prompt
     env: dict[str, str] = {}
     mcp: bool = False  # as a command backend's
+    # where a turn's usage is read: "claude-transcript" (Claude Code's conversation file,
+    # backends/claude_transcript.py); "" none (each turn unpriced, no tokens)
+    usage: Literal["", "claude-transcript"] = ""
     description: str = ""
 
     _argv = field_validator("argv", "resume_argv")(_check_argv)

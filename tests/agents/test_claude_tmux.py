@@ -31,7 +31,7 @@ from anvilfs.ninep.messages import Tattach, Twalk, Twrite
 from drive import TURN_TIMEOUT, agent_server, cli, cli_bin, new_session, turn, wait_until
 from harness.server import AnvilServer
 from harness.tmux import private_tmux
-from stubs import Failure, Request, StubModels, directives
+from stubs import Failure, Request, StubModels, ToolCall, directives
 
 HOOKS = Path(__file__).resolve().parents[2] / "hooks"
 GATE_DEADLINE = 120  # s: a stub reply held for the test's go-ahead is given up after this (the test then fails)
@@ -204,3 +204,33 @@ def test_a_server_killed_mid_turn_is_replaced_by_one_that_adopts_the_pane_and_en
                 print(second.trace_tail())
     finally:
         gate.open.set()  # a stub thread still held must not outlive the test for long
+
+
+def test_two_turns_usage_is_what_the_stub_reported_for_each_request_read_from_the_transcript(stub, tmp_path):
+    """Claude Code's transcript has each request's usage (a line per content block, the same message id): the
+    session's `usage` sums each request once, this turn's lines only; the transcript says no cost."""
+    notes = tmp_path / "work" / "notes.txt"
+
+    def script(request: Request):
+        if not request.after_tool and request.prompt == "read the notes":  # Read asks no permission in the cwd
+            return ToolCall("Read", {"file_path": str(notes)}, text="[stub anthropic] reading the notes")
+        return directives(request)
+
+    stub.script = script
+    with claude_in_tmux(stub, tmp_path) as (srv, _):
+        notes.write_text("the notes\n")
+        assert turn(srv, "a", "read the notes").startswith("[stub anthropic] tool done: ")
+        first = stub.requests("anthropic")
+        assert turn(srv, "a", "and again") == answer(2, "and again")
+        spent = dict(line.split(" ", 1) for line in cli(srv, "read", "agent/a/usage").splitlines())
+        log = cli(srv, "read", "agent/a/log")
+    requests = stub.requests("anthropic")
+    assert len(first) == 2 and len(requests) == 3, [r.prompt for r in requests]
+    assert "transcript" not in log, log  # no note: each turn's last message was in it by its end, all read
+    keys = {"input_tokens": "input_tokens", "output_tokens": "output_tokens",
+            "cache_read_tokens": "cache_read_input_tokens", "cache_write_tokens": "cache_creation_input_tokens"}
+    assert {key: int(spent[key]) for key in keys} == {
+        key: sum(r.usage[theirs] for r in requests) for key, theirs in keys.items()}, spent
+    assert {key: int(spent["last_" + key]) for key in keys} == {
+        key: requests[2].usage[theirs] for key, theirs in keys.items()}, spent
+    assert spent["turns"] == "2" and spent["cost_usd"] == "unknown" and spent["unpriced_turns"] == "2", spent
