@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import trio
 from claude_env import claude_env
-from harness.turn_output import TurnOutput
+from harness.recorded_output import RecordedOutput
 from drive import TURN_TIMEOUT, agent_server, cli, cli_bin, new_session, turn
 from stubs import Request, ToolCall, directives
 
@@ -110,7 +110,8 @@ async def test_the_dollars_left_reach_claude_as_its_budget_cap(stub, tmp_path, l
     env = claude_env(stub) | {"HOME": str(home), "PATH": f"{cli_bin('claude')}{os.pathsep}{os.environ['PATH']}"}
     config = CommandBackendConfig(**BUILTIN_BACKENDS["claude"] | {"mcp": False, "env": env})
     agent = CommandBackend("claude", config).agent(SessionInfo(name="a", cwd=str(tmp_path)))
-    output = TurnOutput(budget_usd_left=left)
+    output = RecordedOutput()
+    output.budget_usd_left = left
     with trio.fail_after(TURN_TIMEOUT):
         if left < 0.0026:
             with pytest.raises(TurnFailed, match=r"^exit status 1: Reached maximum budget \(\$0\.002\)$"):
@@ -121,13 +122,15 @@ async def test_the_dollars_left_reach_claude_as_its_budget_cap(stub, tmp_path, l
             assert output.given.startswith("[stub anthropic] tool done: File created successfully")
     requests = stub.requests("anthropic")
     assert len(requests) == 2
-    assert {key: getattr(output.total, key) for key in KEYS} == summed(requests)
-    assert output.total.cost_usd and output.total.cost_usd > 0.002
+    assert {key: getattr(output.spent, key) for key in KEYS} == summed(requests)
+    assert output.spent.cost_usd and output.spent.cost_usd > 0.002
 
 
 async def test_a_spent_budget_runs_no_claude(tmp_path):
     agent = CommandBackend("claude", CommandBackendConfig(**BUILTIN_BACKENDS["claude"] | {"mcp": False})).agent(
         SessionInfo(name="a", cwd=str(tmp_path)))
     with pytest.raises(TurnFailed, match=r"^budget spent: the session's budgets leave \$0\.000000"):
-        await agent.turn("hello", TurnOutput(budget_usd_left=0.0))
+        output = RecordedOutput()
+        output.budget_usd_left = 0.0
+        await agent.turn("hello", output)
     assert agent.pid is None

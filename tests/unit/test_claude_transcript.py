@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 
 import pytest
-from harness.turn_output import TurnOutput
+from harness.recorded_output import RecordedOutput
 
 from anvilfs.backends import claude_transcript
 from anvilfs.backends.claude_transcript import TurnSpending, transcript_dir
@@ -58,18 +58,18 @@ def append(path: Path, lines: list[bytes]) -> None:
 def test_a_first_turn_counts_each_request_once_though_one_is_written_as_two_lines(tmp_path, transcript):
     turn = spending(tmp_path)  # before the prompt: there is no transcript yet
     append(transcript, LINES[:SECOND - 2])
-    output = TurnOutput()
+    output = RecordedOutput()
     turn.report(output)
-    assert output.spent == [reported("tool_turn")] and output.notes == []
+    assert output.reports == [reported("tool_turn")] and output.notes == []
 
 
 def test_a_later_turn_counts_only_the_lines_after_its_prompt_was_typed(tmp_path, transcript):
     append(transcript, LINES[:SECOND - 2])
     turn = spending(tmp_path)
     append(transcript, LINES[SECOND - 2:THIRD - 2])
-    output = TurnOutput()
+    output = RecordedOutput()
     turn.report(output)
-    assert output.spent == [reported("resumed_turn")] and output.notes == []
+    assert output.reports == [reported("resumed_turn")] and output.notes == []
 
 
 def test_read_as_it_grows_in_pieces_that_cut_lines_anywhere(tmp_path, transcript):
@@ -78,19 +78,19 @@ def test_read_as_it_grows_in_pieces_that_cut_lines_anywhere(tmp_path, transcript
     for start in range(0, len(data), 999):
         append(transcript, [data[start:start + 999]])
         turn.look(most=500)  # less than was written: the rest is read at the next look, or at the end
-    output = TurnOutput()
+    output = RecordedOutput()
     turn.report(output)
-    assert output.spent == [reported("tool_turn")] and output.notes == []
+    assert output.reports == [reported("tool_turn")] and output.notes == []
 
 
 def test_a_turn_whose_last_message_is_not_in_yet_is_noted_as_counted_in_part(tmp_path, transcript):
     turn = spending(tmp_path)
     last_tool_call = max(n for n, line in enumerate(LINES[:SECOND]) if b'"stop_reason":"tool_use"' in line)
     append(transcript, LINES[:last_tool_call + 1])
-    output = TurnOutput()
+    output = RecordedOutput()
     turn.report(output)
     first_request = json.loads(LINES[last_tool_call])["message"]["usage"]
-    assert output.total.input_tokens == first_request["input_tokens"]
+    assert output.spent.input_tokens == first_request["input_tokens"]
     assert any("did not show this turn's last message" in note and "the 1 request(s)" in note
                for note in output.notes), output.notes
 
@@ -101,14 +101,14 @@ def test_garbage_and_an_overlong_line_are_noted_and_skipped(tmp_path, transcript
     garbage = b'{"type":"assistant", cut short\n'
     long = b'{"type":"assistant","message":{"content":"' + b"x" * 10000 + b'"}}\n'
     append(transcript, [garbage, long, *LINES[:SECOND - 2]])
-    output = TurnOutput()
+    output = RecordedOutput()
     turn.report(output)
-    assert output.spent == [reported("tool_turn")]
+    assert output.reports == [reported("tool_turn")]
     assert any("no JSON" in note for note in output.notes), output.notes
     assert any("over 4096 bytes was skipped" in note for note in output.notes), output.notes
 
 
 def test_no_transcript_is_noted_and_reports_nothing(tmp_path):
-    output = TurnOutput()
+    output = RecordedOutput()
     spending(tmp_path).report(output)
-    assert output.spent == [] and "no transcript of conversation" in output.notes[0], output.notes
+    assert output.reports == [] and "no transcript of conversation" in output.notes[0], output.notes

@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 
 import pytest
-from harness.turn_output import TurnOutput
+from harness.recorded_output import RecordedOutput, feed_in_pieces
 
 from anvilfs.backends.output_claude import ClaudeReader
 from anvilfs.backends.output_formats import MAX_LINE
@@ -20,14 +20,12 @@ from anvilfs.usage import Usage
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "claude-stream-json"
 
 
-def read(name: str, pieces: int = 7) -> tuple[TurnOutput, ClaudeReader]:
-    """The fixture fed in pieces of `pieces` characters (lines split anywhere, as a pipe gives them)."""
-    output = TurnOutput()
+def read(name: str) -> tuple[RecordedOutput, ClaudeReader]:
+    """The fixture fed in pieces of a few characters (lines split anywhere, as a pipe gives them)."""
+    output = RecordedOutput()
     reader = ClaudeReader(output)
     text = (FIXTURES / f"{name}.jsonl").read_text()
-    for start in range(0, len(text), pieces):
-        reader.feed(text[start:start + pieces])
-    reader.close()
+    feed_in_pieces(reader, text, pieces=len(text) // 7)
     return output, reader
 
 
@@ -45,17 +43,17 @@ def tokens(usage: Usage) -> tuple[int, int, int, int]:
 
 def test_a_turn_with_a_tool_call_reports_every_request_once_with_its_cost():
     output, reader = read("tool_turn")
-    assert len(output.spent) == 1, "the run's usage is reported once"
-    assert tokens(output.total) == tokens(reported("tool_turn"))  # two requests, summed
-    assert output.total.cost_usd == pytest.approx(0.0026212)  # as Claude Code priced it (the stub's model)
+    assert len(output.reports) == 1, "the run's usage is reported once"
+    assert tokens(output.spent) == tokens(reported("tool_turn"))  # two requests, summed
+    assert output.spent.cost_usd == pytest.approx(0.0026212)  # as Claude Code priced it (the stub's model)
     assert reader.failure() == "" and output.notes == []
 
 
 def test_a_resumed_run_reports_its_own_cost_not_the_conversations_running_total():
     output, _ = read("resumed_turn")
-    assert tokens(output.total) == tokens(reported("resumed_turn"))
+    assert tokens(output.spent) == tokens(reported("resumed_turn"))
     # total_cost_usd there is 0.0039924: the first run's 0.0026212 restored, plus this run's
-    assert output.total.cost_usd == pytest.approx(0.0013712)
+    assert output.spent.cost_usd == pytest.approx(0.0013712)
 
 
 def test_out_is_the_result_as_plain_print_mode_prints_it():
@@ -84,15 +82,15 @@ def test_an_api_error_is_the_failure_with_the_apis_text_and_spends_nothing():
                                        "This is a server-side issue")
     assert output.given is None
     assert "API Error: 500" in output.stream  # Claude Code's own message, shown though it did not stream
-    assert output.spent == [Usage(cost_usd=0.0)], "claude reported nothing spent since the last result"
+    assert output.reports == [Usage(cost_usd=0.0)], "claude reported nothing spent since the last result"
 
 
 def test_a_spent_max_budget_fails_the_turn_and_still_counts_what_it_spent():
     output, reader = read("budget_exhausted")
     assert reader.failure() == "Reached maximum budget ($0.002)"
     # the result's `usage` is all zeros here: the run's own figures are model_usage_since_last_result
-    assert tokens(output.total) == tokens(reported("budget_exhausted")) != (0, 0, 0, 0)
-    assert output.total.cost_usd > 0
+    assert tokens(output.spent) == tokens(reported("budget_exhausted")) != (0, 0, 0, 0)
+    assert output.spent.cost_usd > 0
     assert output.given is None
 
 
@@ -100,11 +98,11 @@ def test_a_run_cut_short_before_its_result_counts_the_requests_it_streamed():
     lines = (FIXTURES / "tool_turn.jsonl").read_text().splitlines(keepends=True)
     [last] = [n for n, line in enumerate(lines) if '"type":"result"' in line]
     cut = "".join(lines[:last]) + lines[last][:40]  # killed in the middle of the result's line
-    output = TurnOutput()
+    output = RecordedOutput()
     reader = ClaudeReader(output)
     reader.feed(cut)
     reader.close()
-    assert tokens(output.total) == tokens(reported("tool_turn")) and output.total.cost_usd is None
+    assert tokens(output.spent) == tokens(reported("tool_turn")) and output.spent.cost_usd is None
     assert reader.failure() == ""  # the exit status tells why it ended
     assert any("ended in the middle of a line" in note for note in output.notes), output.notes
     assert any("without its result" in note for note in output.notes), output.notes
@@ -113,19 +111,19 @@ def test_a_run_cut_short_before_its_result_counts_the_requests_it_streamed():
 
 def test_a_line_of_garbage_is_noted_and_the_turn_goes_on():
     text = (FIXTURES / "resumed_turn.jsonl").read_text().splitlines(keepends=True)
-    output = TurnOutput()
+    output = RecordedOutput()
     reader = ClaudeReader(output)
     for line in text[:3] + ["not json at all\n", "[1, 2]\n"] + text[3:]:
         reader.feed(line)
     reader.close()
     assert output.given == "[stub anthropic] turn 2: you said second words\n"
-    assert tokens(output.total) == tokens(reported("resumed_turn"))
+    assert tokens(output.spent) == tokens(reported("resumed_turn"))
     assert [note for note in output.notes if "no JSON object" in note] and len(output.notes) == 2, output.notes
     assert reader.failure() == ""
 
 
 def test_a_line_over_the_bound_is_dropped_with_a_note_and_not_kept():
-    output = TurnOutput()
+    output = RecordedOutput()
     reader = ClaudeReader(output)
     chunk = "x" * 65536
     for _ in range(MAX_LINE // len(chunk) + 2):  # over the bound, fed as a pipe would
@@ -142,7 +140,7 @@ def test_a_line_over_the_bound_is_dropped_with_a_note_and_not_kept():
 def test_without_partial_messages_the_whole_messages_are_shown():
     """A configuration that leaves out --include-partial-messages: each block is shown from its assistant event."""
     lines = (FIXTURES / "tool_turn.jsonl").read_text().splitlines(keepends=True)
-    output = TurnOutput()
+    output = RecordedOutput()
     reader = ClaudeReader(output)
     for line in lines:
         if '"type":"stream_event"' not in line:
@@ -150,14 +148,14 @@ def test_without_partial_messages_the_whole_messages_are_shown():
     reader.close()
     shown = output.stream.splitlines()
     assert shown[0] == "[stub anthropic] writing the notes" and shown[1].startswith("[tool Write {")
-    assert tokens(output.total) == tokens(reported("tool_turn"))
+    assert tokens(output.spent) == tokens(reported("tool_turn"))
 
 
 def test_usage_that_is_no_count_is_noted_not_reported():
-    output = TurnOutput()
+    output = RecordedOutput()
     reader = ClaudeReader(output)
     reader.feed(json.dumps({"type": "result", "is_error": False, "result": "x",
                             "model_usage_since_last_result": {"m": {"inputTokens": -3, "costUSD": 0.1}}}) + "\n")
     reader.close()
-    assert output.spent == [] and output.given == "x\n"
+    assert output.reports == [] and output.given == "x\n"
     assert any("inputTokens is -3" in note for note in output.notes), output.notes
