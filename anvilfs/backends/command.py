@@ -6,9 +6,12 @@
     resume_argv = ["claude", "-p", "--resume", "{conversation}"]
 
 The first turn of a conversation runs `argv`, later ones `resume_argv` (when
-set). The prompt goes on stdin, or as one argv element for {prompt}; it is
-data and never reaches a shell. stdout is the answer, streamed as it comes;
-stderr goes to the transcript only. Each turn's process leads its own
+set), and `budget_argv` after either while the session's budgets leave the
+turn a sum of money ({budget_usd}: Claude Code's --max-budget-usd). The
+prompt goes on stdin, or as one argv element for {prompt}; it is data and
+never reaches a shell. stdout is the answer, streamed as it comes, or a
+CLI's structured output, read by its reader (output_format:
+output_formats.py); stderr goes to the transcript only. Each turn's process leads its own
 process group, so an interrupt takes its children with it.
 
 A CLI that names its conversations itself (llm, codex) is configured with

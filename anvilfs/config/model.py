@@ -10,7 +10,8 @@
 
 Placeholders in argv and resume_argv: {prompt} {model} {cwd} {name}
 {conversation} (an id anvilfs makes per session, for CLIs that resume a
-conversation by id). Unknown placeholders are an error at load time.
+conversation by id). Unknown placeholders are an error at load time. A
+command backend's budget_argv has {budget_usd}, the dollars left, alone.
 """
 
 from __future__ import annotations
