@@ -50,6 +50,7 @@ class ClaudeReader(JsonLinesReader):
         self._line_start = True  # what was written to stream ends a line
         self._tools: dict[int, tuple[str, list[str]]] = {}  # a streaming tool_use block: its name, input so far
         self._requests: dict[str, dict] = {}  # each streamed message's usage, by its id (latest figures win)
+        self._streaming = ""  # the id of the message streaming now
         self._result: dict | None = None
         self._failed = ""
 
@@ -78,10 +79,10 @@ class ClaudeReader(JsonLinesReader):
         kind, index = event.get("type"), event.get("index")
         if kind == "message_start":
             started = event.get("message") or {}
-            message = str(started.get("id") or message)
-            self._requests[message] = dict(started.get("usage") or {})
-        elif kind == "message_delta" and isinstance(event.get("usage"), dict):
-            self._requests.setdefault(message, {}).update(event["usage"])
+            self._streaming = str(started.get("id") or message or len(self._requests))
+            self._requests[self._streaming] = dict(started.get("usage") or {})
+        elif kind == "message_delta" and isinstance(event.get("usage"), dict):  # of the message that started last
+            self._requests.setdefault(message or self._streaming, {}).update(event["usage"])
         elif kind == "content_block_start":
             block = event.get("content_block") or {}
             if block.get("type") == "tool_use":
