@@ -51,6 +51,9 @@ class Spending:
                 turn.convoys.add(bead.convoy)
 
     def _bead_changed(self, event: BeadChanged) -> None:
+        for session in self.sessions.all():
+            if session.budget_block:  # a convoy's budget held it: does it still hold the bead?
+                session.changes.bump()
         if event.verb != "claim":
             return
         bead = self.board.find(event.bead)

@@ -187,3 +187,20 @@ def test_budgets_refuse_bad_values_and_agents_raising_them(tree):
             agent.write_file("dev/ctl", b"budget 100")
     assert tree.usage("dev/usage")["budget_usd"] == "none"
 
+
+
+def test_a_bead_claimed_during_a_turn_counts_that_turn(tree):
+    """A bot claims, works and completes in one turn: that turn is the bead's. An external session's owner
+    plays the agent here (it begins its turn by writing status and ends it by writing out)."""
+    bead = _bead(tree, "one")
+    tree.ctl("ctl", f"new external {tree.base} name=ext")
+    tree.write("ext/status", "running")
+    tree.write(f"beads/{bead}/ctl", "claim ext")
+    tree.write(f"beads/{bead}/ctl", "complete done")
+    assert tree.usage(f"beads/{bead}/usage")["turns"] == "0"  # counted when the turn ends
+    tree.write("ext/out", "the answer")
+    assert tree.usage(f"beads/{bead}/usage")["turns"] == "1"
+    assert tree.usage("ext/usage")["unpriced_turns"] == "1"  # an owner reports no usage
+    tree.write("ext/status", "running")
+    tree.write("ext/out", "a turn holding nothing")
+    assert tree.usage(f"beads/{bead}/usage")["turns"] == "1"
