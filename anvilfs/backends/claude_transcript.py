@@ -9,8 +9,9 @@ after its prompt was typed (the transcript's size then: TurnSpending's start), s
 The turn's part is read as it grows, a bounded piece at each look the agent takes at its pane, and the
 rest when the turn ends: at the hook's answer or `await`, before the session ends the turn (an answer
 handed in through `out` ends it at once), or when the agent stops following the pane. The Stop hook may
-run before the turn's last message is in the transcript (client/hook.py says so for the answer): a turn
-whose last assistant message stopped for a tool call, or that has none, is noted as counted in part.
+run before the turn's last message is in the transcript (about one turn in five against the stub):
+`anvilfs hook await` waits a little for it (client/hook.py settle), and a turn whose last assistant
+message still stopped for a tool call, or that has none, is noted as counted in part.
 
 The transcript has no cost: cost_usd is unknown (None). A turn followed after a server restart
 (adopted) reports nothing: where it began in the transcript was not kept.
