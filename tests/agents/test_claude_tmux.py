@@ -28,9 +28,11 @@ import pytest
 from anvilfs.client.client import Client
 from anvilfs.ninep import LocalProtocolError, parse_message
 from anvilfs.ninep.messages import Tattach, Twalk, Twrite
+from claude_env import USAGE_KEYS, reported
 from drive import TURN_TIMEOUT, agent_server, cli, cli_bin, new_session, turn, wait_until
 from harness.server import AnvilServer
 from harness.tmux import private_tmux
+from spending import check_spending
 from stubs import Failure, Request, StubModels, ToolCall, directives
 
 HOOKS = Path(__file__).resolve().parents[2] / "hooks"
@@ -227,10 +229,13 @@ def test_two_turns_usage_is_what_the_stub_reported_for_each_request_read_from_th
     requests = stub.requests("anthropic")
     assert len(first) == 2 and len(requests) == 3, [r.prompt for r in requests]
     assert "transcript" not in log, log  # no note: each turn's last message was in it by its end, all read
-    keys = {"input_tokens": "input_tokens", "output_tokens": "output_tokens",
-            "cache_read_tokens": "cache_read_input_tokens", "cache_write_tokens": "cache_creation_input_tokens"}
-    assert {key: int(spent[key]) for key in keys} == {
-        key: sum(r.usage[theirs] for r in requests) for key, theirs in keys.items()}, spent
-    assert {key: int(spent["last_" + key]) for key in keys} == {
-        key: requests[2].usage[theirs] for key, theirs in keys.items()}, spent
+    assert {key: int(spent[key]) for key in USAGE_KEYS} == reported(requests), spent
+    assert {key: int(spent["last_" + key]) for key in USAGE_KEYS} == reported(requests[2:]), spent
     assert spent["turns"] == "2" and spent["cost_usd"] == "unknown" and spent["unpriced_turns"] == "2", spent
+
+
+def test_the_spending_scenario_holds_for_claude_in_tmux(stub, tmp_path):
+    """spending.py: the session's, its bead's and its convoy's usage are what the stub reported (from the
+    transcript); a token budget spent holds the next prompt, raising it runs it."""
+    with claude_in_tmux(stub, tmp_path) as (srv, _):
+        check_spending(srv, "a", tmp_path / "work", lambda: reported(stub.requests("anthropic")))

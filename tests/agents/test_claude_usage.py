@@ -14,8 +14,9 @@ from pathlib import Path
 
 import pytest
 import trio
-from claude_env import claude_env
+from claude_env import USAGE_KEYS, claude_env, reported
 from harness.recorded_output import RecordedOutput
+from spending import check_spending
 from drive import TURN_TIMEOUT, agent_server, cli, cli_bin, new_session, turn
 from stubs import Request, ToolCall, directives
 
@@ -25,11 +26,6 @@ from anvilfs.config.model import CommandBackendConfig
 from anvilfs.ninep.consts import OREAD
 from anvilfs.sessions.backend import SessionInfo, TurnFailed
 
-# Anthropic's keys, as the stub recorded them on each request, and the usage file's
-KEYS = {"input_tokens": "input_tokens", "output_tokens": "output_tokens",
-        "cache_read_tokens": "cache_read_input_tokens", "cache_write_tokens": "cache_creation_input_tokens"}
-
-
 def writes_notes(cwd: Path):
     """The default script, but "write the notes" is answered with a Write tool call (two requests a turn)."""
     def script(request: Request):
@@ -38,10 +34,6 @@ def writes_notes(cwd: Path):
                             text="[stub anthropic] writing the notes")
         return directives(request)
     return script
-
-
-def summed(requests: list[Request]) -> dict[str, int]:
-    return {ours: sum(request.usage.get(theirs, 0) for request in requests) for ours, theirs in KEYS.items()}
 
 
 def usage_file(text: str) -> dict[str, str]:
@@ -64,14 +56,22 @@ def test_two_turns_usage_is_the_sum_of_every_request_the_stub_answered(stub, tmp
     assert out.startswith("[stub anthropic] tool done: File created successfully") and out.count("\n") == 1
     assert second_out == "[stub anthropic] turn 2: you said second words\n"
     assert spent["turns"] == "2" and spent["unpriced_turns"] == "0", spent
-    assert {key: int(spent[key]) for key in KEYS} == summed(requests), spent
-    assert {key: int(spent["last_" + key]) for key in KEYS} == summed(requests[2:]), spent
+    assert {key: int(spent[key]) for key in USAGE_KEYS} == reported(requests), spent
+    assert {key: int(spent["last_" + key]) for key in USAGE_KEYS} == reported(requests[2:]), spent
     assert float(spent["cost_usd"]) > float(spent["last_cost_usd"]) > 0, "Claude Code priced both turns"
     # stream: the text as it came and the tool call as one line, no JSON
     lines = shown.splitlines()
     assert lines[0] == "[stub anthropic] writing the notes", shown
     assert lines[1].startswith('[tool Write {"file_path": "') and lines[1].endswith("}]"), shown
     assert lines[2] == out.strip() and len(lines) == 3, shown
+
+
+def test_the_spending_scenario_holds_for_claude(stub, tmp_path):
+    """spending.py: the session's, its bead's and its convoy's usage are what the stub reported; a token budget
+    spent holds the next prompt, raising it runs it."""
+    with agent_server(stub, "claude", env=claude_env(stub)) as srv:
+        new_session(srv, "claude", tmp_path, "dev")
+        check_spending(srv, "dev", tmp_path, lambda: reported(stub.requests("anthropic")))
 
 
 def test_a_failed_turn_names_the_apis_text_and_counts_nothing_spent(stub, tmp_path):
@@ -95,7 +95,7 @@ def test_a_sessions_budget_reaches_claude_which_stops_the_turn_that_spends_past_
         status = cli(srv, "read", "agent/a/status")
         spent = usage_file(cli(srv, "read", "agent/a/usage"))
     assert status.strip() == "error exit status 1: Reached maximum budget ($0.002)", status
-    assert {key: int(spent[key]) for key in KEYS} == summed(stub.requests("anthropic")), spent
+    assert {key: int(spent[key]) for key in USAGE_KEYS} == reported(stub.requests("anthropic")), spent
     assert float(spent["cost_usd"]) > 0.002, spent
 
 
@@ -122,7 +122,7 @@ async def test_the_dollars_left_reach_claude_as_its_budget_cap(stub, tmp_path, l
             assert output.given.startswith("[stub anthropic] tool done: File created successfully")
     requests = stub.requests("anthropic")
     assert len(requests) == 2
-    assert {key: getattr(output.spent, key) for key in KEYS} == summed(requests)
+    assert {key: getattr(output.spent, key) for key in USAGE_KEYS} == reported(requests)
     assert output.spent.cost_usd and output.spent.cost_usd > 0.002
 
 
