@@ -5,7 +5,8 @@ web show.
 
 A cell is the cost the CLIs reported (`$0.25`), with a `+` when some turns reported none (the sum is
 then what is known, at least), or the tokens when no turn reported a cost (`1.2k tok`): never a price
-made up from tokens. `-`: no turn counted.
+made up from tokens. `unknown`: turns that reported neither (a CLI that says nothing of usage); `-`:
+no turn counted.
 """
 
 from __future__ import annotations
@@ -34,13 +35,14 @@ def tokens(figures: dict[str, str]) -> int:
 
 
 def cell(figures: dict[str, str] | None) -> str:
-    """`$0.25`, `$0.25+` (some turns reported no cost), `1.2k tok` (none did), `-` (no turn)."""
+    """`$0.25`, `$0.25+` (some turns reported no cost), `1.2k tok` (none did), `unknown` (nor any token),
+    `-` (no turn)."""
     if not figures or not turns(figures):
         return "-"
     try:
         cost = float(figures.get("cost_usd", "unknown"))
     except ValueError:  # `unknown`: no turn reported a cost
-        return f"{count(tokens(figures))} tok"
+        return f"{count(tokens(figures))} tok" if tokens(figures) else "unknown"  # not "0 tok": nothing was said
     return dollars(cost) + ("+" if _whole(figures.get("unpriced_turns", "0")) else "")
 
 

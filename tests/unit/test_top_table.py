@@ -43,6 +43,7 @@ TOKENS = {"input_tokens": "1000", "output_tokens": "200", "cache_read_tokens": "
     ({"turns": "2", "cost_usd": "0.250000", "unpriced_turns": "0"} | TOKENS, "$0.25"),
     ({"turns": "3", "cost_usd": "0.250000", "unpriced_turns": "1"} | TOKENS, "$0.25+"),  # a turn reported no cost
     ({"turns": "1", "cost_usd": "unknown", "unpriced_turns": "1"} | TOKENS, "1.2k tok"),  # never a made-up price
+    ({"turns": "1", "cost_usd": "unknown", "unpriced_turns": "1", "input_tokens": "0"}, "unknown"),  # nothing said
     ({"turns": "1", "cost_usd": "0.003400", "unpriced_turns": "0"}, "$0.0034"),
     ({"turns": "9", "cost_usd": "1234.5", "unpriced_turns": "0"}, "$1234"),
 ])

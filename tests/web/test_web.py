@@ -202,7 +202,7 @@ def test_what_each_session_bead_and_convoy_spent_shows_live(web: Web, browser) -
     wait_for(page, lambda d: text(d, f'#convoys tr[data-id="{convoy}"] td.spent') == "$0.75", "the convoy's spending")
 
 
-def test_a_session_s_view_shows_its_stream_live_its_out_and_why_it_is_in_error(web: Web, browser) -> None:
+def test_a_session_s_view_shows_its_stream_live_its_out_and_why_it_is_in_error(web: Web, browser, tmp_path: Path) -> None:
     web.cli("write", "agent/ctl", "new sim /tmp name=dev budget=0.5")
     web.cli("write", "agent/ctl", "new sim /tmp name=other")
     page = logged_in(browser(), web, "session=dev")
@@ -226,6 +226,8 @@ def test_a_session_s_view_shows_its_stream_live_its_out_and_why_it_is_in_error(w
              "why dev is in error")
     assert text(page, "#session-status") == "error"  # one event: the status and why
     wait_for(page, lambda d: "budget spent" in text(d, "#session-errors"), "dev's lines of errors")
+    page.save_screenshot(str(shot := tmp_path / "session.png"))
+    print(f"a screenshot of dev's view: {shot}")
     act(page, '#sessions tr[data-name="other"] a', lambda link: link.click(), "other's link")
     wait_for(page, lambda d: "not looked at" in text(d, "#session-out"), "other's view, from its name in the table")
     assert page.execute_script("return location.hash") == "#session=other"
