@@ -51,8 +51,10 @@ def total_line(listing: dict[str, dict[str, str]]) -> str:
     total, removed = listing.get(TOTAL, {}), listing.get(REMOVED, {})
     if not turns(total):
         return "total spent: nothing yet (no turn counted)"
-    n = turns(total)
-    line = f"total spent {cell(total)} in {n} turn{'s' if n != 1 else ''}, {count(tokens(total))} tok"
+    n, shown = turns(total), cell(total)
+    counted = f"{n} turn{'s' if n != 1 else ''}"
+    line = (f"total spent {shown} in {counted}, {count(tokens(total))} tok" if shown != "unknown"
+            else f"total spent: unknown, {counted} and no usage reported")
     return line + (f" (removed sessions: {cell(removed)})" if turns(removed) else "")
 
 

@@ -64,6 +64,8 @@ def test_the_total_line_is_agent_usage_s_total_with_the_removed_sessions():
     assert spent.total_line(listing) == "total spent $0.50+ in 2 turns, 56 tok (removed sessions: 44 tok)"
     assert spent.total_line(spent.lines("(total) turns=0 cost_usd=0.000000\n")) == \
         "total spent: nothing yet (no turn counted)"
+    assert spent.total_line(spent.lines("(total) turns=1 cost_usd=unknown input_tokens=0\n")) == \
+        "total spent: unknown, 1 turn and no usage reported"
 
 
 def test_a_session_s_last_event_is_its_last_line_and_other_lines_are_not_a_session_s():
