@@ -65,11 +65,12 @@ async def read_view(fs: AsyncClient, last: dict[str, str], kept: Reading) -> dic
     learn = {f"backend {b}": partial(kept.backends.learn, fs, b, name) for b, name in kept.backends.unknown(listing).items()}
     read = await gather({name: _queue(fs, name) for name in kept.queues.stale(listing)} | learn)
     queues = kept.queues.update(listing, {name: text for name, text in read.items() if not name.startswith("backend ")})
+    usage = spent.lines(texts["usage"])
     return {
-        "sessions": sessions(listing, queues, last, kept.backends.simulated(), spent.lines(texts["usage"])),
+        "sessions": sessions(listing, queues, last, kept.backends.simulated(), usage),
         "waves": waves(texts["beads/graph"], texts["beads/list"], spent.lines(texts["beads/usage"])),
         "convoys": convoys(texts["convoys/list"], spent.lines(texts["convoys/usage"])),
-        "total": spent.total_line(spent.lines(texts["usage"])),
+        "total": spent.total_line(usage),
         "approvals": approvals(texts["human/approvals"]),
         "inbox": texts["inbox"],
     }
