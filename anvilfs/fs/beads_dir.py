@@ -54,10 +54,12 @@ def board_verbs(board: Board) -> BeadVerbs:
 
 @dataclass(frozen=True, slots=True)
 class Extras:
-    """What other domains add to each bead's or convoy's directory, by its id: files, and ctl words."""
+    """What other domains add to each bead's or convoy's directory, by its id: files, and ctl words; and
+    files beside them, in `beads/` (`convoys/`) itself."""
 
     files: Callable[[str], list] = lambda key: []
     commands: Callable[[str], list[Command]] = lambda key: []
+    beside: tuple = ()
 
 
 NO_EXTRAS = Extras()
@@ -94,6 +96,7 @@ def beads_directory(board: Board, convoys: Convoys, is_session, is_worker=lambda
         _drawn(board, TextFile("list", "beads/list", board.view.list_text)),
         _drawn(board, TextFile("ready", "beads/ready", board.view.ready_text)),
         _drawn(board, TextFile("graph", "beads/graph", board.view.graph_text)),
+        *extras.beside,
     ]
     return Directory("beads", "beads", files, more=more, find=find)
 
@@ -287,6 +290,7 @@ def convoys_directory(convoys: Convoys, objects: list[ObjectDirectories] | None 
         ]), readable=True),
         follows(TextFile("list", "convoys/list", listing), lambda: (board.changes.version, convoys.version),
                 lambda: max(board.changed_at, convoys.changed_at)),
+        *extras.beside,
     ]
     return Directory("convoys", "convoys", files, more=dirs.children, find=dirs.lookup)
 

@@ -4,7 +4,9 @@
     agent/NAME/usage       KEY VALUE lines: the session's totals, its last turn's (last_...), its budgets
     agent/NAME/ctl         budget USD | token_budget N
     beads/ID/usage         every turn of a session while it held the bead
+    beads/usage            a line per bead some turn counted to, as agent/usage's: one read for every bead
     convoys/ID/usage       every turn that counted to one of its beads, once; and its budgets
+    convoys/usage          a line per convoy some turn counted to
     convoys/ID/ctl         budget USD | token_budget N: shared by the sessions holding its beads
 
 Every file follows the ledger's and the budgets' versions (stamps.py): a
@@ -61,6 +63,16 @@ class UsageFiles:
         return _budget_commands(self.spending, lambda **value: self.spending.set_session_budget(name, **value))
 
     # ------------------------------------------------------------ beads and convoys
+
+    def summary_file(self, kind: str) -> Node:
+        """`beads/usage` or `convoys/usage`: a line per bead (convoy) with a turn counted, by id; what a page
+        or `anvilfs top` reads once instead of one file per bead (10,000 beads: issue 32)."""
+        ledger = self.spending.ledger
+        sums = ledger.beads if kind == "beads" else ledger.convoys
+
+        def render() -> str:
+            return "".join(_line(key, sums[key]) for key in sorted(sums) if sums[key].turns)
+        return follows(TextFile("usage", f"{kind}/usage", render), lambda: ledger.version)
 
     def bead_files(self, bead_id: str) -> list[Node]:
         return [self._follows(TextFile("usage", f"bead/{bead_id}/usage",

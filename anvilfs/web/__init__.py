@@ -1,8 +1,9 @@
 """`anvilfs web`: the tree in a browser, for the human — a client of the files, like the conductor.
 
-Sessions (status, role, queue, last event), beads in waves with their
-claims, convoys with their progress, human's inbox and the approval
-requests waiting, with approve and reject. Live: the page follows
+Sessions (status, role, queue, spending, last event; one at a time with
+its out, its live stream and why it is in error), beads in waves with their
+claims and spending, convoys with their progress and spending, human's
+inbox and the approval requests waiting, with approve and reject. Live: the page follows
 `events` through server-sent events; nothing polls. Only the files, through
 anvilfs.aioclient (tests/suite/test_layers.py); the web libraries come with
 the `web` extra (pip install 'anvilfs[web]'), so that the server and the

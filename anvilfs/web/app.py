@@ -3,6 +3,7 @@
     GET  /login?once=SECRET   spends the login secret, sets the cookie, redirects to /   (guard.py)
     GET  /                    the page (static/index.html, app.js, app.css: no build step)
     GET  /events              server-sent events: the whole view as JSON at once, then at each change
+    GET  /session?name=NAME   server-sent events: one session's status, out and live stream (watch.py)
     POST /approve  /reject    {"id": ID[, "reason": TEXT]}: as `anvilfs approve|reject` (answers.py)
 
 Every path but /login needs the cookie, and a POST the page's own Origin (guard.py).
@@ -24,6 +25,7 @@ from ..aioclient import ConnectionLost, ServerError
 from .answers import BadAnswer, answer, checked
 from .guard import COOKIE, Guard, Keys
 from .live import Live
+from .watch import bad_name
 
 STATIC = Path(__file__).parent / "static"
 FILES = {"/": "index.html", "/app.js": "app.js", "/app.css": "app.css"}
@@ -52,13 +54,28 @@ def build(live: Live, keys: Keys):
                 yield f"event: view\ndata: {json.dumps(view)}\n\n"
         return StreamingResponse(stream(), media_type="text/event-stream")
 
+    async def session(request: Request):
+        name = request.query_params.get("name", "")
+        if why := bad_name(name):
+            return PlainTextResponse(f"anvilfs web: {why}\n", status_code=400)
+        watch = live.watch(name)
+
+        async def stream():
+            try:
+                async for kind, data in watch.receive:
+                    yield f"event: {kind}\ndata: {json.dumps(data)}\n\n"
+            finally:  # the page went (or looks at another session): the reads of this one stop
+                watch.cancel()
+        return StreamingResponse(stream(), media_type="text/event-stream")
+
     async def approve(request: Request):
         return await _answer(live, request, approved=True)
 
     async def reject(request: Request):
         return await _answer(live, request, approved=False)
 
-    routes = [Route("/login", login), Route("/events", events), Route("/approve", approve, methods=["POST"]),
+    routes = [Route("/login", login), Route("/events", events), Route("/session", session),
+              Route("/approve", approve, methods=["POST"]),
               Route("/reject", reject, methods=["POST"]), *(Route(path, static) for path in FILES)]
     return Guard(Starlette(routes=routes), keys)
 

@@ -18,6 +18,7 @@ import trio
 from ..aioclient import AsyncClient, ConnectionLost, ServerError
 from ..client.top import remember
 from .view import Reading, read_view
+from .watch import Watch
 
 RECENT = 100  # `events` lines the page shows
 PACE = 0.25  # seconds at least between two reads of the view: a busy tree is read 4 times a second at most
@@ -35,12 +36,14 @@ class Live:
         self._last: dict[str, str] = {}  # session -> "HH:MM:SS what", as `anvilfs top` shows it
         self._recent: deque[str] = deque(maxlen=RECENT)
         self._kept = Reading()
+        self._nursery: trio.Nursery | None = None  # run()'s: where the pages' watches run
 
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
         """Follow `events` (opened before the first view, so nothing is missed); started once there is a view."""
         async with self.fs.follow("events") as lines, trio.open_nursery() as nursery:
             send, receive = trio.open_memory_channel(math.inf)
             await self.refresh()
+            self._nursery = nursery
             task_status.started()
             nursery.start_soon(self._pump, lines, send)
             async for line in receive:
@@ -75,6 +78,12 @@ class Live:
         self.version += 1
         self._changed.set()
         self._changed = trio.Event()
+
+    def watch(self, name: str) -> Watch:
+        """A page's look at the session `name` (watch.py), running until its cancel()."""
+        watch = Watch(self.fs, name, self.wait_newer)
+        self._nursery.start_soon(watch.run)
+        return watch
 
     async def wait_newer(self, version: int) -> tuple[int, dict]:
         """The view once its version is past `version` (at once if it is already)."""

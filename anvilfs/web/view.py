@@ -1,8 +1,9 @@
 """What the page shows, read from the tree's files: sessions, beads in waves, convoys, human's mail.
 
     sessions   list, each session's queue, backend    name status role queue last-event ...
-    beads      beads/graph (the waves), beads/list   (role, claims)
-    convoys    convoys/list                          id status completed/total coordinator title
+               usage (one file for all)             what each spent
+    beads      beads/graph (the waves), beads/list   (role, claims), beads/usage (what each spent)
+    convoys    convoys/list, convoys/usage           id status completed/total coordinator title, spent
     human      human/approvals, human/inbox/*.json
 
 Only files, through one AsyncClient with the reads in flight together. The
@@ -20,6 +21,7 @@ from functools import partial
 import trio
 
 from ..aioclient import AsyncClient, ServerError
+from ..client import spent
 from .kept import Backends, Files, Queues
 
 INBOX_SHOWN = 200  # the newest messages shown; the page says how many there are in all
@@ -56,16 +58,19 @@ class Reading:
 
 async def read_view(fs: AsyncClient, last: dict[str, str], kept: Reading) -> dict:
     """One snapshot of everything the page shows (last: each session's last event, from `events`)."""
-    files = ("list", "beads/graph", "beads/list", "convoys/list", "human/approvals")
+    files = ("list", "beads/graph", "beads/list", "convoys/list", "human/approvals", "usage", "beads/usage",
+             "convoys/usage")  # each read again only when its qid.version moved (the usage files: a turn counted)
     texts = await gather({path: kept.files.reader(fs, path) for path in files} | {"inbox": lambda: kept.inbox.read(fs)})
     listing = texts["list"]
     learn = {f"backend {b}": partial(kept.backends.learn, fs, b, name) for b, name in kept.backends.unknown(listing).items()}
     read = await gather({name: _queue(fs, name) for name in kept.queues.stale(listing)} | learn)
     queues = kept.queues.update(listing, {name: text for name, text in read.items() if not name.startswith("backend ")})
+    usage = spent.lines(texts["usage"])
     return {
-        "sessions": sessions(listing, queues, last, kept.backends.simulated()),
-        "waves": waves(texts["beads/graph"], texts["beads/list"]),
-        "convoys": convoys(texts["convoys/list"]),
+        "sessions": sessions(listing, queues, last, kept.backends.simulated(), usage),
+        "waves": waves(texts["beads/graph"], texts["beads/list"], spent.lines(texts["beads/usage"])),
+        "convoys": convoys(texts["convoys/list"], spent.lines(texts["convoys/usage"])),
+        "total": spent.total_line(usage),
         "approvals": approvals(texts["human/approvals"]),
         "inbox": texts["inbox"],
     }
@@ -80,8 +85,13 @@ def _queue(fs: AsyncClient, name: str) -> Callable[[], Awaitable[str | None]]:
     return read
 
 
-def sessions(listing: str, queues: dict[str, int], last: dict[str, str], simulated: dict[str, bool]) -> list[dict]:
-    """`list` lines (name backend status role cwd [simulated]) with each queue's length and last event.
+Spending = dict[str, dict[str, str]]  # a `usage` listing, by name (client/spent.py)
+
+
+def sessions(listing: str, queues: dict[str, int], last: dict[str, str], simulated: dict[str, bool],
+             usage: Spending | None = None) -> list[dict]:
+    """`list` lines (name backend status role cwd [simulated]) with each queue's length, last event and
+    what it spent (`usage`'s line, as a short cell).
 
     The cwd is the rest of the line, and may end in " simulated" itself: whether the word is the mark
     is the backend's to say (`simulated`, from kept.Backends), not the line's."""
@@ -94,7 +104,7 @@ def sessions(listing: str, queues: dict[str, int], last: dict[str, str], simulat
         marked = simulated.get(backend, False)
         rows.append({"name": name, "backend": backend, "status": status, "role": role,
                      "cwd": rest.removesuffix(" simulated") if marked else rest, "simulated": marked,
-                     "queue": queues[name], "last": last.get(name, "-")})
+                     "queue": queues[name], "last": last.get(name, "-"), "spent": spent.cell((usage or {}).get(name))})
     return rows
 
 
@@ -108,7 +118,7 @@ def _beads_by_id(listing: str) -> dict[str, dict]:
     return beads
 
 
-def waves(graph: str, listing: str) -> list[dict]:
+def waves(graph: str, listing: str, usage: Spending | None = None) -> list[dict]:
     """The groups of beads/graph (wave 1, wave 2 ..., done, blocked), each bead with its list line's fields.
 
     A graph line is "  ID STATUS  TITLE[  <- ID ...]". The title is known from `list` (the rest of its
@@ -129,20 +139,23 @@ def waves(graph: str, listing: str) -> list[dict]:
         bead["waits_on"] = arrow.removeprefix("  <- ").split() if arrow.startswith("  <- ") else []
         if groups:
             groups[-1]["beads"].append(bead)
+    for bead in [*beads.values(), *(b for g in groups for b in g["beads"])]:
+        bead["spent"] = spent.cell((usage or {}).get(bead["id"]))
     if beads:
         groups.append({"name": "other", "why": "not in beads/graph (a broken file: see errors)",
                        "beads": list(beads.values())})
     return groups
 
 
-def convoys(listing: str) -> list[dict]:
-    """`convoys/list` lines: id status completed/total coordinator title."""
+def convoys(listing: str, usage: Spending | None = None) -> list[dict]:
+    """`convoys/list` lines: id status completed/total coordinator title; and what each spent."""
     rows = []
     for line in listing.splitlines():
         ident, status, progress, coordinator, title = (line.split(" ", 4) + ["", "", "", ""])[:5]
         done, _, total = progress.partition("/")
         rows.append({"id": ident, "status": status, "done": int(done) if done.isdigit() else 0,
-                     "total": int(total) if total.isdigit() else 0, "coordinator": coordinator, "title": title})
+                     "total": int(total) if total.isdigit() else 0, "coordinator": coordinator, "title": title,
+                     "spent": spent.cell((usage or {}).get(ident))})
     return rows
 
 

@@ -64,6 +64,9 @@ def cli(srv: AnvilServer, *args: str, input: str = "") -> str:
     return r.stdout
 
 
+NOTHING_SPENT = "total spent: nothing yet (no turn counted)\n"
+
+
 def last_table(text: str) -> list[str]:
     return text.rstrip("\n").split("\n\n")[-1].splitlines()
 
@@ -73,7 +76,7 @@ def test_once_prints_the_table_and_exits(anvil_server: AnvilServer) -> None:
     roles = srv.base / "xdg-config" / "anvilfs" / "roles"  # the server's configuration directory
     roles.mkdir(parents=True)
     (roles / "reviewer.md").write_text("You review code.\n")
-    assert cli(srv, "top", "--once") == "NAME  STATUS  ROLE  QUEUE  LAST EVENT\n"
+    assert cli(srv, "top", "--once") == "NAME  STATUS  ROLE  QUEUE  SPENT  LAST EVENT\n" + NOTHING_SPENT
     cli(srv, "write", "agent/ctl", "new sim /tmp name=bot1 role=reviewer")
     cli(srv, "write", "agent/ctl", "new sim /tmp name=bot2")
     cli(srv, "write", "agent/bot2/in", input="sim:hang\n")  # running until interrupted
@@ -85,10 +88,43 @@ def test_once_prints_the_table_and_exits(anvil_server: AnvilServer) -> None:
         stream.kill()
         stream.communicate(timeout=WAIT)
     assert cli(srv, "top", "--once").splitlines() == [
-        "NAME  STATUS   ROLE      QUEUE  LAST EVENT",
-        "bot1  idle     reviewer  0      -",
-        "bot2  running  -         1      -",
+        "NAME  STATUS   ROLE      QUEUE  SPENT  LAST EVENT",
+        "bot1  idle     reviewer  0      -      -",
+        "bot2  running  -         1      -      -",
+        NOTHING_SPENT.strip(),
     ]
+
+
+def test_once_shows_what_each_session_and_each_open_convoy_spent_and_the_total(anvil_server: AnvilServer) -> None:
+    srv = anvil_server
+    convoy = cli(srv, "rdwr", "agent/convoys/ctl", input="new 'ship it' 'shipped'\n").split()[0]
+    done = cli(srv, "rdwr", "agent/convoys/ctl", input="new 'old one' 'done'\n").split()[0]
+    cli(srv, "write", f"agent/convoys/{done}/ctl", "abandon")  # a finished convoy is not shown
+    bead = cli(srv, "rdwr", "agent/beads/ctl", input=f"new one dev 'do it' convoy={convoy}\n").split()[0]
+    for name, prompt in (("priced", "sim:usage=100,20,1.5"), ("tokens", "sim:usage=1200,34"),
+                         ("both", "sim:usage=1,1,0.25"), ("gone", "sim:usage=40,4"), ("idle", "")):
+        cli(srv, "write", "agent/ctl", f"new sim /tmp name={name}")
+        if name == "priced":
+            cli(srv, "write", f"agent/beads/{bead}/ctl", "claim priced")
+        if prompt:
+            cli(srv, "write", f"agent/{name}/in", input=f"{prompt}\n")
+            assert cli(srv, "read", f"agent/{name}/wait").startswith("await")
+    cli(srv, "write", "agent/both/in", input="no figures reported\n")
+    assert cli(srv, "read", "agent/both/wait").startswith("await")
+    cli(srv, "write", "agent/gone/ctl", "stop")
+    cli(srv, "write", "agent/gone/ctl", "remove")
+    walks = srv.trace().count("wnames [usage]")
+    assert cli(srv, "top", "--once").splitlines() == [
+        "NAME    STATUS  ROLE  QUEUE  SPENT     LAST EVENT",
+        "priced  await   -     0      $1.50     -",
+        "tokens  await   -     0      1.2k tok  -",
+        "both    await   -     0      $0.25+    -",
+        "idle    idle    -     0      -         -",
+        "CONVOY       STATUS       DONE  SPENT  TITLE",
+        f"{convoy}  in_progress  0/1   $1.50  ship it",
+        "total spent $1.75+ in 5 turns, 1.4k tok (removed sessions: 44 tok)",
+    ]
+    assert srv.trace().count("wnames [usage]") == walks + 1, "agent/usage is read once, not once per session"
 
 
 def test_following_redraws_at_events_as_plain_text_until_ctrl_c(anvil_server: AnvilServer) -> None:
@@ -109,7 +145,8 @@ def test_following_redraws_at_events_as_plain_text_until_ctrl_c(anvil_server: An
             top.kill()
     assert (status, err) == (130, ""), (status, err)
     assert "\x1b" not in out.text, repr(out.text)  # no escape codes in a pipe
-    assert out.text.startswith("NAME  STATUS  ROLE  QUEUE  LAST EVENT\nbot1  idle    -     0      -\n\n"), out.text
+    assert out.text.startswith("NAME  STATUS  ROLE  QUEUE  SPENT  LAST EVENT\nbot1  idle    -     0      -      -\n"
+                               f"{NOTHING_SPENT}\n"), out.text
     tables = out.text.rstrip("\n").split("\n\n")
     assert len(tables) == len(set(tables)), out.text  # a table is printed only when it changed
 
@@ -134,7 +171,7 @@ def test_on_a_terminal_the_table_is_redrawn_in_place(anvil_server: AnvilServer) 
             os.close(slave)
     assert (status, err) == (130, ""), (status, err)
     screen = out.text.rsplit("\x1b[H\x1b[2J", 1)[-1].replace("\r\n", "\n")
-    assert screen.startswith("anvilfs top  1 sessions  ") and "\nNAME  STATUS  ROLE  QUEUE  LAST EVENT\n" in screen, screen
+    assert screen.startswith("anvilfs top  1 sessions  ") and "\nNAME  STATUS  ROLE  QUEUE  SPENT" in screen, screen
 
 
 def test_the_end_of_the_server_ends_top_with_a_message(anvil_server: AnvilServer) -> None:

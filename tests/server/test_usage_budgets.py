@@ -204,3 +204,24 @@ def test_a_bead_claimed_during_a_turn_counts_that_turn(tree):
     tree.write("ext/status", "running")
     tree.write("ext/out", "a turn holding nothing")
     assert tree.usage(f"beads/{bead}/usage")["turns"] == "1"
+
+
+def test_beads_usage_and_convoys_usage_have_a_line_for_each_that_a_turn_counted_to(tree):
+    # one read for every bead (convoy), as agent/usage is for the sessions: what the web and top read
+    convoy = tree.ctl("convoys/ctl", "new 'ship it' 'everything shipped'").strip()
+    held, idle = _bead(tree, "one", convoy), _bead(tree, "two", convoy)
+    assert (tree.read("beads/usage"), tree.read("convoys/usage")) == ("", "")
+    tree.new("name=dev")
+    tree.write(f"beads/{held}/ctl", "claim dev")
+    assert tree.turn("dev", "sim:usage=100,10,0.5").startswith("await")
+    assert tree.turn("dev", "sim:usage=1,1").startswith("await")
+    for path, key in ((f"beads/{held}/usage", held), (f"convoys/{convoy}/usage", convoy)):
+        [line] = tree.read(path.replace(f"/{key}/", "/")).splitlines()
+        name, *words = line.split()
+        each = tree.usage(path)
+        assert name == key and dict(w.split("=") for w in words) == {k: each[k] for k in (
+            "turns", "input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "cost_usd",
+            "unpriced_turns")}, (line, each)
+    assert idle not in tree.read("beads/usage")
+    tree.restart(kill=True)
+    assert tree.read("convoys/usage").startswith(f"{convoy} turns=2 input_tokens=101 ")

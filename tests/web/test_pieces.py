@@ -10,7 +10,8 @@ import httpx
 import pytest
 from web_drive import START, web_process
 
-from anvilfs.web import guard, kept, view
+from anvilfs.client import spent
+from anvilfs.web import guard, kept, view, watch
 from harness.server import REPO_ROOT, AnvilServer
 
 # ------------------------------------------------------------ the guard
@@ -94,10 +95,29 @@ def test_sessions_convoys_and_approvals_from_their_lines() -> None:
     assert [(r["name"], r["cwd"], r["simulated"], r["queue"], r["last"]) for r in rows] == [
         ("bot1", "/tmp/my dir", True, 2, "09:00:01 await"), ("dev", "/src", False, 0, "-")]
     assert view.convoys("oauth-001 in_progress 1/3 lead OAuth for all\n") == [
-        {"id": "oauth-001", "status": "in_progress", "done": 1, "total": 3, "coordinator": "lead", "title": "OAuth for all"}]
+        {"id": "oauth-001", "status": "in_progress", "done": 1, "total": 3, "coordinator": "lead", "title": "OAuth for all",
+         "spent": "-"}]
     assert view.approvals("1796 dev - merge it now\n1797 dev impl-oauth-002 approve bead\n") == [
         {"id": "1796", "from": "dev", "bead": "", "subject": "merge it now"},
         {"id": "1797", "from": "dev", "bead": "impl-oauth-002", "subject": "approve bead"}]
+
+
+def test_each_session_bead_and_convoy_has_its_usage_line_as_a_short_cell() -> None:
+    usage = "bot1 turns=2 input_tokens=10 output_tokens=2 cost_usd=0.500000 unpriced_turns=0\n"
+    [row] = view.sessions("bot1 sim await - /tmp\n", {"bot1": 0}, {}, {"sim": True}, spent.lines(usage))
+    assert row["spent"] == "$0.50"
+    beads = "research-auth-001 turns=1 input_tokens=1500 output_tokens=0 cost_usd=unknown unpriced_turns=1\n"
+    spent_by_id = {b["id"]: b["spent"] for g in view.waves(GRAPH, BEADS, spent.lines(beads)) for b in g["beads"]}
+    assert spent_by_id == {"research-auth-001": "1.5k tok", "impl-oauth-002": "-", "setup-repo-000": "-",
+                           "odd-thing-003": "-"}
+    [convoy] = view.convoys("oauth-001 in_progress 1/3 lead OAuth\n", spent.lines("oauth-001 turns=1 cost_usd=2.5\n"))
+    assert convoy["spent"] == "$2.50"
+
+
+def test_a_session_s_name_is_checked_before_any_read() -> None:
+    assert watch.bad_name("dev-1.x") is None
+    for name in ("", "../usage", "beads/x", "-x", "x" * 65, "a b"):
+        assert "is no session's name" in watch.bad_name(name), name
 
 
 def test_a_title_that_looks_like_an_arrow_waits_on_nothing() -> None:

@@ -178,3 +178,89 @@ def test_each_view_shows_the_tree(web: Web, browser, tmp_path: Path) -> None:
         page.save_screenshot(str(shots / f"{view}.png"))
     print(f"screenshots of the views: {shots}")
     assert sorted(p.name for p in shots.iterdir()) == sorted(f"{v}.png" for v in VIEWS)
+
+
+def test_what_each_session_bead_and_convoy_spent_shows_live(web: Web, browser) -> None:
+    convoy = web.cli("rdwr", "agent/convoys/ctl", input='new "OAuth" "Log in with OAuth"\n').split()[0]
+    bead = web.cli("rdwr", "agent/beads/ctl", input=f'new "Implement OAuth" developer "Add it" convoy={convoy}\n').split()[0]
+    for name in ("dev", "counter"):
+        web.cli("write", "agent/ctl", f"new sim /tmp name={name}")
+    web.cli("write", f"agent/beads/{bead}/ctl", "claim dev")
+    page = logged_in(browser(), web)
+    row = '#sessions tr[data-name="dev"]'
+    wait_for(page, lambda d: text(d, f"{row} td.spent") == "-", "dev's row with nothing spent")
+    web.cli("write", "agent/dev/in", input="work sim:usage=100,20,0.75\n")
+    web.cli("write", "agent/counter/in", input="count sim:usage=1200,34\n")  # no cost reported: its tokens
+    for name in ("dev", "counter"):
+        assert web.cli("read", f"agent/{name}/wait").startswith("await")
+    wait_for(page, lambda d: text(d, f"{row} td.spent") == "$0.75", "dev's spending, without a reload")
+    wait_for(page, lambda d: text(d, '#sessions tr[data-name="counter"] td.spent') == "1.2k tok", "counter's tokens")
+    assert text(page, "#total") == "total spent $0.75+ in 2 turns, 1.4k tok"
+    act(page, 'nav button[data-view="beads"]', lambda button: button.click(), "the beads tab")
+    wait_for(page, lambda d: "spent $0.75" in text(d, f'.bead[data-id="{bead}"]'), "the bead's spending")
+    act(page, 'nav button[data-view="convoys"]', lambda button: button.click(), "the convoys tab")
+    wait_for(page, lambda d: text(d, f'#convoys tr[data-id="{convoy}"] td.spent') == "$0.75", "the convoy's spending")
+
+
+def test_a_session_s_view_shows_its_stream_live_its_out_and_why_it_is_in_error(web: Web, browser, tmp_path: Path) -> None:
+    web.cli("write", "agent/ctl", "new sim /tmp name=dev budget=0.5")
+    web.cli("write", "agent/ctl", "new sim /tmp name=other")
+    page = logged_in(browser(), web, "session=dev")
+    wait_for(page, lambda d: text(d, "#session-status") == "idle", "dev's view, idle")
+    web.cli("write", "agent/other/in", input="not looked at\n")  # another session's turn shows nowhere here
+    web.cli("write", "agent/dev/in", input="sim:hang\n")
+    wait_for(page, lambda d: "dev, turn 1: hanging until interrupted" in text(d, "#session-stream"),
+             "the running turn's stream, live")
+    wait_for(page, lambda d: text(d, "#session-status") == "running", "dev's status: running (from its status file)")
+    web.cli("write", "agent/dev/ctl", "interrupt")
+    # what an agent wrote is shown as text: a tag in it makes no element
+    web.cli("write", "agent/dev/in", input="<img src=x onerror=alert(1)> sim:usage=10,10,0.75\n")
+    assert web.cli("read", "agent/dev/wait").startswith("await")
+    wait_for(page, lambda d: "<img src=x onerror=alert(1)>" in text(d, "#session-out"), "the turn's answer, from out")
+    wait_for(page, lambda d: "turn 2: this answer comes" in text(d, "#session-stream"), "the second turn's stream")
+    assert "hanging" not in text(page, "#session-stream"), "a new turn's stream replaces the last one's"
+    assert page.execute_script("return document.querySelectorAll('#session img').length") == 0
+    assert "not looked at" not in text(page, "#session")
+    web.cli("write", "agent/dev/in", input="next one\n")  # the budget is spent: the turn does not start
+    wait_for(page, lambda d: "budget spent: session dev spent $0.7500 of its $0.5" in text(d, "#session-why"),
+             "why dev is in error")
+    assert text(page, "#session-status") == "error"  # one event: the status and why
+    wait_for(page, lambda d: "budget spent" in text(d, "#session-errors"), "dev's lines of errors")
+    page.save_screenshot(str(shot := tmp_path / "session.png"))
+    print(f"a screenshot of dev's view: {shot}")
+    act(page, '#sessions tr[data-name="other"] a', lambda link: link.click(), "other's link")
+    wait_for(page, lambda d: "not looked at" in text(d, "#session-out"), "other's view, from its name in the table")
+    assert page.execute_script("return location.hash") == "#session=other"
+    assert not page.find_element("css selector", "#session-why").is_displayed()
+
+
+def test_a_session_that_is_not_there_says_so_and_a_bad_name_is_refused(web: Web, browser) -> None:
+    page = logged_in(browser(), web, "session=nobody")
+    wait_for(page, lambda d: "nobody" in text(d, "#session-why"), "the page to say there is no such session")
+    cookies = {c["name"]: c["value"] for c in page.get_cookies()}
+    answer = httpx.get(f"{web.base}/session", params={"name": "../usage"}, cookies=cookies, timeout=WAIT_HTTP)
+    assert answer.status_code == 400 and "is no session's name" in answer.text, (answer.status_code, answer.text)
+
+
+def open_fids(trace: str, wnames: str) -> set[tuple[str, str]]:
+    """(connection, fid) of each fid the trace shows walked to `wnames` and not clunked since."""
+    walked: set[tuple[str, str]] = set()
+    for line in trace.splitlines():
+        words = line.split()
+        if len(words) > 8 and words[2] == "Twalk" and line.endswith(f"wnames [{wnames}]"):  # c3 -> Twalk tag 7 fid 1 newfid 9 ...
+            walked.add((words[0], words[8]))
+        elif len(words) > 6 and words[2] == "Tclunk":  # c3 -> Tclunk tag 8 fid 9
+            walked.discard((words[0], words[6]))
+    return walked
+
+
+def test_the_web_reads_a_session_s_stream_only_while_a_page_looks_at_it(web: Web, browser) -> None:
+    for name in ("dev", "other"):
+        web.cli("write", "agent/ctl", f"new sim /tmp name={name}")
+    page = logged_in(browser(), web, "session=dev")
+    wait_for(page, lambda d: open_fids(web.srv.trace(), "dev stream"), "the web to follow dev's stream")
+    act(page, '#sessions tr[data-name="other"] a', lambda link: link.click(), "other's link")
+    wait_for(page, lambda d: not open_fids(web.srv.trace(), "dev stream"), "dev's stream to be let go")
+    wait_for(page, lambda d: open_fids(web.srv.trace(), "other stream"), "the web to follow other's stream")
+    act(page, 'nav button[data-view="beads"]', lambda button: button.click(), "the beads tab")
+    wait_for(page, lambda d: not open_fids(web.srv.trace(), "other stream"), "other's stream to be let go")

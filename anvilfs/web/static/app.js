@@ -26,15 +26,18 @@ function fill(container, nodes, emptyNote) {
 // ------------------------------------------------------------ views
 
 function sessionRow(s) {
-  const name = el("td", {}, s.name);
+  const name = el("td", {}, el("a", { href: `#session=${encodeURIComponent(s.name)}`, title: "its output and stream" }, s.name));
   if (s.simulated) name.append(el("span", { class: "simulated" }, "simulated"));
-  return el("tr", { "data-name": s.name }, name, el("td", {}, status(s.status)), el("td", {}, s.role),
-    el("td", { class: "queue" }, s.queue), el("td", { class: "last" }, s.last), el("td", {}, s.backend),
-    el("td", { class: "cwd" }, s.cwd));
+  const row = el("tr", { "data-name": s.name }, name, el("td", {}, status(s.status)), el("td", {}, s.role),
+    el("td", { class: "queue" }, s.queue), el("td", { class: "spent" }, s.spent), el("td", { class: "last" }, s.last),
+    el("td", {}, s.backend), el("td", { class: "cwd" }, s.cwd));
+  if (watching && watching.name === s.name) row.classList.add("looked");
+  return row;
 }
 
 function drawSessions(view) {
   fill($("#sessions tbody"), view.sessions.map(sessionRow), "#sessions-empty");
+  $("#total").textContent = view.total;
   $("#events").replaceChildren(...view.events.slice().reverse().map((line) => el("li", {}, line)));
   $("#count-sessions").textContent = view.sessions.length || "";
 }
@@ -45,6 +48,7 @@ function beadCard(b) {
     el("div", { class: "title" }, b.title || b.id),
     el("div", { class: "meta" }, el("span", { class: "id" }, b.id), " · role ", b.role, " "), status(b.status),
     el("div", { class: "claim" }, claim));
+  if (b.spent !== "-") card.append(el("div", { class: "meta" }, "spent ", el("span", { class: "spent" }, b.spent)));
   if (b.waits_on.length) card.append(el("div", { class: "meta" }, `waits on ${b.waits_on.join(", ")}`));
   return card;
 }
@@ -64,7 +68,7 @@ function convoyRow(c) {
   const bar = el("progress", { max: Math.max(c.total, 1), value: c.done });
   return el("tr", { "data-id": c.id }, el("td", { class: "id" }, c.id), el("td", {}, c.title),
     el("td", {}, status(c.status)), el("td", { class: "progress" }, bar, ` ${c.done}/${c.total} completed`),
-    el("td", {}, c.coordinator));
+    el("td", { class: "spent" }, c.spent), el("td", {}, c.coordinator));
 }
 
 function drawConvoys(view) {
@@ -121,6 +125,56 @@ function draw(view) {
   $("#error").textContent = view.error;
 }
 
+// ------------------------------------------------------------ one session looked at: /session?name=NAME
+
+const STREAM_SHOWN = 65536; // characters of the live stream kept in the page
+let watching = null; // { name, source }: the session looked at, and its own event stream
+
+function drawSession(s) {
+  $("#session-status").replaceChildren(status(s.status));
+  const why = $("#session-why");
+  why.hidden = !(s.status === "error" && s.detail);
+  why.textContent = s.detail ? `why: ${s.detail}` : "";
+  const errors = $("#session-errors");
+  errors.replaceChildren(...s.errors.map((line) => el("li", {}, line)));
+  errors.hidden = s.errors.length === 0;
+  $("#session-out").textContent = s.out;
+  const more = $("#session-out-more");
+  more.hidden = s.out_more === 0;
+  more.textContent = `… ${s.out_more} characters more: anvilfs read agent/${s.name}/out`;
+}
+
+function addStream(text) {
+  const box = $("#session-stream");
+  const follow = box.scrollTop + box.clientHeight >= box.scrollHeight - 4;
+  box.append(text);
+  if (box.textContent.length > STREAM_SHOWN) box.textContent = box.textContent.slice(-STREAM_SHOWN);
+  if (follow) box.scrollTop = box.scrollHeight;
+}
+
+function look(name) {
+  if (watching && watching.name === name) return;
+  if (watching) watching.source.close();
+  watching = null;
+  $("#session").hidden = !name;
+  for (const row of document.querySelectorAll("#sessions tbody tr")) row.classList.toggle("looked", row.dataset.name === name);
+  if (!name) return;
+  $("#session-name").textContent = name;
+  for (const id of ["#session-status", "#session-stream", "#session-out", "#session-errors"]) $(id).replaceChildren();
+  $("#session-why").hidden = true;
+  $("#session-out-more").hidden = true;
+  const source = new EventSource(`/session?name=${encodeURIComponent(name)}`);
+  watching = { name, source };
+  source.addEventListener("session", (event) => drawSession(JSON.parse(event.data)));
+  source.addEventListener("turn", () => $("#session-stream").replaceChildren());
+  source.addEventListener("stream", (event) => addStream(JSON.parse(event.data).text));
+  source.addEventListener("gone", (event) => {
+    source.close();
+    $("#session-why").hidden = false;
+    $("#session-why").textContent = JSON.parse(event.data).error;
+  });
+}
+
 // ------------------------------------------------------------ actions
 
 function say(text, failed) {
@@ -145,9 +199,16 @@ async function answer(verb, id, reason) {
 
 // ------------------------------------------------------------ tabs and the live stream
 
-function show(name) {
+function show(hash) {
+  // #session=NAME: the sessions view, looking at NAME
+  let name = hash, session = "";
+  if (hash.startsWith("session=")) {
+    name = "sessions";
+    try { session = decodeURIComponent(hash.slice("session=".length)); } catch { session = ""; }
+  }
   const known = ["sessions", "beads", "convoys", "mail"];
   const view = known.includes(name) ? name : "sessions";
+  look(view === "sessions" ? session : "");
   for (const section of document.querySelectorAll("main section")) section.hidden = section.dataset.view !== view;
   for (const button of document.querySelectorAll("nav button")) button.classList.toggle("current", button.dataset.view === view);
 }
