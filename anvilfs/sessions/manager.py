@@ -19,12 +19,11 @@ from collections.abc import Callable
 import trio
 
 from ..domain_events import BudgetSpent, EventBus, SessionEnded, SessionMoved
-from ..errors import AnvilError, Busy, InvalidRequest, LimitExceeded, NameTaken, NotFound, TooMany
+from ..errors import AnvilError, Busy, InvalidRequest, LimitExceeded, NotFound, TooMany
 from ..journal import Journal, timestamp
 from ..waitable import Later
 from .backend import Backend, SessionInfo
-from .options import NAME, RestartPolicy, SessionLimits, check_new
-from . import turns
+from .options import RestartPolicy, SessionLimits, check_name, check_new
 from .owned import Owners
 from .restore import restore_all
 from .runner import finish_turn, run_session
@@ -32,7 +31,7 @@ from .session import Definition, Prompt, Session
 from .states import ACCEPTS_PROMPTS, Event, State
 from .saving import SessionSaver
 from .store import SessionStore
-from .turns import Outcome, Word, Writer
+from .turns import hear_hook
 
 log = logging.getLogger("anvilfs.sessions")
 
@@ -175,17 +174,7 @@ class Sessions:
         return session
 
     def check_name(self, name: str) -> str:
-        if not NAME.match(name):
-            raise InvalidRequest(f"name a session with 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit: {name!r} is invalid")
-        if name in self.reserved:
-            raise NameTaken(f"choose another name: {name!r} is reserved for a file beside the sessions (the "
-                            f"server's own: {', '.join(sorted(self.reserved))})")
-        if name in self._sessions:
-            raise NameTaken(f"choose another name: a session named {name!r} already exists")
-        if self.store is not None and name in self.store.unreadable:
-            raise NameTaken(f"choose another name: an earlier session {name!r} in {self.store.where} could not be "
-                            "read (see agent/events from the start); mend or remove its row to use the name")
-        return name
+        return check_name(name, self.reserved, self._sessions, self.store)
 
     def next_name(self) -> str:
         while True:
@@ -348,18 +337,7 @@ class Sessions:
         """An agent's hook wrote running/await to its status: what it does is turns.py's AGENT rows (a
         writer and a late word are Owners.hook's to refuse first)."""
         session = self.get(name)
-        said = Word.of(word)
-        outcome = turns.decide(Writer.AGENT, said, turns.phase(session))
-        if outcome is Outcome.BAD_WORD:
-            raise turns.refusal(outcome, session, said, word)
-        if not session.agent.hook(word):  # the agent hears it first, and says whether it takes hook words
-            raise turns.refusal(turns.decide(Writer.HOOKLESS, said, turns.phase(session)), session, said, word)
-        if outcome is Outcome.BEGIN:  # a person typed into the agent directly
-            session.begin_turn(Prompt("(typed into the agent's terminal)", "terminal"))
-        elif outcome is Outcome.END:
-            session.end_turn(turns.event(said))
-        elif outcome not in (Outcome.HEARD, Outcome.AGENT_ENDS):  # the runner's turn ends when the agent sees await
-            raise turns.refusal(outcome, session, said, word)
+        hear_hook(session, word)
         # The hook's write is answered only once what it said is on disk (the agent's saved() notes a
         # turn's await), so a server killed right after answering still knows the turn ended.
         self.save(session)

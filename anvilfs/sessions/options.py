@@ -8,7 +8,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ..errors import InvalidRequest, NotFound
+from ..errors import InvalidRequest, NameTaken, NotFound
 from ..journal import has_line_breakers, one_line
 from .backend import Backend
 
@@ -65,6 +65,23 @@ def check_new(backends: dict[str, Backend], roles: Callable[[], dict], backend: 
         known = ", ".join(sorted(roles())) or "none (add ROLE.md files to the roles directory)"
         raise NotFound(f"no such role {role!r}; known roles: {known}")
     return chosen
+
+
+def check_name(name: str, reserved: frozenset[str], live, store) -> str:
+    """`name` if a new session may take it: valid, not the server's, not live (`live`: names in use), not
+    one the store could not read (`store`: the SessionStore, None without one)."""
+    if not NAME.match(name):
+        raise InvalidRequest(f"name a session with 1-64 letters, digits, '.', '_' or '-', starting with a letter or "
+                             f"digit: {name!r} is invalid")
+    if name in reserved:
+        raise NameTaken(f"choose another name: {name!r} is reserved for a file beside the sessions (the "
+                        f"server's own: {', '.join(sorted(reserved))})")
+    if name in live:
+        raise NameTaken(f"choose another name: a session named {name!r} already exists")
+    if store is not None and name in store.unreadable:
+        raise NameTaken(f"choose another name: an earlier session {name!r} in {store.where} could not be "
+                        "read (see agent/events from the start); mend or remove its row to use the name")
+    return name
 
 
 def free_name(name: str, taken: Callable[[str], bool]) -> str:

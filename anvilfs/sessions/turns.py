@@ -57,6 +57,7 @@ import enum
 from ..errors import AnvilError, Busy, InvalidRequest, NotPermitted
 from ..hookwords import NO_TURN
 from ..journal import one_line
+from .session import Prompt
 from .states import TRANSITIONS, Event, State, advance
 
 
@@ -222,3 +223,20 @@ def refusal(outcome: Outcome, session, word: Word, text: str = "", uname: str = 
                         f"of the running turn, and {name} is {session.status_line()}"),
     }[outcome]
     return REFUSALS[outcome](message)
+
+
+def hear_hook(session, word: str) -> None:
+    """An agent's hook wrote running/await to its status: the AGENT rows say what it does (Sessions.hook saves
+    it after)."""
+    said = Word.of(word)
+    outcome = decide(Writer.AGENT, said, phase(session))
+    if outcome is Outcome.BAD_WORD:
+        raise refusal(outcome, session, said, word)
+    if not session.agent.hook(word):  # the agent hears it first, and says whether it takes hook words
+        raise refusal(decide(Writer.HOOKLESS, said, phase(session)), session, said, word)
+    if outcome is Outcome.BEGIN:  # a person typed into the agent directly
+        session.begin_turn(Prompt("(typed into the agent's terminal)", "terminal"))
+    elif outcome is Outcome.END:
+        session.end_turn(event(said))
+    elif outcome not in (Outcome.HEARD, Outcome.AGENT_ENDS):  # the runner's turn ends when the agent sees await
+        raise refusal(outcome, session, said, word)
