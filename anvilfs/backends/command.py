@@ -68,7 +68,7 @@ from ..config.model import CommandBackendConfig, placeholders
 from ..sessions.backend import Agent, AgentExited, AgentFailed, Backend, NothingToResume, Output, SessionInfo, TurnFailed
 from .conversation import TurnGate, found_in, look_up
 from .agent_tools import Wiring, wire, wiring_for, with_tools
-from .output_formats import reader_for
+from .output_formats import OutputReader, names_conversations, reader_for
 
 KILL_GRACE = 2.0  # seconds between SIGTERM and SIGKILL
 DRAIN_GRACE = 1.0  # seconds to finish reading after exit (a leftover child may hold the pipes)
@@ -130,6 +130,9 @@ class CommandAgent(Agent):
         # the CLI may have saved it, or not (cut short as it started)
         self.unsure = bool(saved.get("unsure"))
         self._wiring: Wiring | None = None
+        # what the output's reader keeps for the conversation's next run (output_formats.py: reader.memory)
+        self.memory: dict = dict(saved.get("memory") or {})
+        self._reader: OutputReader | None = None  # the last run's
 
     async def start(self) -> None:
         why = _missing(self.config)
@@ -140,9 +143,11 @@ class CommandAgent(Agent):
         self.turns = 0
         self.conversation = str(uuid.uuid4())
         self.unsure = False
+        self.memory = {}
 
     def saved(self) -> dict:
-        return {"turns": self.turns, "conversation": self.conversation} | ({"unsure": True} if self.unsure else {})
+        return ({"turns": self.turns, "conversation": self.conversation} | ({"unsure": True} if self.unsure else {})
+                | ({"memory": self.memory} if self.memory else {}))
 
     async def stop(self) -> None:
         self._signal(signal.SIGTERM)
@@ -158,7 +163,7 @@ class CommandAgent(Agent):
     # ------------------------------------------------------------ a turn
 
     async def turn(self, prompt: str, output: Output) -> None:
-        learning = bool(self.config.conversation_pattern) and not self.turns
+        learning = self._names_its_own and not self.turns
         # "the latest conversation" is this turn's only if no other turn of the backend ends meanwhile
         alone = self.config.one_at_a_time or (learning and self.config.conversation_argv)
         gate = self.gate.alone() if alone else self.gate.together()
@@ -179,38 +184,52 @@ class CommandAgent(Agent):
         """One run of the program for the prompt; after a first turn, the id learnt, or what its failure leaves."""
         first = not self.turns  # this run begins a conversation
         try:
-            stderr = await self._run(prompt, output)
+            await self._run(prompt, output)
         except BaseException:
             if first:
                 self._after_failed_first_turn()
             raise
-        if first and self.config.conversation_pattern:
-            await self._learn_conversation(stderr, output)
+        if first and self._names_its_own:
+            await self._learn_conversation(output)
+
+    @property
+    def _names_its_own(self) -> bool:
+        """The CLI names its conversations: in its stderr or elsewhere (conversation_pattern), or in its output."""
+        return bool(self.config.conversation_pattern) or names_conversations(self.config.output_format)
 
     def _after_failed_first_turn(self) -> None:
         """A new conversation next, or (restart_after_failed_first_turn = false) this one resumed: see the docstring."""
         if self.config.restart_after_failed_first_turn or not self.turns:  # not self.turns: nothing ran
             return self.clear()
-        if self.config.conversation_pattern:  # the CLI names it: in the header it printed, if it got that far
+        if self._names_its_own:  # in the output or the header it printed, if it got that far
             try:
-                self.conversation = found_in(self._stderr.text(), self.config.conversation_pattern, "stderr")
+                self.conversation = self._told_conversation("stderr")
             except ValueError:
                 return self.clear()
         self.unsure = True
 
-    async def _learn_conversation(self, stderr: _Tail, output: Output) -> None:
+    async def _learn_conversation(self, output: Output) -> None:
         pattern = self.config.conversation_pattern
         try:
-            if self.config.conversation_argv:
+            if self.config.conversation_argv and not _named_conversation(self._reader):
                 argv = self._fill(self.config.conversation_argv, "")
                 env = {**self.config.env, **self.session.env}
                 self.conversation = await look_up(argv, pattern, cwd=self.session.cwd, env=env)
             else:
-                self.conversation = found_in(stderr.text(), pattern, f"the stderr of {self.config.argv[0]}")
+                self.conversation = self._told_conversation(f"the stderr of {self.config.argv[0]}")
         except ValueError as exc:
             self.turns = 0
             output.note(f"cannot learn the id of the conversation this turn began: {exc}; "
                         "the next turn begins a new conversation")
+
+    def _told_conversation(self, where: str) -> str:
+        """The id of the conversation the last run began, as its output named it, or its stderr (where); else
+        ValueError."""
+        if named := _named_conversation(self._reader):
+            return named
+        if not self.config.conversation_pattern:
+            raise ValueError(f"the output of {self.config.argv[0]} named none")
+        return found_in(self._stderr.text(), self.config.conversation_pattern, where)
 
     async def _run(self, prompt: str, output: Output) -> _Tail:
         """One run of the program for the prompt; its stderr (kept for the transcript).
@@ -226,7 +245,9 @@ class CommandAgent(Agent):
         self.turns += 1
         stderr = self._stderr = _Tail(STDERR_KEEP)
         stdout = _Tail(STDOUT_KEEP)
-        reader = reader_for(self.config.output_format, output)
+        reader = self._reader = reader_for(self.config.output_format, output)
+        if hasattr(reader, "memory"):
+            reader.memory = dict(self.memory)
 
         def write(text: str) -> None:
             stdout.keep_text(text)
@@ -240,6 +261,7 @@ class CommandAgent(Agent):
                 await _reap(process)
             self.pid = self._process = None
             reader.close()
+            self.memory = dict(getattr(reader, "memory", self.memory))
             if stderr.text():
                 output.note(stderr.text())
         if timer.cancelled_caught:
@@ -334,6 +356,12 @@ class CommandAgent(Agent):
 
 
 # ---------------------------------------------------------------- helpers
+
+
+def _named_conversation(reader: OutputReader | None) -> str:
+    """The conversation id the last run's output named (a reader's conversation(), output_formats.py); ""."""
+    conversation = getattr(reader, "conversation", None)
+    return conversation() if conversation is not None else ""
 
 
 async def _feed(stdin: trio.abc.SendStream, data: bytes) -> None:

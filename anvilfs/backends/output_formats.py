@@ -125,9 +125,13 @@ def brief(text: str, limit: int = 160) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-FORMATS: dict[str, Callable[[Output], OutputReader]] = {
-    "text": TextReader,
-}
+def _formats() -> dict[str, Callable[[Output], OutputReader]]:
+    from .output_codex import CodexReader  # they build on this module
+
+    return {"text": TextReader, "codex-json": CodexReader}
+
+
+FORMATS = _formats()
 
 
 def reader_for(name: str, output: Output) -> OutputReader:

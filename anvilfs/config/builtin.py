@@ -38,13 +38,14 @@ BUILTIN_BACKENDS: dict[str, dict] = {
         # exec asks for no approvals; workspace-write lets codex's tools write in the session's
         # cwd (and /tmp) inside its sandbox, nowhere else. Its default, read-only, is no coding
         # agent, and a resumed session does not keep its first turn's sandbox: both runs say it.
-        "argv": ["codex", "exec", "--sandbox", "workspace-write", "--skip-git-repo-check", "-"],
-        "resume_argv": ["codex", "exec", "--sandbox", "workspace-write", "--skip-git-repo-check",
+        # --json: its events on stdout (backends/output_codex.py): the answer, tool calls for `stream`, the
+        # tokens spent. codex names its sessions itself: the first event has the id (thread.started), in
+        # each turn's own output, so two first turns at once cannot take each other's.
+        "argv": ["codex", "exec", "--json", "--sandbox", "workspace-write", "--skip-git-repo-check", "-"],
+        "resume_argv": ["codex", "exec", "--json", "--sandbox", "workspace-write", "--skip-git-repo-check",
                         "resume", "{conversation}", "-"],
-        # codex names its sessions itself; the header it prints on stderr has the id. Each
-        # turn's own stderr: two first turns at once cannot take each other's.
-        "conversation_pattern": r"(?m)^session id: ([0-9a-fA-F-]{36})$",
-        # codex keeps a failed or interrupted prompt in its session (the id is in the failed turn's header),
+        "output_format": "codex-json",
+        # codex keeps a failed or interrupted prompt in its session (the id is in the failed turn's output),
         # unless cut short before it wrote the session's file, when resume says so.
         "restart_after_failed_first_turn": False,
         "missing_conversation_pattern": r"no rollout found for thread id",

@@ -77,10 +77,11 @@ def test_a_second_turn_resumes_codex_s_own_session(stub, tmp_path):
     assert second == f"{TAG} turn 2: you said the second words\n"
     resumed = answered(stub, "the second words")
     assert said(resumed) == [("user", "the first words"), ("assistant", first.strip()), ("user", "the second words")]
-    # the id anvilfs learnt from stderr is the one codex sends as its session's: the same both turns
+    # the id anvilfs learnt from codex's output (thread.started) is the one codex sends as its session's: the
+    # same both turns
     ids = session_ids(stub, "the first words", "the second words")
     assert len(ids) == 1 and re.fullmatch(r"[0-9a-f-]{36}", next(iter(ids))), ids
-    assert log.count(f"session id: {next(iter(ids))}") == 2, log  # both headers, in the transcript
+    assert log.count(f"codex thread {next(iter(ids))}") == 2, log  # both runs named it, in the transcript
 
 
 def overlapping(prompts: set[str]) -> Callable[[Request], Reply]:
@@ -157,9 +158,9 @@ def test_an_error_from_the_model_ends_the_turn_and_the_session_goes_on(stub, tmp
         status_429 = cli(srv, "read", "agent/a/status")
         after = turn(srv, "a", "hello again")
         log = cli(srv, "read", "agent/a/log")
-    # codex's own words, its last line on stderr (it says nothing on stdout), in status and the log
+    # codex's own words (its turn.failed event), in status and the log
     for status, number in ((status_500, 2), (status_429, 3)):
-        assert status.startswith("error exit status 1: ERROR: "), status
+        assert status.startswith("error exit status 1: "), status
         assert f"--- failed {number} at " in log and status.removeprefix("error ").strip() in log, log
     assert "We’re currently experiencing high demand" in status_500, status_500
     assert "exceeded retry limit, last status: 429 Too Many Requests" in status_429, status_429

@@ -29,6 +29,7 @@ is answered, and ``stub.wait_for`` waits (with a deadline) for one.
 
 from __future__ import annotations
 
+import itertools
 import json
 import socket
 import sys
@@ -80,6 +81,7 @@ class Request:
     tools: list[str] = field(default_factory=list)  # names of the tools offered
     model: str = ""
     stream: bool = False
+    usage: dict = field(default_factory=dict)  # the usage the stub's answer reported, in the dialect's own keys
 
     @property
     def users(self) -> list[str]:
@@ -97,6 +99,15 @@ class Request:
     def mentions(self, text: str) -> bool:
         """Whether any message of the conversation contains text."""
         return any(text in said for _, said in self.messages)
+
+
+_spent = itertools.count(1)
+
+
+def spent() -> int:
+    """A number that differs for every answer (1, 2, ...): dialects derive the usage they report from it, so that
+    a sum over a turn's requests tells which requests were counted."""
+    return next(_spent)
 
 
 def directives(request: Request) -> Reply:
