@@ -127,8 +127,9 @@ def brief(text: str, limit: int = 160) -> str:
 
 def _formats() -> dict[str, Callable[[Output], OutputReader]]:
     from .output_codex import CodexReader  # they build on this module
+    from .output_gemini import GeminiReader
 
-    return {"text": TextReader, "codex-json": CodexReader}
+    return {"text": TextReader, "codex-json": CodexReader, "gemini-json": GeminiReader}
 
 
 FORMATS = _formats()

@@ -60,12 +60,18 @@ BUILTIN_BACKENDS: dict[str, dict] = {
         # Headless because stdin is no terminal; the prompt comes on stdin (argv would show it in ps).
         # auto_edit: its file tools (write_file, replace) run without asking, shell commands are not
         # offered. In a folder it does not trust, Gemini CLI refuses to run headless (README: backends).
-        "argv": ["gemini", "--approval-mode", "auto_edit", "--session-id", "{conversation}"],
-        "resume_argv": ["gemini", "--approval-mode", "auto_edit", "--resume", "{conversation}"],
+        # stream-json: its events on stdout (backends/output_gemini.py): the answer, tool calls for `stream`,
+        # the tokens spent, a failed model call's own text.
+        "argv": ["gemini", "--approval-mode", "auto_edit", "--output-format", "stream-json",
+                 "--session-id", "{conversation}"],
+        "resume_argv": ["gemini", "--approval-mode", "auto_edit", "--output-format", "stream-json",
+                        "--resume", "{conversation}"],
+        "output_format": "gemini-json",
         "env": {"NO_COLOR": "1"},  # its fatal errors come in red otherwise
         "mcp": True,  # anvilfs's tools: backends/agent_tools.py
-        # A failed model call ends with "An unexpected critical error occurred:[object Object]", a
-        # failed resume with advice: the API's own text, or why the resume failed, is further up.
+        # A failed model call's text is in the output's result; should none come, its stderr ends with "An
+        # unexpected critical error occurred:[object Object]", a failed resume (which stops before any
+        # output) with advice: the API's own text, or why the resume failed, is further up.
         # A failed first prompt is dropped from its session, which it then will neither resume nor start.
         "restart_after_failed_first_turn": True,
         "reason_pattern": r"(?:Error when talking to Gemini API.*? (?=\w*Error: )|(?=Error resuming session: ))(.+)",
