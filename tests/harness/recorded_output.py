@@ -40,3 +40,11 @@ class RecordedOutput:
     def spent(self) -> Usage | None:
         """The turn's usage: the sum of the reports, None without any (as sessions/session.py Turn sums them)."""
         return sum(self.reports[1:], self.reports[0]) if self.reports else None
+
+
+def feed_in_pieces(reader, text: str, pieces: int = 7) -> None:
+    """Feed a reader text as a pipe might give it, in pieces that split lines anywhere, then close it."""
+    step = len(text) // pieces + 1
+    for start in range(0, len(text), step):
+        reader.feed(text[start:start + step])
+    reader.close()

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.recorded_output import RecordedOutput
+from harness.recorded_output import RecordedOutput, feed_in_pieces
 
 from anvilfs.backends.output_codex import CodexReader
 from anvilfs.usage import Usage
@@ -27,10 +27,7 @@ def run(name: str, memory: dict | None = None, pieces: int = 7) -> tuple[CodexRe
     output = RecordedOutput()
     reader = CodexReader(output)
     reader.memory = dict(memory or {})
-    step = len(text) // pieces + 1
-    for start in range(0, len(text), step):
-        reader.feed(text[start:start + step])
-    reader.close()
+    feed_in_pieces(reader, text, pieces)
     return reader, output
 
 

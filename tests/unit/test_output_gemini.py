@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.recorded_output import RecordedOutput
+from harness.recorded_output import RecordedOutput, feed_in_pieces
 
 from anvilfs.backends.output_gemini import GeminiReader
 from anvilfs.usage import Usage
@@ -25,10 +25,7 @@ def run(name: str, pieces: int = 5) -> tuple[GeminiReader, RecordedOutput]:
     text = (FIXTURES / name).read_text()
     output = RecordedOutput()
     reader = GeminiReader(output)
-    step = len(text) // pieces + 1
-    for start in range(0, len(text), step):
-        reader.feed(text[start:start + step])
-    reader.close()
+    feed_in_pieces(reader, text, pieces)
     return reader, output
 
 
