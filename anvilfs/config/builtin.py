@@ -105,6 +105,9 @@ BUILTIN_BACKENDS: dict[str, dict] = {
                  "--chat-history-file", ".aider.chat.history.anvilfs-{conversation}.md", "--restore-chat-history",
                  "--message", "{prompt}"],
         "prompt": "argument",
+        # its text is the answer, as it comes; the "Tokens: ... Cost: ..." lines after each request are what
+        # the turn spent (backends/output_aider.py)
+        "output_format": "aider-text",
         # aider writes a prompt to its chat history as it starts on it: a first turn that failed or was cut
         # short is restored by the next run from the same file (no resume to fail: a missing file is a new chat)
         "restart_after_failed_first_turn": False,
