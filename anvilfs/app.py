@@ -19,7 +19,9 @@ from .mail import store as mail_store
 from .mail.imported import import_mail_files
 from .sessions import SERVER_NAMES, SESSIONS_SCHEMA, Backend, RestartPolicy, SessionLimits, Sessions, SessionStore, State
 from .storage import HISTORY_SCHEMA, Database, GitHistory, PrivateDir, TomlObjects
+from .spending import Spending
 from .teamwork import Teamwork
+from .usage.ledger import SCHEMA as USAGE_SCHEMA
 from .workspaces import SCHEMA as WORKSPACES_SCHEMA
 from .workspaces import Records, Workspaces
 from .worktrees import MergeConfig
@@ -31,6 +33,7 @@ SCHEMA = "\n".join([
     mail_store.SCHEMA,
     HISTORY_SCHEMA,
     WORKSPACES_SCHEMA,
+    USAGE_SCHEMA,
 ])
 
 
@@ -86,8 +89,11 @@ class App:
         self.workspaces = Workspaces(Records(self.db), os.path.join(state.path, "worktrees") if state else "",
                                      merge_config, self.bus.publish)
         self.teamwork = Teamwork(self.sessions, self.board, self.post, self.workspaces, self.bus)
+        # what the agents spend, counted to the beads and convoys they work on, and the budgets that hold them
+        self.spending = Spending(self.sessions, self.board, self.post, self.bus, self.db)
         self.tree = AgentTree(self.sessions, self.events, self.errors, board=self.board, convoys=self.convoys,
-                              post=self.post, report=self.record_error, teamwork=self.teamwork)
+                              post=self.post, report=self.record_error, teamwork=self.teamwork,
+                              spending=self.spending)
         # a session may not be named as a file beside it, nor as one the server keeps the name for
         self.sessions.reserved = self.tree.root.fixed_names() | SERVER_NAMES
         self.bus.subscribe(SessionMoved, self._session_failed)

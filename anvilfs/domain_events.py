@@ -39,6 +39,14 @@ class SessionMoved:
 
 
 @dataclass(frozen=True, slots=True)
+class BudgetSpent:
+    """A session's queued prompt did not start: a budget it is held to is spent (it is in `error`, saying so)."""
+
+    session: str
+    why: str
+
+
+@dataclass(frozen=True, slots=True)
 class SessionRenamed:
     """A restored session took a new name (its old one is reserved now): what was kept under the old name
     follows it (its mailbox, the beads it holds, the convoys it coordinates)."""
@@ -167,6 +175,8 @@ def render(event) -> str | None:
             return f"{session} {line}"
         case SessionEnded():
             return None  # the move that ended it was a line already
+        case BudgetSpent():
+            return None  # its move to error (saying why) and the BUDGET_SPENT mail report it
         case SessionRenamed(old=old, new=new, why=why):
             return f"{new} renamed from {old}: {why}"
     raise TypeError(f"no events line for {type(event).__name__}")

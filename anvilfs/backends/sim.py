@@ -14,6 +14,8 @@ A prompt may ask for behaviour a test needs:
             session's cwd and inside it (parents made, the file replaced); several such lines write
             several files, in order. A path that is absolute, has a `..` or leads out of cwd through a
             symbolic link fails the turn, and then nothing is written
+  sim:usage=IN,OUT[,USD]  the turn reports that it spent IN input and OUT output tokens (and USD
+            dollars; without it, no cost): simulated figures, for budgets' demos and tests (docs/usage.md)
 """
 
 from __future__ import annotations
@@ -24,10 +26,12 @@ import re
 import trio
 
 from ..sessions.backend import Agent, AgentExited, Backend, Output, SessionInfo, TurnFailed
+from ..usage import Usage
 from . import sim_write
 
 
 _ISSUES = re.compile(r"\bsim:issues=(\d+)")
+_USAGE = re.compile(r"\bsim:usage=(\d{1,12}),(\d{1,12})(?:,(\d{1,6}(?:\.\d{1,9})?))?")
 
 
 class SimBackend(Backend):
@@ -81,6 +85,9 @@ class SimAgent(Agent):
         for piece in pieces:
             await trio.sleep(self.step_delay)
             output.write(piece)
+        if spent := _USAGE.search(prompt):
+            tokens_in, tokens_out, usd = spent.groups()
+            output.usage(Usage(int(tokens_in), int(tokens_out), cost_usd=float(usd) if usd else None))
 
     async def kill(self) -> None:
         return None

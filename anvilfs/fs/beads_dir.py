@@ -52,8 +52,20 @@ def board_verbs(board: Board) -> BeadVerbs:
     return BeadVerbs(board.claim, lambda bead, result, by: board.complete(bead, result, by=by), lambda bead: "")
 
 
+@dataclass(frozen=True, slots=True)
+class Extras:
+    """What other domains add to each bead's or convoy's directory, by its id: files, and ctl words."""
+
+    files: Callable[[str], list] = lambda key: []
+    commands: Callable[[str], list[Command]] = lambda key: []
+
+
+NO_EXTRAS = Extras()
+
+
 def beads_directory(board: Board, convoys: Convoys, is_session, is_worker=lambda uname: False,
-                    objects: list[ObjectDirectories] | None = None, verbs: BeadVerbs | None = None) -> Directory:
+                    objects: list[ObjectDirectories] | None = None, verbs: BeadVerbs | None = None,
+                    extras: Extras = NO_EXTRAS) -> Directory:
     """The files drawn from every bead move at each change of the board that changes them (stamps.py).
     `objects` gets the beads' directories, for the start to build them a slice at a time (root.py)."""
     verbs = verbs or board_verbs(board)
@@ -70,7 +82,8 @@ def beads_directory(board: Board, convoys: Convoys, is_session, is_worker=lambda
         return [ready.file(role) for role in board.roles()] + beads.children()
 
     beads = ObjectDirectories(board.find, board.all, lambda b: b.id,
-                              lambda b: _bead_directory(board, convoys, b.id, is_session, stamps, is_worker, verbs))
+                              lambda b: _bead_directory(board, convoys, b.id, is_session, stamps, is_worker, verbs,
+                                                        extras))
     if objects is not None:
         objects.append(beads)
     files = [
@@ -135,10 +148,11 @@ def _text_of(value: str) -> str:
 
 
 def _bead_directory(board: Board, convoys: Convoys, bead_id: str, is_session, stamps: Stamps,
-                    is_worker, verbs: BeadVerbs) -> Directory:
+                    is_worker, verbs: BeadVerbs, extras: Extras) -> Directory:
     """Its files are made when first walked to or listed: `ls beads/` makes no bead's files."""
     return Directory(bead_id, f"bead/{bead_id}",
-                     lambda: _bead_files(board, convoys, bead_id, is_session, stamps, is_worker, verbs))
+                     lambda: _bead_files(board, convoys, bead_id, is_session, stamps, is_worker, verbs)
+                     + extras.files(bead_id))
 
 
 def _bead_files(board: Board, convoys: Convoys, bead_id: str, is_session, stamps: Stamps, is_worker,
@@ -252,7 +266,8 @@ def _bead_commands(board: Board, bead_id: str, is_session, is_worker, verbs: Bea
     ])
 
 
-def convoys_directory(convoys: Convoys, objects: list[ObjectDirectories] | None = None) -> Directory:
+def convoys_directory(convoys: Convoys, objects: list[ObjectDirectories] | None = None,
+                      extras: Extras = NO_EXTRAS) -> Directory:
     """A convoy's files move when what they show does: its fields at a change of the convoy, the files drawn
     from its beads (`beads`, `progress`, its line of `list`) at a change of the board."""
     board, stamps = convoys.board, Stamps()  # a convoy's directory is built again at each change of the convoy
@@ -262,7 +277,8 @@ def convoys_directory(convoys: Convoys, objects: list[ObjectDirectories] | None 
                  for c in convoys.all()]
         return "".join(lines + [f"{i} broken - - {why}\n" for i, why in convoys.broken.items()])
 
-    dirs = ObjectDirectories(convoys.find, convoys.all, lambda c: c.id, lambda c: _convoy_directory(convoys, c.id, stamps))
+    dirs = ObjectDirectories(convoys.find, convoys.all, lambda c: c.id,
+                             lambda c: _convoy_directory(convoys, c.id, stamps, extras))
     if objects is not None:
         objects.append(dirs)
     files = [
@@ -275,12 +291,13 @@ def convoys_directory(convoys: Convoys, objects: list[ObjectDirectories] | None 
     return Directory("convoys", "convoys", files, more=dirs.children, find=dirs.lookup)
 
 
-def _convoy_directory(convoys: Convoys, convoy_id: str, stamps: Stamps) -> Directory:
+def _convoy_directory(convoys: Convoys, convoy_id: str, stamps: Stamps, extras: Extras) -> Directory:
     """Its files are made when first walked to or listed, as a bead's."""
-    return Directory(convoy_id, f"convoy/{convoy_id}", lambda: _convoy_files(convoys, convoy_id, stamps))
+    return Directory(convoy_id, f"convoy/{convoy_id}",
+                     lambda: _convoy_files(convoys, convoy_id, stamps, extras) + extras.files(convoy_id))
 
 
-def _convoy_files(convoys: Convoys, convoy_id: str, stamps: Stamps) -> list:
+def _convoy_files(convoys: Convoys, convoy_id: str, stamps: Stamps, extras: Extras) -> list:
     key = f"convoy/{convoy_id}"
     board = convoys.board
 
@@ -316,6 +333,7 @@ def _convoy_files(convoys: Convoys, convoy_id: str, stamps: Stamps) -> list:
                     "coordinator <session>", min_words=1, max_words=1),
             Command("complete", _quiet(lambda args: convoys.complete(convoy_id)), "complete"),
             Command("abandon", _quiet(lambda args: convoys.abandon(convoy_id)), "abandon"),
+            *extras.commands(convoy_id),
         ])),
     ]
     return files

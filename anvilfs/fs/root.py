@@ -12,35 +12,40 @@ from ..journal import Journal
 from ..mail import PostOffice
 from ..sessions import Sessions
 from ..sessions.acting import check_create, is_worker
+from ..spending import Spending
 from ..teamwork import Teamwork
 from ..tree import Args, Caller, Command, CommandTable, CtlFile, Directory, Node, StreamFile, TextFile
 from ..tree.objects import ObjectDirectories
-from .beads_dir import BeadVerbs, beads_directory, convoys_directory
+from ..usage.budgets import parse_tokens, parse_usd
+from .beads_dir import BeadVerbs, Extras, beads_directory, convoys_directory
 from .cursors import JournalCursor
 from .mail_dir import Report, human_directory, mailbox_entries
 from .session_dir import session_directory
 from .worktrees_dir import merges_directory, session_files, worktrees_file
 from .stamps import Follows, JournalStamp, follows
+from .usage_files import UsageFiles
 
 NEW_USAGE = ("new <backend> <cwd> [name=N] [role=R] [model=M] [ephemeral] [notify] [conductor] "
-             "[worktree [base=BRANCH]] (with worktree, cwd is the repository)")
+             "[worktree [base=BRANCH]] [budget=USD] [token_budget=N] (with worktree, cwd is the repository)")
 
 
 class AgentTree:
     """Builds `agent/` and keeps one directory object per session."""
 
     def __init__(self, sessions: Sessions, events: Journal, errors: Journal, *, board: Board, convoys: Convoys,
-                 post: PostOffice, report: Report, teamwork: Teamwork):
+                 post: PostOffice, report: Report, teamwork: Teamwork, spending: Spending):
         """`agent/`; roles come from sessions.roles (name -> prompt text)."""
         self.sessions = sessions
         self.teamwork = teamwork
+        usage = UsageFiles(spending)
         self._sessions = ObjectDirectories(sessions.find, sessions.all, lambda s: s.name, lambda s: session_directory(
-            sessions, s, lambda: mailbox_entries(post, s.name, report) + session_files(teamwork, s.name)))
+            sessions, s, lambda: mailbox_entries(post, s.name, report) + session_files(teamwork, s.name)
+            + [usage.session_file(s)], usage.session_commands))
         self._objects = [self._sessions]  # the directories of sessions, beads, convoys: built ahead (build_ahead)
         files = [
             CtlFile("ctl", "ctl", CommandTable([
                 Command("new", self._new, NEW_USAGE, min_words=2, max_words=2,
-                        options=frozenset({"name", "role", "model", "base"}),
+                        options=frozenset({"name", "role", "model", "base", "budget", "token_budget"}),
                         flags=frozenset({"ephemeral", "notify", "conductor", "worktree"})),
             ]), readable=True),
             follows(TextFile("list", "list", self._list), lambda: sessions.version, lambda: sessions.changed_at),
@@ -52,11 +57,13 @@ class AgentTree:
             beads_directory(board, convoys, is_session=lambda name: sessions.find(name) is not None,
                             is_worker=lambda uname: is_worker(sessions.find, uname), objects=self._objects,
                             verbs=BeadVerbs(teamwork.claim, teamwork.complete,
-                                            lambda bead: b.branch if (b := teamwork.ws.bead(bead)) else "")),
-            convoys_directory(convoys, self._objects),
+                                            lambda bead: b.branch if (b := teamwork.ws.bead(bead)) else ""),
+                            extras=Extras(files=usage.bead_files)),
+            convoys_directory(convoys, self._objects, Extras(usage.convoy_files, usage.convoy_commands)),
             human_directory(post, report),
             merges_directory(teamwork),
             worktrees_file(teamwork),
+            usage.root_file(),
         ]
         self.root = Directory("/", "/", files, more=self._sessions.children, find=self._sessions.lookup,
                               remove=self._remove_session)
@@ -84,7 +91,10 @@ class AgentTree:
         check_create(self.sessions.find, args.caller.uname if args.caller else "", cwd)
         options = dict(role=args.options.get("role", ""), model=args.options.get("model", ""),
                        ephemeral="ephemeral" in args.flags, notify="notify" in args.flags,
-                       conductor="conductor" in args.flags)
+                       conductor="conductor" in args.flags,
+                       budget_usd=parse_usd(args.options["budget"], "new: budget=") if "budget" in args.options else None,
+                       token_budget=(parse_tokens(args.options["token_budget"], "new: token_budget=")
+                                     if "token_budget" in args.options else None))
         if "worktree" in args.flags:  # cwd is the repository; the session's cwd its new worktree
             return self.teamwork.new_session(backend, cwd, name=args.options.get("name", ""),
                                              base=args.options.get("base"), **options)

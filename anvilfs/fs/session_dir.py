@@ -11,13 +11,16 @@ from .cursors import NextCursor, StreamCursor, WaitCursor
 from .stamps import epoch
 
 
-def session_directory(sessions: Sessions, session: Session, mailbox: Callable[[], list[Node]] = list) -> Directory:
+def session_directory(sessions: Sessions, session: Session, mailbox: Callable[[], list[Node]] = list,
+                      commands: Callable[[str], list[Command]] = lambda name: []) -> Directory:
     """A session's files, made when first walked to or listed (`ls /` makes none); `mailbox()` adds its mail,
-    inbox/ and done/ (mail_dir.py), and its worktree and branch (worktrees_dir.py)."""
-    return Directory(session.name, f"session/{session.name}", lambda: _session_files(sessions, session, mailbox()))
+    inbox/ and done/ (mail_dir.py), its worktree and branch (worktrees_dir.py) and its usage (usage_files.py);
+    `commands(name)` the ctl words of other domains (budget, usage_files.py)."""
+    return Directory(session.name, f"session/{session.name}",
+                     lambda: _session_files(sessions, session, mailbox(), commands(session.name)))
 
 
-def _session_files(sessions: Sessions, session: Session, mailbox: list[Node]) -> list[Node]:
+def _session_files(sessions: Sessions, session: Session, mailbox: list[Node], more: list[Command]) -> list[Node]:
     name = session.name
     key = f"session/{name}"
     d = session.definition
@@ -29,7 +32,7 @@ def _session_files(sessions: Sessions, session: Session, mailbox: list[Node]) ->
         return _moves_with(session, node)
 
     files = [
-        CtlFile("ctl", f"{key}/ctl", _session_commands(sessions, name)),
+        CtlFile("ctl", f"{key}/ctl", _session_commands(sessions, name, more)),
         CollectFile(
             "in", f"{key}/in",
             check=lambda size, caller: _check_prompt(sessions, name, size, caller),
@@ -143,7 +146,7 @@ def _queue(session: Session) -> str:
     return "".join(lines)
 
 
-def _session_commands(sessions: Sessions, name: str) -> CommandTable:
+def _session_commands(sessions: Sessions, name: str, more: list[Command]) -> CommandTable:
     def command(action):
         def run(args) -> None:
             check_drive(sessions.find, args.caller.uname if args.caller else "", name, "ctl")
@@ -157,4 +160,5 @@ def _session_commands(sessions: Sessions, name: str) -> CommandTable:
         Command("interrupt", command(sessions.interrupt), "interrupt"),
         Command("clear", command(sessions.clear), "clear"),
         Command("remove", command(sessions.remove), "remove"),
+        *more,
     ])

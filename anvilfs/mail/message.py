@@ -35,6 +35,7 @@ class MessageType(enum.StrEnum):
     APPROVAL_REQUEST = "APPROVAL_REQUEST"
     APPROVAL_RESPONSE = "APPROVAL_RESPONSE"
     REWORK_REQUEST = "REWORK_REQUEST"  # from anvilfs: the merge queue could not merge a bead's branch
+    BUDGET_SPENT = "BUDGET_SPENT"  # from anvilfs to human: a budget stopped a session's queued prompts
 
 
 TYPES = ", ".join(t.value for t in MessageType)

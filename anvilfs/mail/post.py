@@ -94,6 +94,9 @@ class PostOffice:
         if draft.type is MessageType.REWORK_REQUEST:
             raise NotPermitted("send REVIEW_REQUEST or PROMPT_REQUEST instead: REWORK_REQUEST is sent only by "
                                "anvilfs's merge queue, when it cannot merge a bead's branch")
+        if draft.type is MessageType.BUDGET_SPENT:
+            raise NotPermitted("send QUERY_REQUEST instead: BUDGET_SPENT is sent only by anvilfs, when a budget "
+                               "stops a session's prompts")
         draft = self.approvals.resolve(sender, draft)
         if self.approvals.check(sender, draft, writer) is None or self.is_participant(draft.to):
             self.check_participant(draft.to, "recipient")  # an answer reaches a requester with no inbox too

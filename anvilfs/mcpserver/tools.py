@@ -123,6 +123,7 @@ def _my_work(tree: SessionTree, args: dict) -> str:
     me = tree.me
     lines = [f"session {me}: {tree.read(f'{me}/status').splitlines()[0]}; role "
              f"{tree.read(f'{me}/role').strip() or '(none)'}; cwd {tree.read(f'{me}/cwd').strip()}"]
+    lines.append(_spent(tree, me))
     held = _held(tree)
     lines.append(f"beads held: {len(held)}" + ("" if held else " (`ready` lists what you can claim)"))
     for bead, status, role, _, title in held:
@@ -135,6 +136,18 @@ def _my_work(tree: SessionTree, args: dict) -> str:
     lines.append(f"inbox: {len(waiting)} message{'s' * (len(waiting) != 1)}"
                  + (" (`inbox` lists them)" if waiting else ""))
     return "\n".join(lines)
+
+
+def _spent(tree: SessionTree, me: str) -> str:
+    """What the session spent and may spend (its `usage`, docs/usage.md), on one line."""
+    usage = dict(line.split(" ", 1) for line in tree.read(f"{me}/usage").splitlines() if " " in line)
+    tokens = sum(int(usage.get(key, 0)) for key in ("input_tokens", "output_tokens", "cache_read_tokens",
+                                                      "cache_write_tokens"))
+    budgets = [f"${usage['budget_usd']}" if usage.get("budget_usd", "none") != "none" else "",
+               f"{usage['token_budget']} tokens" if usage.get("token_budget", "none") != "none" else ""]
+    budget = " and ".join(b for b in budgets if b) or "none"
+    return (f"spent: {usage.get('turns', '0')} turns, {tokens} tokens, cost_usd {usage.get('cost_usd', 'unknown')}"
+            f"; budget: {budget}")
 
 
 def _result(tree: SessionTree, args: dict) -> str:

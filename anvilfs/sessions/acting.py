@@ -72,3 +72,13 @@ def check_create(find, uname: str, cwd: str) -> None:
     if not (os.path.realpath(cwd) + "/").startswith(mine.rstrip("/") + "/"):
         raise NotPermitted(f"new: a conductor session starts sessions inside its own cwd {agent.definition.cwd}; "
                            f"{cwd} is outside it")
+
+
+def check_budget_setter(find, uname: str, what: str) -> None:
+    """NotPermitted when an agent, a conductor's included, sets a budget after the fact: a budget is what
+    holds the agents, so none raises one, its own or another's (a person, a script or an external
+    session's owner does; a conductor agent may give one at `new`)."""
+    agent = acting_agent(find, uname)
+    if agent is not None:
+        raise NotPermitted(f"{what}: session {agent.name}'s agent may not set budgets; a person (or a conductor "
+                           "outside anvilfs) raises them, e.g. `anvilfs write agent/NAME/ctl 'budget 5'`")

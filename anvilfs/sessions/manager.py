@@ -18,7 +18,7 @@ from collections.abc import Callable
 
 import trio
 
-from ..domain_events import EventBus, SessionEnded, SessionMoved
+from ..domain_events import BudgetSpent, EventBus, SessionEnded, SessionMoved
 from ..errors import AnvilError, Busy, InvalidRequest, LimitExceeded, NameTaken, NotFound, TooMany
 from ..journal import Journal, timestamp
 from ..waitable import Later
@@ -70,17 +70,22 @@ class Sessions:
         self._sessions: dict[str, Session] = {}
         self._scopes: dict[str, trio.CancelScope] = {}
         self._counter = 0
+        self._memory_rows = 0
         # counts the changes of the table and of its sessions' states, and the epoch second of the last: `list`'s stamp
         self.version, self.changed_at = 0, int(time.time())
         self._nursery: trio.Nursery | None = None
         self.saver = SessionSaver(store, events)
         # what the owners of external sessions (and the hooks of hook-driven ones) do through their files
         self.owners = Owners(self.get, self.hook, lambda: self.limits.max_prompt_bytes)
+        # may a session's turn begin, as its budgets say (the app's: spending.py); a session's own gate asks it
+        self.turn_gate: Callable[[Session], tuple[str, float | None]] = lambda session: ("", None)
+        self.ledger = self.saver.ledger  # every turn's usage, summed (usage/ledger.py)
 
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
         async with trio.open_nursery() as nursery:  # what was queued at the end the database commits as it closes
             self._nursery = nursery
             if self.store is not None:
+                self.ledger.load(self.store.db)  # before a turn can end
                 await restore_all(self)
                 nursery.start_soon(self.saver.run)
             task_status.started()
@@ -110,13 +115,15 @@ class Sessions:
     # ------------------------------------------------------------ creating
 
     def check_new(self, backend: str, cwd: str, *, role: str = "", model: str = "", ephemeral: bool = False,
-                  notify: bool = False, conductor: bool = False) -> Backend:
+                  notify: bool = False, conductor: bool = False, budget_usd: float | None = None,
+                  token_budget: int | None = None) -> Backend:
         """Everything `new` checks of its options, with nothing made (a worktree session's, before git works)."""
         return check_new(self.backends, self.roles, backend, cwd, role=role, model=model,
                          ephemeral=ephemeral, notify=notify)
 
     def new(self, backend: str, cwd: str, *, name: str = "", role: str = "", model: str = "", ephemeral: bool = False,
-            notify: bool = False, conductor: bool = False, worktree: str = "") -> Session:
+            notify: bool = False, conductor: bool = False, worktree: str = "", budget_usd: float | None = None,
+            token_budget: int | None = None) -> Session:
         chosen = self.check_new(backend, cwd, role=role, model=model, ephemeral=ephemeral, notify=notify)
         name = self.check_name(name) if name else self.next_name()
         if len(self._sessions) >= self.limits.max_sessions:
@@ -124,9 +131,13 @@ class Sessions:
                                 f"the session list is too long at {len(self._sessions)}")
         definition = Definition(name=name, backend=backend, cwd=os.path.normpath(cwd), role=role, model=model,
                                 ephemeral=ephemeral, conversation=str(uuid.uuid4()), created=timestamp(), notify=notify,
-                                conductor=conductor, worktree=worktree)
+                                conductor=conductor, worktree=worktree, budget_usd=budget_usd,
+                                token_budget=token_budget)
         session = self._make(definition, chosen, saved=None)
         commit = self.saver.add(session)  # the write that made it is answered once it is on disk
+        if commit is None:  # no store: a row of memory's own, which keys its usage (usage/ledger.py)
+            self._memory_rows += 1
+            session.row = self._memory_rows
         if commit is not None:
             commit.then(lambda error: self._refused(session, error))
         marks = " ephemeral" * ephemeral + " notify" * notify + " conductor" * conductor + " simulated" * chosen.simulated
@@ -157,6 +168,8 @@ class Sessions:
                           on_change=self._changed, on_log=self._logged)
         session.row = row
         session.driven = lambda: definition.name in self._scopes  # a runner, or a restart on its way
+        session.gate = lambda: self.turn_gate(session)
+        session.on_budget_spent = lambda why: self.publish(BudgetSpent(session.name, why))
         self._sessions[definition.name] = session
         self._table_changed()
         return session

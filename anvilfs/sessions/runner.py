@@ -83,7 +83,7 @@ async def _turns_until_exit(session: Session, role_text: Callable[[str], str]) -
         while True:
             # a turn no runner drives (typed into a tmux pane, or adopted mid-turn)
             # must end before the next queued prompt goes in
-            while not session.queue or session.state is State.RUNNING:
+            while not session.queue or session.state is State.RUNNING or _held_by_budget(session):
                 await session.changes.wait_changed(session.changes.version)
             try:
                 await _one_turn(session, session.take(), role_text)
@@ -98,6 +98,23 @@ async def _turns_until_exit(session: Session, role_text: Callable[[str], str]) -
     return exit_reason or "the agent ended"
 
 
+def _held_by_budget(session: Session) -> bool:
+    """A prompt waits and the session is not running: does a spent budget keep it from starting? Then the
+    session is in `error` saying why (once: a raised budget, and the next change, look again), its queue kept,
+    and it is not busy meanwhile (`wait` answers)."""
+    why, _ = session.gate()
+    if not why:
+        session.budget_block = ""
+        return False
+    first = not session.budget_block
+    session.budget_block = why
+    if session.state is not State.ERROR or session.detail != why:
+        session.move(Event.BUDGET_SPENT, why)
+    if first:
+        session.on_budget_spent(why)
+    return True
+
+
 async def _one_turn(session: Session, prompt: Prompt, role_text: Callable[[str], str]) -> None:
     """One queued prompt's turn; the role goes before it if it is still to go and the agent begins a conversation.
 
@@ -106,7 +123,9 @@ async def _one_turn(session: Session, prompt: Prompt, role_text: Callable[[str],
     """
     role = role_text(session.definition.role) if session.role_pending else ""
     agent = session.agent
+    _, usd_left = session.gate()
     turn = session.begin_turn(prompt)
+    turn.budget_usd_left = usd_left
 
     async def agent_part() -> None:
         try:

@@ -23,9 +23,11 @@ import weakref
 
 import trio
 
-from ..journal import Journal
+from ..journal import Journal, timestamp
 from ..storage import DbCommit
-from .session import Prompt, Session
+from ..usage import Usage
+from ..usage.ledger import Ledger, TurnRecord
+from .session import Prompt, Session, Turn
 from .store import SessionStore
 
 RETRY_SECONDS = 1.0
@@ -42,6 +44,7 @@ class SessionSaver:
         self._unremoved: set[Session] = set()  # removals the disk refused (held: nothing else holds them)
         self._reported: dict[str, str] = {}  # what the events said failed, per thing saved: said once, till it is
         self._retry = trio.Event()
+        self.ledger = Ledger()  # every turn's usage, summed (usage/ledger.py): counted here as turns end
 
     async def run(self) -> None:
         """Tries again what the disk refused, a second after it did, until it takes it."""
@@ -69,18 +72,28 @@ class SessionSaver:
         self._outs[session] = session.out
 
     def changed(self, session: Session) -> None:
-        """Save the session's status (and `out`, if it changed) and its prompts' states."""
+        """Save the session's status (and `out`, if it changed) and its prompts' states; a turn that ended is
+        counted (the usage ledger), and its record saved with them until one save of it is on disk."""
+        turn = session.turn
+        if turn is not None and turn.done and turn.counted is None:
+            turn.counted = TurnRecord(session=session.row, turn=turn.number, name=session.name, at=timestamp(),
+                                      usage=turn.spent or Usage(), beads=frozenset(turn.beads),
+                                      convoys=frozenset(turn.convoys))
+            self.ledger.count(turn.counted)
         if self.store is None or session in self._gone:
             return
         out = self._outs.get(session) is not session.out
         self._outs[session] = session.out
         self._unsaved.discard(session)
-        commit = self.store.save(session, out=out)
-        commit.then(lambda error: self._saved(session, error, out))
+        record = turn.counted if turn is not None and not turn.counted_saved else None
+        commit = self.store.save(session, out=out, counted=record)
+        commit.then(lambda error: self._saved(session, error, out, turn if record else None))
 
-    def _saved(self, session: Session, error: OSError | None, out: bool) -> None:
+    def _saved(self, session: Session, error: OSError | None, out: bool, counted: Turn | None = None) -> None:
         if error is None:
             self._reported.pop(f"cannot save the state of {session.name}", None)  # the next refusal is said again
+            if counted is not None:
+                counted.counted_saved = True
         if error is None or session in self._gone:
             return
         if out:

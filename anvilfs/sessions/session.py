@@ -38,6 +38,8 @@ class Definition:
     notify: bool = False  # prompted with a notice when mail arrives (never for an ephemeral session)
     conductor: bool = False  # a bot that coordinates others: its tools also prompt, start and wait on sessions
     worktree: str = ""  # the repository whose worktree is its cwd (`new ... worktree`), "" for none
+    budget_usd: float | None = None  # `new ... budget=USD`: what it may spend (a ctl's `budget` replaces it)
+    token_budget: int | None = None  # `new ... token_budget=N`
 
 
 @dataclass(slots=True)
@@ -64,6 +66,12 @@ class Turn:
     changes: Changes = field(default_factory=Changes)
     spent: Usage | None = None  # what its agent reported it spent (Output.usage), None: nothing reported
     budget_usd_left: float | None = None  # dollars its budgets leave it as it begins (None: no money budget)
+    # what its usage counts to besides its session: the beads its session held while it ran, and their
+    # convoys (the app level fills them in: spending.py)
+    beads: set[str] = field(default_factory=set)
+    convoys: set[str] = field(default_factory=set)
+    counted: object = None  # once ended: its record in the usage ledger (saving.py), so it counts once
+    counted_saved: bool = False  # and that record is on disk (a save that failed writes it again)
 
     def write(self, text: str) -> None:
         if text:
@@ -128,8 +136,13 @@ class Session:
         self.role_pending = bool(definition.role)  # the role prompt goes before the next first turn
         self.turn_scope = None  # the runner's cancel scope while it drives a turn
         self.driven: Callable[[], bool] = lambda: True  # is a runner (or a restart) there to run the queue?
+        # may a turn begin? ("", dollars left or None) or (why not, None): the budgets it is held to (spending.py)
+        self.gate: Callable[[], tuple[str, float | None]] = lambda: ("", None)
+        self.on_budget_spent: Callable[[str], None] = lambda why: None  # a budget just stopped its queue
         self.changes = _TimedChanges()  # bumps on every state or queue change
         self.last_event = ""  # the last status line reported in `events`, so none is repeated
+        # why a budget keeps its queued prompts from running ("" if none does): it is not busy meanwhile
+        self.budget_block = ""
         self._on_change = on_change
         self._on_log = on_log
         self._records = (0, int(time.time()))  # transcript records so far, and when the last came
@@ -154,7 +167,7 @@ class Session:
             return True
         if self.definition.ephemeral and self.turn_count and self.state in (State.AWAIT, State.ERROR):
             return self.driven()
-        return bool(self.queue or self.incoming) and self.driven()
+        return bool(self.queue or self.incoming) and self.driven() and not self.budget_block
 
     def status_line(self) -> str:
         """STATE [simulated] [DETAIL...]: the one grammar of `status` and of a session's `events` lines.

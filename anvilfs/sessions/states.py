@@ -35,6 +35,7 @@ class Event(enum.StrEnum):
     EXIT = "exit"  # the agent process ended by itself
     RESTART = "restart"
     REPORT = "report"  # an external session's owner wrote the state it is in again, with new detail
+    BUDGET_SPENT = "budget-spent"  # a prompt waits, and a budget the session is held to is spent (usage/)
 
 
 class IllegalTransition(InvalidRequest):
@@ -60,6 +61,10 @@ TRANSITIONS: dict[tuple[State, Event], State] = {
     (S.RUNNING, E.REPORT): S.RUNNING,
     (S.AWAIT, E.REPORT): S.AWAIT,
     (S.ERROR, E.REPORT): S.ERROR,
+    # a queued prompt does not start: the session stays usable, its queue kept, for a raised budget
+    (S.IDLE, E.BUDGET_SPENT): S.ERROR,
+    (S.AWAIT, E.BUDGET_SPENT): S.ERROR,
+    (S.ERROR, E.BUDGET_SPENT): S.ERROR,
     **{(state, E.STOP): S.STOPPED for state in _ALIVE},
     (S.EXITED, E.STOP): S.STOPPED,  # also cancels a restart on its way
     **{(state, E.EXIT): S.EXITED for state in _ALIVE},

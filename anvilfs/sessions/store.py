@@ -28,6 +28,8 @@ from dataclasses import asdict, dataclass, field
 
 from ..journal import timestamp
 from ..storage import Database, DbCommit, PrivateDir
+from ..usage.ledger import TurnRecord
+from ..usage.ledger import insert as insert_usage
 from .imported import import_files  # the one-shot import of a state directory of files (until the next release)
 from .session import Definition, Prompt, Session
 from .states import State
@@ -104,8 +106,9 @@ class SessionStore:
         return self.db.execute(f"INSERT INTO sessions (id, name, definition, {', '.join(_STATUS)}, out) "
                                f"VALUES ({', '.join('?' * len(values))})", values)
 
-    def save(self, session: Session, *, out: bool) -> DbCommit:
-        """The session's status (and `out`, if it changed) with its prompts' states, in one job."""
+    def save(self, session: Session, *, out: bool, counted: TurnRecord | None = None) -> DbCommit:
+        """The session's status (and `out`, if it changed) with its prompts' states, and the usage of the
+        turn that ended (`counted`, usage/ledger.py), in one job."""
         status = (*_status(session), *((session.out,) if out else ()), session.row)
         turn = session.turn
         running = turn.prompt.seq if session.state is State.RUNNING and turn and not turn.done and turn.prompt else -1
@@ -114,6 +117,8 @@ class SessionStore:
         def work(conn) -> None:
             conn.execute(_UPDATE_OUT if out else _UPDATE, status)
             conn.execute(_PROMPTS, {"turn": running, "held": held, "session": status[-1]})
+            if counted is not None:
+                insert_usage(conn, counted)
 
         return self.db.call(work)
 

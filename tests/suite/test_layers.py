@@ -50,6 +50,10 @@ FORBIDDEN = {
     # worktree sessions' records and the merge queue: sessions and beads known by name only, wired by teamwork.py
     "workspaces": {"ninep", "server", "tree", "fs", "client", "app", "sessions", "beads", "mail", "backends", "config"},
     "teamwork.py": {"ninep", "server", "tree", "fs", "client", "app", "backends", "config"},
+    # what agents spend (issue 34): names only, wired by spending.py; sessions report into it, not it into them
+    "usage": {"ninep", "server", "tree", "fs", "client", "app", "sessions", "beads", "mail", "backends", "config",
+              "storage", "trio"},
+    "spending.py": {"ninep", "server", "tree", "fs", "client", "app", "backends", "config"},
     # `anvilfs mcp`: a client of the tree like web, with the MCP SDK (imported by that command alone)
     "mcpserver": {"server", "tree", "fs", "sessions", "backends", "config", "app", "beads", "mail", "storage", "trio",
                   "journal", "domain_events", "roles", "service", "waitable", "errors", "httpx", "tomlkit"},

@@ -34,6 +34,7 @@ def test_a_bot_lists_claims_writes_and_completes_its_own_bead():
             assert tools.call("claim").startswith(f"claimed {fix} for bot1")
             work = tools.call("my_work")
             assert f"- {fix} in_progress (developer): Fix login" in work
+            assert "spent: 0 turns, 0 tokens, cost_usd 0.000000; budget: none" in work  # what it may spend
             tools.call("result", bead=fix, text="it's fixed\nin two places")
             tools.call("complete", bead=fix)
             shown = tools.call("bead", bead=fix)

@@ -1,0 +1,95 @@
+"""What agents spent, as files (SPEC §3, docs/usage.md), and the ctl words that set budgets.
+
+    agent/usage            a line per session (removed ones together), then the total
+    agent/NAME/usage       KEY VALUE lines: the session's totals, its last turn's (last_...), its budgets
+    agent/NAME/ctl         budget USD | token_budget N
+    beads/ID/usage         every turn of a session while it held the bead
+    convoys/ID/usage       every turn that counted to one of its beads, once; and its budgets
+    convoys/ID/ctl         budget USD | token_budget N: shared by the sessions holding its beads
+
+Every file follows the ledger's and the budgets' versions (stamps.py): a
+stat renders nothing until a turn was counted or a budget set.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..sessions import Session
+from ..sessions.acting import check_budget_setter
+from ..spending import Spending
+from ..tree import Args, Command, Node, TextFile
+from ..usage.budgets import parse_tokens, parse_usd
+from ..usage.model import TOKEN_KEYS, ZERO, Usage, format_cost, usage_lines
+from .stamps import follows
+
+REMOVED = "(removed)"  # the line of sessions removed, together; no session can be named so
+TOTAL = "(total)"
+
+
+@dataclass(frozen=True, slots=True)
+class UsageFiles:
+    spending: Spending
+
+    def _follows(self, node: TextFile) -> Node:
+        ledger, budgets = self.spending.ledger, self.spending.budgets
+        return follows(node, lambda: (ledger.version, budgets.version))
+
+    # ------------------------------------------------------------ sessions
+
+    def root_file(self) -> Node:
+        ledger, sessions = self.spending.ledger, self.spending.sessions
+        return follows(TextFile("usage", "usage", self._all), lambda: (ledger.version, sessions.version))
+
+    def _all(self) -> str:
+        ledger, live = self.spending.ledger, {s.row: s.name for s in self.spending.sessions.all()}
+        lines, removed = [], ZERO
+        for row, name in sorted(live.items(), key=lambda item: item[1]):
+            lines.append(_line(name, ledger.session(row)[0]))
+        for row, account in ledger.sessions.items():
+            if row not in live:
+                removed = removed + account.total
+        return "".join(lines) + _line(REMOVED, removed) + _line(TOTAL, ledger.total)
+
+    def session_file(self, session: Session) -> Node:
+        def render() -> str:
+            total, last = self.spending.ledger.session(session.row)
+            return usage_lines(total, last) + self.spending.session_budget(session).lines()
+        return self._follows(TextFile("usage", f"session/{session.name}/usage", render))
+
+    def session_commands(self, name: str) -> list[Command]:
+        return _budget_commands(self.spending, lambda **value: self.spending.set_session_budget(name, **value))
+
+    # ------------------------------------------------------------ beads and convoys
+
+    def bead_files(self, bead_id: str) -> list[Node]:
+        return [self._follows(TextFile("usage", f"bead/{bead_id}/usage",
+                                       lambda: usage_lines(self.spending.ledger.bead(bead_id))))]
+
+    def convoy_files(self, convoy_id: str) -> list[Node]:
+        def render() -> str:
+            spending = self.spending
+            return usage_lines(spending.ledger.convoy(convoy_id)) + spending.convoy_budget(convoy_id).lines()
+        return [self._follows(TextFile("usage", f"convoy/{convoy_id}/usage", render))]
+
+    def convoy_commands(self, convoy_id: str) -> list[Command]:
+        return _budget_commands(self.spending, lambda **value: self.spending.set_convoy_budget(convoy_id, **value))
+
+
+def _budget_commands(spending: Spending, set_budget) -> list[Command]:
+    """`budget USD` and `token_budget N`: set_budget(usd=...) or set_budget(tokens=...), by no agent."""
+    def setting(word: str, parse, key: str):
+        def run(args: Args) -> None:
+            check_budget_setter(spending.sessions.find, args.caller.uname if args.caller else "", word)
+            set_budget(**{key: parse(args.words[0], word)})
+        return run
+
+    return [Command("budget", setting("budget", parse_usd, "usd"), "budget <USD>", min_words=1, max_words=1),
+            Command("token_budget", setting("token_budget", parse_tokens, "tokens"), "token_budget <N>",
+                    min_words=1, max_words=1)]
+
+def _line(name: str, usage: Usage) -> str:
+    """NAME turns=N input_tokens=N ... cost_usd=X unpriced_turns=N: one line per session of agent/usage."""
+    figures = [f"turns={usage.turns}", *(f"{key}={getattr(usage, key)}" for key in TOKEN_KEYS),
+               f"cost_usd={format_cost(usage)}", f"unpriced_turns={usage.unknown_cost_turns}"]
+    return f"{name} {' '.join(figures)}\n"
