@@ -15,9 +15,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 from codex_env import KEY, MODEL, backend_config, codex_env, codex_home
-from drive import TURN_TIMEOUT, agent_server, cli, new_session, turn
+from drive import TURN_TIMEOUT, agent_server, cli, new_session, next_stream, turn
 from harness import agent_clis
+from spending import check_spending
 from stubs import Failure, Reply, Request, StubModels, ToolCall, directives
+from stubs.openai_responses import counted
 
 DIALECT = "openai-responses"
 TAG = f"[stub {DIALECT}]"
@@ -227,3 +229,22 @@ def test_an_api_codex_cannot_reach_is_bounded_by_the_timeout(stub, tmp_path):
         log = cli(srv, "read", "agent/a/log")
     assert status == f"error timed out after {HANG_TIMEOUT} s\n", status
     assert "Reconnecting... waiting for network" in log, log
+
+
+def test_what_codex_spends_is_counted_per_session_bead_and_convoy(stub, tmp_path):
+    # the first turn runs a shell command: two requests; codex reports the thread's running totals, and each
+    # turn counts what it added
+    stub.script = scripted({"Write": lambda r: ToolCall("exec_command", {"cmd": "echo hi > hi.txt"}, "writing")})
+    with codex_server(stub) as srv:
+        new_session(srv, "codex", tmp_path, "dev")
+        with next_stream(srv, "dev") as first_turn:
+            check_spending(srv, "dev", tmp_path, lambda: counted(stub.requests(DIALECT)),
+                           prompts=("Write hi.txt.", "Say goodbye."))
+            stream = first_turn()
+        out = cli(srv, "read", "agent/dev/out")
+    assert len(stub.requests(DIALECT)) == 4, [r.prompt for r in stub.requests(DIALECT)]  # 2 + 1 + the one more
+    assert (tmp_path / "hi.txt").read_text() == "hi\n"
+    # stream showed the turn readably as it went: the message, the call as one line, the last message
+    assert stream.startswith("writing\n[tool shell /bin/bash -lc 'echo hi > hi.txt']\n[stub openai-responses] tool "
+                             "done: "), stream
+    assert out == f"{TAG} turn 3: you said One more, please.\n"  # out: the answer alone

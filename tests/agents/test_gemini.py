@@ -11,10 +11,12 @@ import re
 from pathlib import Path
 
 import pytest
-from drive import TURN_TIMEOUT, agent_server, cli, new_session, turn
+from drive import TURN_TIMEOUT, agent_server, cli, new_session, next_stream, turn
 from gemini_env import GeminiHome, gemini_config, gemini_env
+from spending import check_spending
 
 from stubs import Request, StubModels, ToolCall, directives
+from stubs.gemini import counted
 
 
 @pytest.fixture
@@ -184,3 +186,26 @@ def living_in_group(group: int) -> list[int]:
         if int(pgrp) == group and state != "Z":
             found.append(int(stat.parent.name))
     return found
+
+
+def test_what_gemini_spends_is_counted_per_session_bead_and_convoy(stub, env, tmp_path):
+    # the first turn writes a file: two requests; each run's stats are its own requests'
+    def script(request: Request):
+        if "Write" in request.prompt and not request.after_tool:
+            return ToolCall("write_file", {"file_path": "hi.txt", "content": "hi\n"}, "writing")
+        return directives(request)
+
+    stub.script = script
+    with agent_server(stub, "gemini", env=env, home=GeminiHome(tmp_path)) as srv:
+        new_session(srv, "gemini", tmp_path, "dev")
+        with next_stream(srv, "dev") as first_turn:
+            check_spending(srv, "dev", tmp_path, lambda: counted(stub.requests("gemini")),
+                           prompts=("Write hi.txt.", "Say goodbye."))
+            stream = first_turn()
+        out = cli(srv, "read", "agent/dev/out")
+    assert (tmp_path / "hi.txt").read_text() == "hi\n"
+    assert len(main_calls(stub)) == 4, [r.prompt for r in stub.requests("gemini")]  # 2 + 1 + the one more
+    # stream showed the turn readably as it went: the text, the call as one line, the answer
+    assert stream.startswith('writing\n[tool write_file {"file_path": "hi.txt", "content": "hi\\n"}]\n'
+                             '[stub gemini] tool done: '), stream
+    assert out == "[stub gemini] turn 3: you said One more, please.\n"  # out: the answer alone

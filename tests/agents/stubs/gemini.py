@@ -118,6 +118,17 @@ def _usage() -> dict:
             "thoughtsTokenCount": thoughts, "totalTokenCount": prompt + candidates + thoughts}
 
 
+def counted(requests: list[Request]) -> dict[str, int]:
+    """What the answers to these requests reported, summed in anvilfs's usage keys (usage/model.py): thoughts
+    are what the model wrote too."""
+    sums = dict.fromkeys(("input_tokens", "output_tokens", "cache_read_tokens"), 0)
+    for usage in (request.usage for request in requests if request.usage):
+        sums["input_tokens"] += usage["promptTokenCount"] - usage["cachedContentTokenCount"]
+        sums["cache_read_tokens"] += usage["cachedContentTokenCount"]
+        sums["output_tokens"] += usage["candidatesTokenCount"] + usage["thoughtsTokenCount"]
+    return sums
+
+
 def _response(parts: list[dict], model: str, usage: dict | None) -> dict:
     """A GenerateContentResponse; the last of a stream (usage given) says why it stopped and what it cost."""
     candidate = {"content": {"role": "model", "parts": parts}, "index": 0}

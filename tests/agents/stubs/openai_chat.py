@@ -89,6 +89,17 @@ def _usage() -> dict:
             "prompt_tokens_details": {"cached_tokens": cached}}
 
 
+def counted(requests: list[Request]) -> dict[str, int]:
+    """What the answers to these requests reported, summed in anvilfs's usage keys (usage/model.py)."""
+    sums = dict.fromkeys(("input_tokens", "output_tokens", "cache_read_tokens"), 0)
+    for usage in (request.usage for request in requests if request.usage):
+        cached = usage["prompt_tokens_details"]["cached_tokens"]
+        sums["input_tokens"] += usage["prompt_tokens"] - cached
+        sums["cache_read_tokens"] += cached
+        sums["output_tokens"] += usage["completion_tokens"]
+    return sums
+
+
 def _finish(reply: Text | ToolCall) -> str:
     return "tool_calls" if isinstance(reply, ToolCall) else "stop"
 

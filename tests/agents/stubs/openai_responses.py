@@ -130,6 +130,18 @@ def _usage() -> dict:
             "total_tokens": 120 + 8 * n + cached + written}
 
 
+def counted(requests: list[Request]) -> dict[str, int]:
+    """What the responses to these requests reported, summed in anvilfs's usage keys (usage/model.py)."""
+    sums = dict.fromkeys(("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens"), 0)
+    for usage in (request.usage for request in requests if request.usage):
+        details = usage["input_tokens_details"]
+        sums["input_tokens"] += usage["input_tokens"] - details["cached_tokens"] - details["cache_write_tokens"]
+        sums["cache_read_tokens"] += details["cached_tokens"]
+        sums["cache_write_tokens"] += details["cache_write_tokens"]
+        sums["output_tokens"] += usage["output_tokens"]
+    return sums
+
+
 def _event(http: Handler, kind: str, **fields) -> None:
     http.event({"type": kind, **fields}, kind)
 
