@@ -89,3 +89,18 @@ async def test_an_output_that_names_no_conversation_is_noted_and_the_next_turn_b
     first = await run(agent, "alpha\n")
     assert any("named none" in note and "begins a new conversation" in note for note in first.notes), first.notes
     assert agent.begins_conversation
+
+
+GARBLED = FAKE_CODEX.replace('say(type="turn.completed"', '''print("a line of garbage", flush=True)
+say(type="turn.completed"''') + '''print('{"type": "item.completed", "item": {"text": "cut sh', end="", flush=True)  # killed mid-line
+'''
+
+
+async def test_a_garbled_or_cut_line_is_noted_and_neither_fails_the_turn_nor_loses_the_answer(tmp_path):
+    agent = CommandBackend("fake", fake_codex(tmp_path, GARBLED)).agent(info(tmp_path))
+    output = await run(agent, "alpha\n")
+    assert output.given == "in thr-alpha: alpha\n" and output.spent == Usage(input_tokens=105)
+    assert [note for note in output.notes if "skipped unread" in note] == [
+        "codex: a line of the output is no JSON object, skipped unread: 'a line of garbage'",
+        "codex: the output ended in the middle of a line, skipped unread: "
+        "'{\"type\": \"item.completed\", \"item\": {\"text\": \"cut sh'"]
