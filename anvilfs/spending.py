@@ -31,6 +31,7 @@ class Spending:
         self.sessions, self.board, self.post = sessions, board, post
         self.ledger = sessions.ledger
         self.budgets = BudgetTable(db)
+        self._holders: tuple[int, dict[str, list]] = (-1, {})  # the board's version, and who holds what then
         sessions.turn_gate = self.gate
         bus.subscribe(SessionMoved, self._moved)
         bus.subscribe(BeadChanged, self._bead_changed)
@@ -65,7 +66,15 @@ class Spending:
                 turn.convoys.add(bead.convoy)
 
     def _held(self, name: str) -> list:
-        return [b for b in self.board.all() if b.assigned_to == name and b.status is Status.IN_PROGRESS]
+        """The beads `name` holds; one walk of the board per change of it, not one per turn (10,000 beads)."""
+        version = self.board.changes.version
+        if self._holders[0] != version:
+            holders: dict[str, list] = {}
+            for bead in self.board.all():
+                if bead.assigned_to and bead.status is Status.IN_PROGRESS:
+                    holders.setdefault(bead.assigned_to, []).append(bead)
+            self._holders = (version, holders)
+        return self._holders[1].get(name, [])
 
     # ------------------------------------------------------------ budgets
 
@@ -81,7 +90,8 @@ class Spending:
         """("", dollars left or None) if a turn of `session` may begin; (why not, None) if a budget is spent."""
         held = [(self.session_budget(session), self.ledger.session(session.row)[0], f"session {session.name}",
                  f"agent/{session.name}/ctl")]
-        for convoy in sorted({b.convoy for b in self._held(session.name) if b.convoy}):
+        convoys = {b.convoy for b in self._held(session.name) if b.convoy} if self.budgets.convoys else ()
+        for convoy in sorted(convoys):
             budget = self.convoy_budget(convoy)
             if budget != NONE:
                 held.append((budget, self.ledger.convoy(convoy), f"convoy {convoy} (whose bead it holds)",

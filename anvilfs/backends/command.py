@@ -6,9 +6,12 @@
     resume_argv = ["claude", "-p", "--resume", "{conversation}"]
 
 The first turn of a conversation runs `argv`, later ones `resume_argv` (when
-set). The prompt goes on stdin, or as one argv element for {prompt}; it is
-data and never reaches a shell. stdout is the answer, streamed as it comes;
-stderr goes to the transcript only. Each turn's process leads its own
+set), and `budget_argv` after either while the session's budgets leave the
+turn a sum of money ({budget_usd}: Claude Code's --max-budget-usd). The
+prompt goes on stdin, or as one argv element for {prompt}; it is data and
+never reaches a shell. stdout is the answer, streamed as it comes, or a
+CLI's structured output, read by its reader (output_format:
+output_formats.py); stderr goes to the transcript only. Each turn's process leads its own
 process group, so an interrupt takes its children with it.
 
 A CLI that names its conversations itself (llm, codex) is configured with
@@ -238,7 +241,7 @@ class CommandAgent(Agent):
         conversation: NothingToResume if it says it had not (missing_conversation_pattern), and the next run
         begins it.
         """
-        argv = self._argv(prompt)
+        argv = self._argv(prompt) + self._budget(output)
         process = await self._spawn(argv)
         # The CLI may have recorded the conversation even if the turn fails: unless the turn was the first
         # (_after_failed_first_turn), it is resumed from now on rather than started again.
@@ -280,6 +283,17 @@ class CommandAgent(Agent):
         argv = self._fill(self.config.resume_argv if self.turns and self.config.resume_argv else self.config.argv,
                           prompt)
         return with_tools(argv, self._tools())
+
+    def _budget(self, output: Output) -> list[str]:
+        """budget_argv with the dollars the session's budgets leave (none: no words), so that the CLI stops
+        a run that would spend more."""
+        if not self.config.budget_argv or output.budget_usd_left is None:
+            return []
+        left = output.budget_usd_left
+        if not left > 0:  # the runner starts no turn once a budget is spent: this one began as it ran out
+            raise TurnFailed(f"budget spent: the session's budgets leave ${left:.6f}, and "
+                             f"{self.config.argv[0]} takes a cap above 0")
+        return [word.format(budget_usd=repr(float(left))) for word in self.config.budget_argv]
 
     def _tools(self) -> Wiring:
         """anvilfs's tools for the CLI (agent_tools.py), worked out at the first run."""

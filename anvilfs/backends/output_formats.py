@@ -146,10 +146,12 @@ def brief(text: str, limit: int = 160) -> str:
 
 def _formats() -> dict[str, Callable[[Output], OutputReader]]:
     from .output_aider import AiderReader  # they build on this module
+    from .output_claude import ClaudeReader
     from .output_codex import CodexReader
     from .output_gemini import GeminiReader
 
-    return {"text": TextReader, "codex-json": CodexReader, "gemini-json": GeminiReader, "aider-text": AiderReader}
+    return {"text": TextReader, "claude-json": ClaudeReader, "codex-json": CodexReader, "gemini-json": GeminiReader,
+            "aider-text": AiderReader}
 
 
 FORMATS = _formats()

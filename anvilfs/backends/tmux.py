@@ -38,6 +38,8 @@ per anvilfs session, on the default tmux server, so a person can
                before it connects), which is then the turn's answer (else
                the pane's text). PromptNotSent (queued again) if its prompt
                was never typed
+    usage      with usage = "claude-transcript", read from Claude Code's transcript
+               at the turn's end (claude_transcript.py); a followed turn has none
     interrupt  Ctrl-C into the pane
     stop       Ctrl-C, then kill-window; kill: kill-window
     pid        the pane's program while it runs; None once stopped, killed, or
@@ -64,6 +66,7 @@ from ..sessions.backend import Agent, AgentExited, AgentFailed, Backend, Output,
 from ..sessions.turns import Outcome
 from .tmuxpane import HOOK_OPTION, PANE_FORMAT, Pane, Tmux, TurnStart, last_line, still_typed
 from .agent_tools import Wiring, wire, wiring_for, with_tools
+from .claude_transcript import TurnSpending, transcript_dir
 
 POLL = 0.1  # seconds between looks at the pane during a turn
 EXIT_POLL = 0.5  # seconds between looks for a pane that went away
@@ -123,6 +126,7 @@ class TmuxAgent(Agent):
         self.begun = begun  # a prompt went into the conversation: a new program resumes it (resume_argv)
         self._fresh = False  # the program was started here and no prompt has gone in yet: its input may not be ready
         self._unheard: _Unheard | None = None  # the Enters the hook's running has not answered
+        self._spending: tuple[TurnSpending, Output] | None = None  # the turn's usage, read as it goes (config usage)
 
     # ------------------------------------------------------------ lifecycle
 
@@ -223,6 +227,7 @@ class TmuxAgent(Agent):
         self._fresh = False  # the program took a prompt (a person's, maybe): its input is ready
         self._unheard = None  # the prompt was taken (running), or the turn is over (await)
         if word == AWAIT and self._turn_done is not None:
+            self._report_spending()  # now: an answer handed in through `out` ends the turn as this returns
             self._turn_done.set()
             self._await_for = self._turn_number
         return True
@@ -243,12 +248,23 @@ class TmuxAgent(Agent):
         if self._fresh and prompt.strip() and self._turn_done is not None:
             self._unheard = _Unheard(trio.current_time(), last_line(prompt))  # before typing: running may come first
         self._fresh = False
+        if self.config.usage == "claude-transcript":  # before typing: the turn's lines come after this
+            env = {**os.environ, **self.config.env, **self.session.env}
+            self._spending = (TurnSpending(transcript_dir(env), self.session.conversation), output)
         try:
             await self._type(pane.id, prompt)
         except BaseException:
             self._turn_done = None
+            self._spending = None
             raise
         await self._follow_turn(start, output)
+
+    def _report_spending(self) -> None:
+        """What the turn spent, to its output: once, before the session ends the turn (see claude_transcript.py)."""
+        if self._spending is not None:
+            spending, output = self._spending
+            self._spending = None
+            spending.report(output)
 
     async def follow(self, output: Output) -> None:
         """The turn the previous server left running: its whole text, from where that server marked its start."""
@@ -284,6 +300,7 @@ class TmuxAgent(Agent):
             await self._follow(start, output)
         finally:
             self._turn_done = None  # cancelled or not, the program is left alone (see interrupt)
+            self._report_spending()  # if the hook did not end it (quiet, interrupted, or no server had the await)
 
     async def _type(self, pane_id: str, prompt: str) -> None:
         text = prompt.rstrip("\r\n")
@@ -302,6 +319,8 @@ class TmuxAgent(Agent):
         while True:
             pane, lines = await self._gained(start)
             written = _write_lines(output, lines[:-1], written)  # the cursor's line may still change
+            if self._spending is not None:
+                self._spending[0].look()  # a bounded piece at a time, so the turn's end has little left to read
             if self._turn_done is not None:
                 # The hook's word (or answer) reached us, or only the pane (no server was there to take it).
                 if self._turn_done.is_set() or _kept(pane) is Outcome.AGENT_ENDS:

@@ -12,6 +12,10 @@ else the last assistant text in the transcript at `transcript_path` (after
 the turn's prompt: never an earlier turn's; its last TRANSCRIPT_TAIL bytes, of a
 regular file only). Other agents' hooks, whose input
 is not that (or a terminal, or nothing), end the turn with `await` alone.
+Before either, it waits up to TRANSCRIPT_SETTLE seconds for the transcript to
+show the turn's last message (settle): Claude Code may run the Stop hook
+first, and the server reads what the turn spent from there as the answer
+comes (backends/claude_transcript.py).
 
 No `await` follows an answer the server took: the answer ended the turn, and a
 second word could arrive after the next prompt was typed and end that turn.
@@ -53,6 +57,8 @@ NOT_SAVED = "not saved: the disk refused it"  # the server's EIO when a write's 
 INPUT_WAIT = 5.0  # seconds the hook's input may take to end (Claude Code writes it at once and closes it)
 INPUT_MOST = 16 << 20  # bytes of the hook's input at most: more is no hook's input (`< /dev/zero` would fill memory)
 TRANSCRIPT_TAIL = 8 << 20  # bytes of the transcript read, from its end: a long session's is large
+TRANSCRIPT_SETTLE = 3.0  # seconds the transcript may take to show the turn's last message, at await
+TRANSCRIPT_POLL = 0.05
 
 
 def _hook_args(p) -> None:
@@ -76,7 +82,11 @@ def take_input(args) -> None:
     if not args.session:
         raise CommandError("hook: ANVILFS_SESSION is not set: `anvilfs hook` is run by the hook of an agent that "
                            "anvilfs started, which sets it to the session's name")
-    args.answer = answer_of(read_input(sys.stdin)) if args.word == "await" else ""
+    args.answer = ""
+    if args.word == "await":
+        event = _event(read_input(sys.stdin))
+        settle(event)
+        args.answer = _answer(event)
     args.pane = os.environ.get("TMUX_PANE", "")
     if args.answer and args.pane:
         keep(args.answer, args.pane)
@@ -143,19 +153,42 @@ def read_input(stream) -> bytes:
 
 def answer_of(data: bytes) -> str:
     """The turn's answer in a hook's JSON input, ending in a newline; "" if it has none."""
+    return _answer(_event(data))
+
+
+def _event(data: bytes) -> dict:
     from .. import boundedjson  # noqa: PLC0415 - as in read_input
 
     try:
         event = boundedjson.loads(data, most=None)
     except ValueError:
-        return ""
-    if not isinstance(event, dict):
-        return ""
+        return {}
+    return event if isinstance(event, dict) else {}
+
+
+def _answer(event: dict) -> str:
     answer = event.get("last_assistant_message")
     if not (isinstance(answer, str) and answer.strip()):
-        path = event.get("transcript_path")
-        answer = transcript_answer(path) if isinstance(path, str) and path else ""
+        answer = transcript_answer(_transcript(event))
     return answer if not answer or answer.endswith("\n") else answer + "\n"
+
+
+def _transcript(event: dict) -> str:
+    path = event.get("transcript_path")
+    return path if isinstance(path, str) else ""
+
+
+def settle(event: dict) -> None:
+    """Wait, up to TRANSCRIPT_SETTLE seconds, for the transcript to show the turn's end (its last message).
+
+    Claude Code may run the Stop hook before it has written the turn's last message there, and the server
+    reads what the turn spent from it when the answer comes (backends/claude_transcript.py)."""
+    import time  # noqa: PLC0415 - as in read_input
+
+    path = _transcript(event)
+    deadline = time.monotonic() + TRANSCRIPT_SETTLE
+    while path and not transcript_answer(path) and time.monotonic() < deadline:
+        time.sleep(TRANSCRIPT_POLL)
 
 
 def transcript_answer(path: str) -> str:

@@ -9,14 +9,23 @@ session) keeps each session's turns in one conversation.
 
 from __future__ import annotations
 
+# print mode's events, one JSON object a line, text as it comes ("claude-json")
+CLAUDE_EVENTS = ["--output-format", "stream-json", "--verbose", "--include-partial-messages"]
+
 BUILTIN_BACKENDS: dict[str, dict] = {
     "claude": {
         "kind": "command",
         # Print mode has no one to grant a permission, so without a mode every edit is refused.
         # acceptEdits lets it edit files (and mkdir/touch/mv...) in its working directory only;
         # any other program, and any path outside it, is still refused.
-        "argv": ["claude", "-p", "--permission-mode", "acceptEdits", "--session-id", "{conversation}"],
-        "resume_argv": ["claude", "-p", "--permission-mode", "acceptEdits", "--resume", "{conversation}"],
+        "argv": ["claude", "-p", *CLAUDE_EVENTS, "--permission-mode", "acceptEdits", "--session-id", "{conversation}"],
+        "resume_argv": ["claude", "-p", *CLAUDE_EVENTS, "--permission-mode", "acceptEdits", "--resume", "{conversation}"],
+        # its events, read by backends/output_claude.py: `stream` shows the turn as it goes, `out` is the
+        # result alone, and the result says what the run spent
+        "output_format": "claude-json",
+        # Claude Code stops a run whose cost passes this (checked after each request): one turn cannot
+        # overspend the session's budgets by more than a request
+        "budget_argv": ["--max-budget-usd", "{budget_usd}"],
         # Claude Code saves a prompt as soon as it starts on it: a first turn that failed or was cut short is
         # resumed, unless it was cut short before that (in its first second), when --resume says so.
         "restart_after_failed_first_turn": False,
@@ -30,6 +39,7 @@ BUILTIN_BACKENDS: dict[str, dict] = {
         "resume_argv": ["claude", "--resume", "{conversation}"],  # --session-id refuses an id in use
         "turn_end": "hook",
         "mcp": True,  # anvilfs's tools: backends/agent_tools.py
+        "usage": "claude-transcript",  # tokens from its conversation's file; it says no cost
         "description": "Claude Code's own terminal UI in tmux (tmux attach to watch); its hooks end the turns "
                        "and hand in the answers (hooks/README.md)",
     },

@@ -10,7 +10,8 @@
 
 Placeholders in argv and resume_argv: {prompt} {model} {cwd} {name}
 {conversation} (an id anvilfs makes per session, for CLIs that resume a
-conversation by id). Unknown placeholders are an error at load time.
+conversation by id). Unknown placeholders are an error at load time. A
+command backend's budget_argv has {budget_usd}, the dollars left, alone.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ if TYPE_CHECKING:
     from ..worktrees.model import MergeConfig
 
 # the ways a command backend's stdout can be read: backends/output_formats.py has a reader for each
-OUTPUT_FORMATS = frozenset({"text", "codex-json", "gemini-json", "aider-text"})
+OUTPUT_FORMATS = frozenset({"text", "claude-json", "codex-json", "gemini-json", "aider-text"})
 PLACEHOLDERS = frozenset({"prompt", "model", "cwd", "name", "conversation"})
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}\Z")
 
@@ -93,6 +94,9 @@ class CommandBackendConfig(_Strict):
     # a CLI's structured output (its events shown in `stream`, the answer and what the turn spent taken from
     # them); a built-in that says one also has the argv flags that ask its CLI for it.
     output_format: str = "text"
+    # For a CLI that can cap what one run spends (Claude Code's --max-budget-usd): words appended to the run's
+    # argv when the session's budgets leave it a sum of money, {budget_usd} the dollars left; nothing without one.
+    budget_argv: list[str] | None = None
     description: str = ""
 
     _argv = field_validator("argv", "resume_argv", "conversation_argv")(_check_argv)
@@ -103,6 +107,18 @@ class CommandBackendConfig(_Strict):
         if name not in OUTPUT_FORMATS:
             raise ValueError(f"unknown output_format {name!r}; known: {', '.join(sorted(OUTPUT_FORMATS))}")
         return name
+
+    @field_validator("budget_argv")
+    @classmethod
+    def _budget(cls, words: list[str] | None) -> list[str] | None:
+        if words is None:
+            return None
+        found = placeholders(words)
+        if found != {"budget_usd"}:
+            wrong = f"has {{{sorted(found - {'budget_usd'})[0]}}}" if found - {"budget_usd"} else "lacks {budget_usd}"
+            raise ValueError(f"{wrong}: budget_argv takes the dollars left as {{budget_usd}} and nothing else, "
+                             'e.g. ["--max-budget-usd", "{budget_usd}"]')
+        return words
 
     @field_validator("conversation_pattern", "error_pattern", "reason_pattern", "missing_conversation_pattern")
     @classmethod
@@ -149,6 +165,9 @@ class TmuxBackendConfig(_Strict):
     ready_seconds: float = Field(default=2.0, ge=0)  # time the program gets to start before the first prompt
     env: dict[str, str] = {}
     mcp: bool = False  # as a command backend's
+    # where a turn's usage is read: "claude-transcript" (Claude Code's conversation file,
+    # backends/claude_transcript.py); "" none (each turn unpriced, no tokens)
+    usage: Literal["", "claude-transcript"] = ""
     description: str = ""
 
     _argv = field_validator("argv", "resume_argv")(_check_argv)

@@ -87,6 +87,11 @@ class BudgetTable:
             for scope, key, usd, tokens in db.read("SELECT scope, key, usd, tokens FROM budgets"):
                 self.rows[(scope, key)] = Budget(usd, tokens)
 
+    @property
+    def convoys(self) -> bool:
+        """Is any convoy's budget set? (Without one, no session needs its beads looked at.)"""
+        return any(scope == "convoy" for scope, _ in self.rows)
+
     def get(self, scope: str, key: str) -> Budget | None:
         return self.rows.get((scope, key))
 

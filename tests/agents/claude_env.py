@@ -33,3 +33,14 @@ def is_main(request: Request) -> bool:
 def main_requests(stub: StubModels) -> list[Request]:
     """The conversations' requests, side requests left out (2.1.332 made none with claude_env's settings)."""
     return [request for request in stub.requests("anthropic") if is_main(request)]
+
+
+# What the Anthropic stub records it reported for each request (Request.usage, the API's keys), by the usage
+# file's keys: Anthropic's input_tokens are the fresh ones already (anvilfs/usage/model.py)
+USAGE_KEYS = {"input_tokens": "input_tokens", "output_tokens": "output_tokens",
+              "cache_read_tokens": "cache_read_input_tokens", "cache_write_tokens": "cache_creation_input_tokens"}
+
+
+def reported(requests: list[Request]) -> dict[str, int]:
+    """What the stub reported for these requests, summed, in the usage file's keys."""
+    return {ours: sum(request.usage.get(theirs, 0) for request in requests) for ours, theirs in USAGE_KEYS.items()}

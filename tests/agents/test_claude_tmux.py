@@ -28,10 +28,12 @@ import pytest
 from anvilfs.client.client import Client
 from anvilfs.ninep import LocalProtocolError, parse_message
 from anvilfs.ninep.messages import Tattach, Twalk, Twrite
+from claude_env import USAGE_KEYS, reported
 from drive import TURN_TIMEOUT, agent_server, cli, cli_bin, new_session, turn, wait_until
 from harness.server import AnvilServer
 from harness.tmux import private_tmux
-from stubs import Failure, Request, StubModels, directives
+from spending import check_spending
+from stubs import Failure, Request, StubModels, ToolCall, directives
 
 HOOKS = Path(__file__).resolve().parents[2] / "hooks"
 GATE_DEADLINE = 120  # s: a stub reply held for the test's go-ahead is given up after this (the test then fails)
@@ -204,3 +206,36 @@ def test_a_server_killed_mid_turn_is_replaced_by_one_that_adopts_the_pane_and_en
                 print(second.trace_tail())
     finally:
         gate.open.set()  # a stub thread still held must not outlive the test for long
+
+
+def test_two_turns_usage_is_what_the_stub_reported_for_each_request_read_from_the_transcript(stub, tmp_path):
+    """Claude Code's transcript has each request's usage (a line per content block, the same message id): the
+    session's `usage` sums each request once, this turn's lines only; the transcript says no cost."""
+    notes = tmp_path / "work" / "notes.txt"
+
+    def script(request: Request):
+        if not request.after_tool and request.prompt == "read the notes":  # Read asks no permission in the cwd
+            return ToolCall("Read", {"file_path": str(notes)}, text="[stub anthropic] reading the notes")
+        return directives(request)
+
+    stub.script = script
+    with claude_in_tmux(stub, tmp_path) as (srv, _):
+        notes.write_text("the notes\n")
+        assert turn(srv, "a", "read the notes").startswith("[stub anthropic] tool done: ")
+        first = stub.requests("anthropic")
+        assert turn(srv, "a", "and again") == answer(2, "and again")
+        spent = dict(line.split(" ", 1) for line in cli(srv, "read", "agent/a/usage").splitlines())
+        log = cli(srv, "read", "agent/a/log")
+    requests = stub.requests("anthropic")
+    assert len(first) == 2 and len(requests) == 3, [r.prompt for r in requests]
+    assert "transcript" not in log, log  # no note: each turn's last message was in it by its end, all read
+    assert {key: int(spent[key]) for key in USAGE_KEYS} == reported(requests), spent
+    assert {key: int(spent["last_" + key]) for key in USAGE_KEYS} == reported(requests[2:]), spent
+    assert spent["turns"] == "2" and spent["cost_usd"] == "unknown" and spent["unpriced_turns"] == "2", spent
+
+
+def test_the_spending_scenario_holds_for_claude_in_tmux(stub, tmp_path):
+    """spending.py: the session's, its bead's and its convoy's usage are what the stub reported (from the
+    transcript); a token budget spent holds the next prompt, raising it runs it."""
+    with claude_in_tmux(stub, tmp_path) as (srv, _):
+        check_spending(srv, "a", tmp_path / "work", lambda: reported(stub.requests("anthropic")))

@@ -77,6 +77,28 @@ def test_conversation_settings_are_checked_at_load():
         CommandBackendConfig(kind="command", argv=["x"], conversation_argv=["y"])
 
 
+def test_budget_argv_takes_the_dollars_left_and_nothing_else():
+    with pytest.raises(ValueError, match=r"lacks \{budget_usd\}: budget_argv takes the dollars left"):
+        CommandBackendConfig(kind="command", argv=["x"], budget_argv=["--max-budget-usd"])
+    with pytest.raises(ValueError, match=r'has \{prompt\}: .* e\.g\. \["--max-budget-usd", "\{budget_usd\}"\]'):
+        CommandBackendConfig(kind="command", argv=["x"], budget_argv=["--cap={budget_usd}", "{prompt}"])
+
+
+class _Budgeted(Collector):
+    def __init__(self, left):
+        super().__init__()
+        self.budget_usd_left = left
+
+
+@pytest.mark.parametrize(("left", "words"), [(0.25, "--cap 0.25"), (1e-07, "--cap 1e-07"), (None, "")])
+async def test_the_dollars_a_turn_has_left_go_on_its_command_line(tmp_path, left, words):
+    """budget_argv's words go after the command's own when the session's budgets leave it money, never without."""
+    config = CommandBackendConfig(kind="command", argv=[sys.executable, "-c", "import sys; print(*sys.argv[1:])"],
+                                  budget_argv=["--cap", "{budget_usd}"])
+    out = await run(CommandBackend("budgeted", config).agent(info(tmp_path)), "hello", _Budgeted(left))
+    assert out.text == words + "\n"
+
+
 async def test_a_turn_that_looks_its_id_up_runs_alone():
     gate = TurnGate()
     order: list[str] = []

@@ -79,6 +79,29 @@ def test_a_transcript_in_the_middle_of_its_turn_gives_no_answer(tmp_path, last):
     assert hook.transcript_answer(path) == ""
 
 
+def test_await_waits_for_the_transcript_to_show_the_turns_last_message(tmp_path, monkeypatch):
+    """The server reads what the turn spent from the transcript when the answer comes: the hook gives Claude
+    Code the time to write the last message there, polling until it is in (or TRANSCRIPT_SETTLE passes)."""
+    path = transcript(tmp_path, entry("user", "fix the test"),
+                      entry("assistant", [{"type": "tool_use", "id": "t1", "name": "Bash", "input": {}}], "m1"))
+    polls = []
+
+    def written_meanwhile(seconds):  # Claude Code writes the last message while the hook waits
+        polls.append(seconds)
+        with open(path, "a") as f:
+            f.write(entry("user", [{"type": "tool_result", "tool_use_id": "t1", "content": "ok"}]) + "\n")
+            f.write(entry("assistant", [{"type": "text", "text": "Fixed."}], "m2") + "\n")
+
+    monkeypatch.setattr("time.sleep", written_meanwhile)
+    hook.settle(STOP | {"transcript_path": path})
+    assert polls == [hook.TRANSCRIPT_POLL], "it looked again once, and found the turn's end"
+    hook.settle(STOP | {"transcript_path": path})
+    assert len(polls) == 1, "a transcript that shows the end is not waited for"
+    monkeypatch.setattr(hook, "TRANSCRIPT_SETTLE", 0)
+    hook.settle(STOP | {"transcript_path": transcript(tmp_path, entry("user", "never answered"))})
+    assert len(polls) == 1, "past TRANSCRIPT_SETTLE it waits no more"
+
+
 def test_an_earlier_turns_answer_is_never_this_ones(tmp_path):
     """The transcript not written up to the end of this turn yet: nothing, rather than the last turn's answer."""
     path = transcript(tmp_path, entry("user", "one"), entry("assistant", [{"type": "text", "text": "answer one"}], "m1"),

@@ -1,11 +1,15 @@
-"""The Anthropic Messages API (POST /v1/messages), streamed or not, as Claude Code calls it."""
+"""The Anthropic Messages API (POST /v1/messages), streamed or not, as Claude Code calls it.
+
+Each reply reports a usage of its own (_usage: input, output, cache read and cache write tokens that grow
+with base.spent), recorded on its Request (in the API's keys): a test sums exactly what was reported.
+"""
 
 from __future__ import annotations
 
 import itertools
 import json
 
-from .base import Dialect, Failure, Handler, Hang, Reply, Request, Text, ToolCall
+from .base import Dialect, Failure, Handler, Hang, Reply, Request, Text, ToolCall, spent
 
 _ids = itertools.count(1)
 _ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 429: "rate_limit_error",
@@ -76,20 +80,30 @@ class Anthropic(Dialect):
             return http.hang()
         blocks = _blocks(reply)
         stop = "tool_use" if isinstance(reply, ToolCall) else "end_turn"
+        usage = _usage(request)
         message = {"id": f"msg_stub{next(_ids)}", "type": "message", "role": "assistant", "model": request.model,
-                   "content": [], "stop_reason": None, "stop_sequence": None,
-                   "usage": {"input_tokens": 100, "output_tokens": 1}}
+                   "content": [], "stop_reason": None, "stop_sequence": None, "usage": usage | {"output_tokens": 1}}
         if not request.stream:
-            return http.send_json(200, message | {"content": blocks, "stop_reason": stop,
-                                                  "usage": {"input_tokens": 100, "output_tokens": 20}})
+            return http.send_json(200, message | {"content": blocks, "stop_reason": stop, "usage": usage})
         http.start_events()
         http.event({"type": "message_start", "message": message}, "message_start")
         for index, block in enumerate(blocks):
             _stream_block(http, index, block)
+        # as the API does: message_start has the prompt's figures, message_delta the output's final count
         http.event({"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": None},
-                    "usage": {"output_tokens": 20}}, "message_delta")
+                    "usage": {"output_tokens": usage["output_tokens"]}}, "message_delta")
         http.event({"type": "message_stop"}, "message_stop")
         http.end_events()
+
+
+def _usage(request: Request) -> dict[str, int]:
+    """This reply's usage in the API's keys, different for every request (base.spent), recorded on the request:
+    a test sums exactly what was reported for the requests it looks at. Anthropic's convention: input_tokens are
+    the fresh ones, beside those read from and written to the cache."""
+    n = spent()
+    request.usage = {"input_tokens": 100 + n, "output_tokens": 20 + n, "cache_read_input_tokens": 1000 + 7 * n,
+                     "cache_creation_input_tokens": 50 + 3 * n}
+    return dict(request.usage)
 
 
 def _blocks(reply: Text | ToolCall) -> list[dict]:
