@@ -1,6 +1,6 @@
 """Reading aider's text (backends/output_aider.py), fed with what aider 0.86 printed against the stub.
 
-fixtures/output/aider-1.txt: a turn whose edit did not apply, so aider sent a
+fixtures/cli-output/aider-1.txt: a turn whose edit did not apply, so aider sent a
 reflection (two requests: the stub reported prompt_tokens 117 and 134,
 completion_tokens 21 and 22), not streamed, the model priced at $1 and $2
 per million tokens in and out; aider-2.txt a second turn (121, 23);
@@ -18,7 +18,7 @@ from harness.recorded_output import RecordedOutput, feed_in_pieces
 from anvilfs.backends.output_aider import AiderReader
 from anvilfs.usage import Usage
 
-FIXTURES = Path(__file__).parent / "fixtures" / "output"
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "cli-output"
 
 
 def run(text: str) -> RecordedOutput:

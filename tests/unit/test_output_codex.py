@@ -1,6 +1,6 @@
 """Reading `codex exec --json` (backends/output_codex.py), fed with what codex 0.171 printed against the stub.
 
-The fixtures (fixtures/output/codex-N.jsonl) are three runs of one thread:
+The fixtures (fixtures/cli-output/codex-N.jsonl) are three runs of one thread:
 a turn with a shell call (two requests), a resumed turn (one request), a
 turn whose request failed with 500. The stub reported, per request
 (input_tokens, of which cached and cache-written, output_tokens):
@@ -17,7 +17,7 @@ from harness.recorded_output import RecordedOutput, feed_in_pieces
 from anvilfs.backends.output_codex import CodexReader
 from anvilfs.usage import Usage
 
-FIXTURES = Path(__file__).parent / "fixtures" / "output"
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "cli-output"
 THREAD = "01a24b77-fce8-7f40-a367-4d2e60bd8574"
 
 

@@ -1,6 +1,6 @@
 """Reading Gemini CLI's stream-json (backends/output_gemini.py), fed with what 0.61 printed against the stub.
 
-The fixtures (fixtures/output/gemini-N.jsonl) are three runs of one session:
+The fixtures (fixtures/cli-output/gemini-N.jsonl) are three runs of one session:
 a turn with a write_file call (two requests), a resumed turn (one request),
 a turn whose request failed with 500. The stub reported, per request
 (promptTokenCount, of which cached, candidatesTokenCount, thoughtsTokenCount):
@@ -17,7 +17,7 @@ from harness.recorded_output import RecordedOutput, feed_in_pieces
 from anvilfs.backends.output_gemini import GeminiReader
 from anvilfs.usage import Usage
 
-FIXTURES = Path(__file__).parent / "fixtures" / "output"
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "cli-output"
 WROTE = "/tmp/cap.98k4dtx1/work/notes/hello.txt"
 
 
