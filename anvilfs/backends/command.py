@@ -56,7 +56,6 @@ while the next run is argv's.
 
 from __future__ import annotations
 
-import codecs
 import os
 import re
 import shutil
@@ -71,13 +70,12 @@ from ..config.model import CommandBackendConfig, placeholders
 from ..sessions.backend import Agent, AgentExited, AgentFailed, Backend, NothingToResume, Output, SessionInfo, TurnFailed
 from .conversation import TurnGate, found_in, look_up
 from .agent_tools import Wiring, wire, wiring_for, with_tools
-from .output_formats import reader_for
+from .command_pipes import Tail, feed, killpg, pump, reap, signal_name
+from .output_formats import OutputReader, names_conversations, reader_for
 
-KILL_GRACE = 2.0  # seconds between SIGTERM and SIGKILL
 DRAIN_GRACE = 1.0  # seconds to finish reading after exit (a leftover child may hold the pipes)
 STDERR_KEEP = 64 * 1024  # bytes of stderr kept for the transcript
 STDOUT_KEEP = 4096  # bytes of stdout's end kept to explain a failure that stderr does not
-READ_SIZE = 64 * 1024
 
 # What to set when a placeholder has no value; cwd and name always have one.
 _HINTS = {
@@ -128,11 +126,14 @@ class CommandAgent(Agent):
         self.pid: int | None = None
         self._process: trio.Process | None = None
         self._signalled = ""  # the signal stop()/kill() sent to the running turn
-        self._stderr = _Tail(STDERR_KEEP)  # the last run's
+        self._stderr = Tail(STDERR_KEEP)  # the last run's
         # the first turn failed and its conversation was kept (restart_after_failed_first_turn = false):
         # the CLI may have saved it, or not (cut short as it started)
         self.unsure = bool(saved.get("unsure"))
         self._wiring: Wiring | None = None
+        # what the output's reader keeps for the conversation's next run (output_formats.py: reader.memory)
+        self.memory: dict = dict(saved.get("memory") or {})
+        self._reader: OutputReader | None = None  # the last run's
 
     async def start(self) -> None:
         why = _missing(self.config)
@@ -143,9 +144,11 @@ class CommandAgent(Agent):
         self.turns = 0
         self.conversation = str(uuid.uuid4())
         self.unsure = False
+        self.memory = {}
 
     def saved(self) -> dict:
-        return {"turns": self.turns, "conversation": self.conversation} | ({"unsure": True} if self.unsure else {})
+        return ({"turns": self.turns, "conversation": self.conversation} | ({"unsure": True} if self.unsure else {})
+                | ({"memory": self.memory} if self.memory else {}))
 
     async def stop(self) -> None:
         self._signal(signal.SIGTERM)
@@ -156,12 +159,12 @@ class CommandAgent(Agent):
     def _signal(self, sig: signal.Signals) -> None:
         if self._process is not None and self._process.returncode is None:
             self._signalled = sig.name
-            _killpg(self._process, sig)
+            killpg(self._process, sig)
 
     # ------------------------------------------------------------ a turn
 
     async def turn(self, prompt: str, output: Output) -> None:
-        learning = bool(self.config.conversation_pattern) and not self.turns
+        learning = self._names_its_own and not self.turns
         # "the latest conversation" is this turn's only if no other turn of the backend ends meanwhile
         alone = self.config.one_at_a_time or (learning and self.config.conversation_argv)
         gate = self.gate.alone() if alone else self.gate.together()
@@ -182,40 +185,54 @@ class CommandAgent(Agent):
         """One run of the program for the prompt; after a first turn, the id learnt, or what its failure leaves."""
         first = not self.turns  # this run begins a conversation
         try:
-            stderr = await self._run(prompt, output)
+            await self._run(prompt, output)
         except BaseException:
             if first:
                 self._after_failed_first_turn()
             raise
-        if first and self.config.conversation_pattern:
-            await self._learn_conversation(stderr, output)
+        if first and self._names_its_own:
+            await self._learn_conversation(output)
+
+    @property
+    def _names_its_own(self) -> bool:
+        """The CLI names its conversations: in its stderr or elsewhere (conversation_pattern), or in its output."""
+        return bool(self.config.conversation_pattern) or names_conversations(self.config.output_format)
 
     def _after_failed_first_turn(self) -> None:
         """A new conversation next, or (restart_after_failed_first_turn = false) this one resumed: see the docstring."""
         if self.config.restart_after_failed_first_turn or not self.turns:  # not self.turns: nothing ran
             return self.clear()
-        if self.config.conversation_pattern:  # the CLI names it: in the header it printed, if it got that far
+        if self._names_its_own:  # in the output or the header it printed, if it got that far
             try:
-                self.conversation = found_in(self._stderr.text(), self.config.conversation_pattern, "stderr")
+                self.conversation = self._told_conversation("stderr")
             except ValueError:
                 return self.clear()
         self.unsure = True
 
-    async def _learn_conversation(self, stderr: _Tail, output: Output) -> None:
+    async def _learn_conversation(self, output: Output) -> None:
         pattern = self.config.conversation_pattern
         try:
-            if self.config.conversation_argv:
+            if self.config.conversation_argv and not _named_conversation(self._reader):
                 argv = self._fill(self.config.conversation_argv, "")
                 env = {**self.config.env, **self.session.env}
                 self.conversation = await look_up(argv, pattern, cwd=self.session.cwd, env=env)
             else:
-                self.conversation = found_in(stderr.text(), pattern, f"the stderr of {self.config.argv[0]}")
+                self.conversation = self._told_conversation(f"the stderr of {self.config.argv[0]}")
         except ValueError as exc:
             self.turns = 0
             output.note(f"cannot learn the id of the conversation this turn began: {exc}; "
                         "the next turn begins a new conversation")
 
-    async def _run(self, prompt: str, output: Output) -> _Tail:
+    def _told_conversation(self, where: str) -> str:
+        """The id of the conversation the last run began, as its output named it, or its stderr (where); else
+        ValueError."""
+        if named := _named_conversation(self._reader):
+            return named
+        if not self.config.conversation_pattern:
+            raise ValueError(f"the output of {self.config.argv[0]} named none")
+        return found_in(self._stderr.text(), self.config.conversation_pattern, where)
+
+    async def _run(self, prompt: str, output: Output) -> Tail:
         """One run of the program for the prompt; its stderr (kept for the transcript).
 
         The first resume after a failed first turn that runs to its end tells whether the CLI had saved that
@@ -227,9 +244,11 @@ class CommandAgent(Agent):
         # The CLI may have recorded the conversation even if the turn fails: unless the turn was the first
         # (_after_failed_first_turn), it is resumed from now on rather than started again.
         self.turns += 1
-        stderr = self._stderr = _Tail(STDERR_KEEP)
-        stdout = _Tail(STDOUT_KEEP)
-        reader = reader_for(self.config.output_format, output)
+        stderr = self._stderr = Tail(STDERR_KEEP)
+        stdout = Tail(STDOUT_KEEP)
+        reader = self._reader = reader_for(self.config.output_format, output)
+        if hasattr(reader, "memory"):
+            reader.memory = dict(self.memory)
 
         def write(text: str) -> None:
             stdout.keep_text(text)
@@ -240,9 +259,10 @@ class CommandAgent(Agent):
                 await self._communicate(process, prompt, write, stderr)
         finally:
             with trio.CancelScope(shield=True):
-                await _reap(process)
+                await reap(process)
             self.pid = self._process = None
             reader.close()
+            self.memory = dict(getattr(reader, "memory", self.memory))
             if stderr.text():
                 output.note(stderr.text())
         if timer.cancelled_caught:
@@ -305,41 +325,41 @@ class CommandAgent(Agent):
         self._process, self._signalled, self.pid = process, "", process.pid
         return process
 
-    async def _communicate(self, process: trio.Process, prompt: str, write: Callable[[str], None], stderr: _Tail) -> None:
+    async def _communicate(self, process: trio.Process, prompt: str, write: Callable[[str], None], stderr: Tail) -> None:
         async with trio.open_nursery() as nursery:
             if process.stdin is not None:
-                nursery.start_soon(_feed, process.stdin, prompt.encode("utf-8", "surrogateescape"))
-            nursery.start_soon(_pump, process.stdout, write)
+                nursery.start_soon(feed, process.stdin, prompt.encode("utf-8", "surrogateescape"))
+            nursery.start_soon(pump, process.stdout, write)
             nursery.start_soon(stderr.collect, process.stderr)
             await process.wait()
             # A child the command left running can hold the pipes open forever.
             nursery.cancel_scope.deadline = trio.current_time() + DRAIN_GRACE
 
-    def _judge(self, status: int | None, stderr: _Tail, stdout: _Tail, said: str = "") -> None:
+    def _judge(self, status: int | None, stderr: Tail, stdout: Tail, said: str = "") -> None:
         """Raise if the turn failed. `said`: the failure as a structured output told it (output_formats.py)."""
         if status is None or status == 0:
             if said:
                 raise TurnFailed(said)
             return self._judge_output(stdout)
         if status < 0:
-            name = _signal_name(-status)
+            name = signal_name(-status)
             if self._signalled:
                 raise TurnFailed(f"killed by {name}: the session was stopped")
             raise AgentExited(f"killed by signal {name}")
         line = said or self._named_error(stderr) or stderr.last_line() or stdout.last_line()
         raise TurnFailed(f"exit status {status}: {line}" if line else f"exit status {status}")
 
-    def _judge_output(self, stdout: _Tail) -> None:
+    def _judge_output(self, stdout: Tail) -> None:
         found = self.config.error_pattern and re.search(self.config.error_pattern, stdout.text())
         if found:
             said = " ".join(found.group(found.re.groups).split())  # one line, however the CLI wrapped it
             raise TurnFailed(said or f"the output matched error_pattern {self.config.error_pattern!r}")
 
-    def _says_nothing_saved(self, stderr: _Tail) -> bool:
+    def _says_nothing_saved(self, stderr: Tail) -> bool:
         pattern = self.config.missing_conversation_pattern
         return bool(pattern) and re.search(pattern, stderr.text()) is not None
 
-    def _named_error(self, stderr: _Tail) -> str:
+    def _named_error(self, stderr: Tail) -> str:
         """The failure's text by config.reason_pattern: its last match in stderr; "" without one."""
         if not self.config.reason_pattern:
             return ""
@@ -350,71 +370,7 @@ class CommandAgent(Agent):
 # ---------------------------------------------------------------- helpers
 
 
-async def _feed(stdin: trio.abc.SendStream, data: bytes) -> None:
-    try:
-        await stdin.send_all(data)
-    except (trio.BrokenResourceError, trio.ClosedResourceError):
-        pass  # the program stopped reading; its exit status tells the story
-    finally:
-        await stdin.aclose()  # EOF: the prompt is complete
-
-
-async def _pump(stream: trio.abc.ReceiveStream, write: Callable[[str], None]) -> None:
-    """Stream stdout as text; the incremental decoder never splits a character."""
-    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-    while chunk := await stream.receive_some(READ_SIZE):
-        if text := decoder.decode(chunk):
-            write(text)
-    if text := decoder.decode(b"", final=True):
-        write(text)
-
-
-class _Tail:
-    """The last `keep` bytes of a stream."""
-
-    def __init__(self, keep: int):
-        self.keep = keep
-        self.data = bytearray()
-
-    async def collect(self, stream: trio.abc.ReceiveStream) -> None:
-        while chunk := await stream.receive_some(READ_SIZE):
-            self.data += chunk
-            del self.data[: -self.keep]
-
-    def keep_text(self, text: str) -> None:
-        self.data += text.encode("utf-8", "surrogateescape")
-        del self.data[: -self.keep]
-
-    def text(self) -> str:
-        return self.data.decode("utf-8", "replace")
-
-    def last_line(self) -> str:
-        lines = [line.strip() for line in self.text().splitlines() if line.strip()]
-        return lines[-1] if lines else ""
-
-
-async def _reap(process: trio.Process) -> None:
-    """Close the pipes and wait for the process, killing its group if it still runs."""
-    if process.returncode is None:
-        _killpg(process, signal.SIGTERM)
-        with trio.move_on_after(KILL_GRACE):
-            await process.wait()
-        _killpg(process, signal.SIGKILL)  # also children that ignored SIGTERM
-        await process.wait()
-    for stream in (process.stdin, process.stdout, process.stderr):
-        if stream is not None:
-            await stream.aclose()
-
-
-def _killpg(process: trio.Process, sig: signal.Signals) -> None:
-    try:
-        os.killpg(process.pid, sig)  # start_new_session: the group id is the pid
-    except (ProcessLookupError, PermissionError):
-        pass  # the whole group is gone already
-
-
-def _signal_name(number: int) -> str:
-    try:
-        return signal.Signals(number).name
-    except ValueError:
-        return str(number)
+def _named_conversation(reader: OutputReader | None) -> str:
+    """The conversation id the last run's output named (a reader's conversation(), output_formats.py); ""."""
+    conversation = getattr(reader, "conversation", None)
+    return conversation() if conversation is not None else ""

@@ -13,6 +13,7 @@ import trio
 
 from ..config.model import OpenAIBackendConfig
 from ..sessions.backend import Agent, AgentFailed, Output, SessionInfo, TurnFailed
+from ..usage import Usage
 from .openai import missing_key
 
 _SNIPPET = 300  # characters of a server's error body quoted in a failure
@@ -40,7 +41,8 @@ class OpenAIAgent(Agent):
         if not model:
             raise TurnFailed(f"no model: make the session with model=NAME, or set model in [backends.{self.backend}]")
         messages = [*self.messages, {"role": "user", "content": prompt}]
-        body = {"model": model, "messages": messages, "stream": True}
+        # include_usage: a last chunk says what the request spent (OpenAI, Ollama, vLLM, llama.cpp send it)
+        body = {"model": model, "messages": messages, "stream": True, "stream_options": {"include_usage": True}}
         answer = await self._post(body, output)
         self.messages = [*messages, {"role": "assistant", "content": answer}]
 
@@ -65,7 +67,10 @@ class OpenAIAgent(Agent):
                 data = _data(line)
                 if data == "[DONE]":
                     return "".join(pieces)
-                piece = _piece(self.url, data) if data is not None else ""
+                event = _event(self.url, data) if data is not None else {}
+                if "usage" in event and event["usage"] is not None:  # vLLM sends "usage": null on every chunk
+                    _report_usage(self.url, event["usage"], output)
+                piece = _piece(event)
                 if piece:
                     pieces.append(piece)
                     output.write(piece)
@@ -144,8 +149,8 @@ def _data(line: str) -> str | None:
     return line[5:].strip()
 
 
-def _piece(url: str, data: str) -> str:
-    """The text a chat.completion.chunk adds (choices[0].delta.content); TurnFailed for an error event."""
+def _event(url: str, data: str) -> dict:
+    """A chat.completion.chunk; TurnFailed for an error event, or one that is no JSON object."""
     try:
         event = json.loads(data)
     except ValueError:
@@ -154,6 +159,29 @@ def _piece(url: str, data: str) -> str:
         raise TurnFailed(f"{url} sent an event that is not a JSON object: {data[:_SNIPPET]!r}")
     if "error" in event:
         raise TurnFailed(f"{url} reported an error mid-answer: {_message(event['error']) or event['error']}")
+    return event
+
+
+def _report_usage(url: str, usage: object, output: Output) -> None:
+    """A response's usage (OpenAI's: cached tokens inside prompt_tokens) as the turn's; a note if unreadable."""
+    try:
+        prompt, completion = _tokens(usage, "prompt_tokens"), _tokens(usage, "completion_tokens")
+        details = usage.get("prompt_tokens_details") if isinstance(usage, dict) else None
+        cached = _tokens(details, "cached_tokens") if isinstance(details, dict) else 0
+    except ValueError as exc:
+        return output.note(f"{url} sent a usage that cannot be read, not counted: {exc}")
+    output.usage(Usage(input_tokens=max(prompt - cached, 0), cache_read_tokens=cached, output_tokens=completion))
+
+
+def _tokens(usage: object, key: str) -> int:
+    value = usage.get(key, 0) if isinstance(usage, dict) else None
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise ValueError(f"{key} is {value!r}, not a count of tokens (in {str(usage)[:_SNIPPET]})")
+    return value
+
+
+def _piece(event: dict) -> str:
+    """The text a chat.completion.chunk adds (choices[0].delta.content)."""
     choices = event.get("choices")
     choice = choices[0] if isinstance(choices, list) and choices else None
     delta = choice.get("delta") if isinstance(choice, dict) else None

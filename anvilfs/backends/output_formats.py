@@ -12,8 +12,17 @@ the answer alone (output.answer: `out` stays exactly what the plain output
 was), and reports what the turn spent (output.usage). Each format is a
 module of its own, registered in FORMATS by name.
 
-JSON-lines formats share JsonLinesReader: stdout cut into lines, each line
-that is a JSON object handed to event(); a line that is not (garbage, a
+A reader may also have (command.py asks with getattr):
+
+    reader.conversation()      # the conversation id the output named ("" if none): for a CLI
+                               # that names its conversations there (codex's thread.started)
+    reader.memory              # a dict the agent keeps for the next run of its conversation
+                               # (saved across server restarts, emptied by clear): for a CLI
+                               # that reports running totals (codex)
+
+Line-wise formats share LinesReader (stdout cut into lines, each handed to
+line()), JSON-lines ones JsonLinesReader: each line that is a JSON object
+handed to event(); a line that is not (garbage, a
 line cut short when the CLI was killed) is noted in the transcript and
 skipped, never failing the turn by itself; a line longer than MAX_LINE is
 dropped with a note, so a reader keeps a bounded part of stdout, never all.
@@ -56,10 +65,9 @@ MAX_LINE = 1 << 20  # characters of one line kept at most (1 Mi): a longer one i
 SHOWN = 200  # characters of a line that could not be read, quoted in the note
 
 
-class JsonLinesReader:
-    """A format whose stdout is one JSON object per line; a subclass says what each means (event)."""
-
-    program = "the CLI"  # named in the notes
+class LinesReader:
+    """stdout cut into lines as it comes, each line handed to line(); a line over MAX_LINE is dropped (overlong),
+    so no more than MAX_LINE characters of it are ever kept."""
 
     def __init__(self, output: Output):
         self.output = output
@@ -81,8 +89,12 @@ class JsonLinesReader:
     def failure(self) -> str:
         return ""
 
-    def event(self, event: dict) -> None:
+    def line(self, line: str, last: bool) -> None:
+        """A whole line (without its newline); last: the output ended without ending it."""
         raise NotImplementedError
+
+    def overlong(self) -> None:
+        """A line over MAX_LINE was dropped."""
 
     def _add(self, piece: str) -> None:
         if self._dropping or not piece:
@@ -97,8 +109,23 @@ class JsonLinesReader:
         line, dropped = "".join(self._partial), self._dropping
         self._partial, self._length, self._dropping = [], 0, False
         if dropped:
-            return self.output.note(f"a line of {self.program}'s output longer than {MAX_LINE} characters was "
-                                    "dropped unread")
+            self.overlong()
+        else:
+            self.line(line, last)
+
+
+class JsonLinesReader(LinesReader):
+    """A format whose stdout is one JSON object per line; a subclass says what each means (event)."""
+
+    program = "the CLI"  # named in the notes
+
+    def event(self, event: dict) -> None:
+        raise NotImplementedError
+
+    def overlong(self) -> None:
+        self.output.note(f"a line of {self.program}'s output longer than {MAX_LINE} characters was dropped unread")
+
+    def line(self, line: str, last: bool) -> None:
         if not line.strip():
             return
         try:
@@ -118,9 +145,13 @@ def brief(text: str, limit: int = 160) -> str:
 
 
 def _formats() -> dict[str, Callable[[Output], OutputReader]]:
-    from .output_claude import ClaudeReader  # they build on this module
+    from .output_aider import AiderReader  # they build on this module
+    from .output_claude import ClaudeReader
+    from .output_codex import CodexReader
+    from .output_gemini import GeminiReader
 
-    return {"text": TextReader, "claude-json": ClaudeReader}
+    return {"text": TextReader, "claude-json": ClaudeReader, "codex-json": CodexReader, "gemini-json": GeminiReader,
+            "aider-text": AiderReader}
 
 
 FORMATS = _formats()
@@ -128,3 +159,8 @@ FORMATS = _formats()
 
 def reader_for(name: str, output: Output) -> OutputReader:
     return FORMATS[name](output)
+
+
+def names_conversations(name: str) -> bool:
+    """Whether the format's output names the conversation (its reader's conversation())."""
+    return hasattr(FORMATS[name], "conversation")

@@ -48,13 +48,14 @@ BUILTIN_BACKENDS: dict[str, dict] = {
         # exec asks for no approvals; workspace-write lets codex's tools write in the session's
         # cwd (and /tmp) inside its sandbox, nowhere else. Its default, read-only, is no coding
         # agent, and a resumed session does not keep its first turn's sandbox: both runs say it.
-        "argv": ["codex", "exec", "--sandbox", "workspace-write", "--skip-git-repo-check", "-"],
-        "resume_argv": ["codex", "exec", "--sandbox", "workspace-write", "--skip-git-repo-check",
+        # --json: its events on stdout (backends/output_codex.py): the answer, tool calls for `stream`, the
+        # tokens spent. codex names its sessions itself: the first event has the id (thread.started), in
+        # each turn's own output, so two first turns at once cannot take each other's.
+        "argv": ["codex", "exec", "--json", "--sandbox", "workspace-write", "--skip-git-repo-check", "-"],
+        "resume_argv": ["codex", "exec", "--json", "--sandbox", "workspace-write", "--skip-git-repo-check",
                         "resume", "{conversation}", "-"],
-        # codex names its sessions itself; the header it prints on stderr has the id. Each
-        # turn's own stderr: two first turns at once cannot take each other's.
-        "conversation_pattern": r"(?m)^session id: ([0-9a-fA-F-]{36})$",
-        # codex keeps a failed or interrupted prompt in its session (the id is in the failed turn's header),
+        "output_format": "codex-json",
+        # codex keeps a failed or interrupted prompt in its session (the id is in the failed turn's output),
         # unless cut short before it wrote the session's file, when resume says so.
         "restart_after_failed_first_turn": False,
         "missing_conversation_pattern": r"no rollout found for thread id",
@@ -69,12 +70,18 @@ BUILTIN_BACKENDS: dict[str, dict] = {
         # Headless because stdin is no terminal; the prompt comes on stdin (argv would show it in ps).
         # auto_edit: its file tools (write_file, replace) run without asking, shell commands are not
         # offered. In a folder it does not trust, Gemini CLI refuses to run headless (README: backends).
-        "argv": ["gemini", "--approval-mode", "auto_edit", "--session-id", "{conversation}"],
-        "resume_argv": ["gemini", "--approval-mode", "auto_edit", "--resume", "{conversation}"],
+        # stream-json: its events on stdout (backends/output_gemini.py): the answer, tool calls for `stream`,
+        # the tokens spent, a failed model call's own text.
+        "argv": ["gemini", "--approval-mode", "auto_edit", "--output-format", "stream-json",
+                 "--session-id", "{conversation}"],
+        "resume_argv": ["gemini", "--approval-mode", "auto_edit", "--output-format", "stream-json",
+                        "--resume", "{conversation}"],
+        "output_format": "gemini-json",
         "env": {"NO_COLOR": "1"},  # its fatal errors come in red otherwise
         "mcp": True,  # anvilfs's tools: backends/agent_tools.py
-        # A failed model call ends with "An unexpected critical error occurred:[object Object]", a
-        # failed resume with advice: the API's own text, or why the resume failed, is further up.
+        # A failed model call's text is in the output's result; should none come, its stderr ends with "An
+        # unexpected critical error occurred:[object Object]", a failed resume (which stops before any
+        # output) with advice: the API's own text, or why the resume failed, is further up.
         # A failed first prompt is dropped from its session, which it then will neither resume nor start.
         "restart_after_failed_first_turn": True,
         "reason_pattern": r"(?:Error when talking to Gemini API.*? (?=\w*Error: )|(?=Error resuming session: ))(.+)",
@@ -108,6 +115,9 @@ BUILTIN_BACKENDS: dict[str, dict] = {
                  "--chat-history-file", ".aider.chat.history.anvilfs-{conversation}.md", "--restore-chat-history",
                  "--message", "{prompt}"],
         "prompt": "argument",
+        # its text is the answer, as it comes; the "Tokens: ... Cost: ..." lines after each request are what
+        # the turn spent (backends/output_aider.py)
+        "output_format": "aider-text",
         # aider writes a prompt to its chat history as it starts on it: a first turn that failed or was cut
         # short is restored by the next run from the same file (no resume to fail: a missing file is a new chat)
         "restart_after_failed_first_turn": False,

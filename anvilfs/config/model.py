@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from ..worktrees.model import MergeConfig
 
 # the ways a command backend's stdout can be read: backends/output_formats.py has a reader for each
-OUTPUT_FORMATS = frozenset({"text", "claude-json"})
+OUTPUT_FORMATS = frozenset({"text", "claude-json", "codex-json", "gemini-json", "aider-text"})
 PLACEHOLDERS = frozenset({"prompt", "model", "cwd", "name", "conversation"})
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}\Z")
 

@@ -23,6 +23,7 @@ import functools
 import os
 import shutil
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -104,3 +105,24 @@ def wait_until(check: Callable[[], object], what: str, timeout: float = TURN_TIM
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
         time.sleep(0.05)
+
+
+@contextlib.contextmanager
+def next_stream(srv: AnvilServer, name: str) -> Iterator[Callable[[], str]]:
+    """What `stream` showed of the next turn of session ``name``: call it before sending the prompt.
+
+    A read of `stream` follows the turn going when it is first read, or else the next, from its first piece:
+    a thread reads it at once (the prompt's writer, a process yet to start, comes after), to the turn's end.
+    The function given waits for that end (with a deadline) and returns what was shown.
+    """
+    with srv.connect("tester", timeout=TURN_TIMEOUT) as client:
+        fid = client.open(f"{name}/stream", 0)  # OREAD; the client attaches at agent/
+        pieces: list[bytes] = []
+        reader = threading.Thread(target=lambda: pieces.extend(client.read_chunks(fid)), daemon=True)
+        reader.start()
+
+        def shown() -> str:
+            reader.join(TURN_TIMEOUT)
+            assert not reader.is_alive(), f"{name}'s stream did not end within {TURN_TIMEOUT} s"
+            return b"".join(pieces).decode()
+        yield shown

@@ -14,6 +14,7 @@ import pytest
 from anvilfs.config.builtin import BUILTIN_BACKENDS
 from aider_env import DIALECT, aider_config, aider_env, aider_home, chats, project, without_commits
 from drive import TURN_TIMEOUT, agent_server, cli, new_session, turn
+from spending import check_spending
 
 from stubs import Failure, Request, Text, directives
 
@@ -193,3 +194,29 @@ def edit_greet(request: Request):
 def git(cwd, *args: str) -> str:
     return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=True).stdout.strip()
 
+
+
+def test_what_aider_spends_is_counted_per_session_bead_and_convoy(stub, tmp_path):
+    # The first turn's edit does not apply: aider reflects, a second request. Not streamed, so that aider counts
+    # what the API reported (a streamed answer's tokens are aider's own count: it asks for no usage in a stream).
+    cwd = project(tmp_path / "app", {"greet.py": 'print("hello")\n'})
+
+    def script(request: Request):
+        if "SEARCH/REPLACE block failed to match" in request.prompt:
+            return Text("[stub openai_chat] the edit did not apply")
+        if "stub:miss" in request.prompt:
+            return Text("greet.py\n```python\n<<<<<<< SEARCH\nprint(\"nothing like it\")\n=======\n"
+                        "print(\"goodbye\")\n>>>>>>> REPLACE\n```\n")
+        return directives(request)
+
+    def reported() -> dict[str, int]:
+        """What the stub reported for the chat requests, as aider tells it: all prompt_tokens sent (it does not
+        tell OpenAI's cached tokens apart), completion_tokens received; its commit messages' are not told."""
+        return {"input_tokens": sum(r.usage["prompt_tokens"] for r in chats(stub)),
+                "output_tokens": sum(r.usage["completion_tokens"] for r in chats(stub))}
+
+    stub.script = without_commits(script)
+    with agent_server(stub, "aider", env=aider_env(stub, AIDER_STREAM="false"), home=aider_home) as srv:
+        new_session(srv, "aider", cwd, "dev")
+        check_spending(srv, "dev", cwd, reported, prompts=("Change greet.py. stub:miss", "Say goodbye."))
+    assert len(chats(stub)) == 4, [r.prompt for r in chats(stub)]  # 2 + 1 + the one more

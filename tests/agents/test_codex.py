@@ -15,9 +15,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 from codex_env import KEY, MODEL, backend_config, codex_env, codex_home
-from drive import TURN_TIMEOUT, agent_server, cli, new_session, turn
+from drive import TURN_TIMEOUT, agent_server, cli, new_session, next_stream, turn
 from harness import agent_clis
+from spending import check_spending
 from stubs import Failure, Reply, Request, StubModels, ToolCall, directives
+from stubs.openai_responses import counted
 
 DIALECT = "openai-responses"
 TAG = f"[stub {DIALECT}]"
@@ -77,10 +79,11 @@ def test_a_second_turn_resumes_codex_s_own_session(stub, tmp_path):
     assert second == f"{TAG} turn 2: you said the second words\n"
     resumed = answered(stub, "the second words")
     assert said(resumed) == [("user", "the first words"), ("assistant", first.strip()), ("user", "the second words")]
-    # the id anvilfs learnt from stderr is the one codex sends as its session's: the same both turns
+    # the id anvilfs learnt from codex's output (thread.started) is the one codex sends as its session's: the
+    # same both turns
     ids = session_ids(stub, "the first words", "the second words")
     assert len(ids) == 1 and re.fullmatch(r"[0-9a-f-]{36}", next(iter(ids))), ids
-    assert log.count(f"session id: {next(iter(ids))}") == 2, log  # both headers, in the transcript
+    assert log.count(f"codex thread {next(iter(ids))}") == 2, log  # both runs named it, in the transcript
 
 
 def overlapping(prompts: set[str]) -> Callable[[Request], Reply]:
@@ -157,9 +160,9 @@ def test_an_error_from_the_model_ends_the_turn_and_the_session_goes_on(stub, tmp
         status_429 = cli(srv, "read", "agent/a/status")
         after = turn(srv, "a", "hello again")
         log = cli(srv, "read", "agent/a/log")
-    # codex's own words, its last line on stderr (it says nothing on stdout), in status and the log
+    # codex's own words (its turn.failed event), in status and the log
     for status, number in ((status_500, 2), (status_429, 3)):
-        assert status.startswith("error exit status 1: ERROR: "), status
+        assert status.startswith("error exit status 1: "), status
         assert f"--- failed {number} at " in log and status.removeprefix("error ").strip() in log, log
     assert "We’re currently experiencing high demand" in status_500, status_500
     assert "exceeded retry limit, last status: 429 Too Many Requests" in status_429, status_429
@@ -226,3 +229,22 @@ def test_an_api_codex_cannot_reach_is_bounded_by_the_timeout(stub, tmp_path):
         log = cli(srv, "read", "agent/a/log")
     assert status == f"error timed out after {HANG_TIMEOUT} s\n", status
     assert "Reconnecting... waiting for network" in log, log
+
+
+def test_what_codex_spends_is_counted_per_session_bead_and_convoy(stub, tmp_path):
+    # the first turn runs a shell command: two requests; codex reports the thread's running totals, and each
+    # turn counts what it added
+    stub.script = scripted({"Write": lambda r: ToolCall("exec_command", {"cmd": "echo hi > hi.txt"}, "writing")})
+    with codex_server(stub) as srv:
+        new_session(srv, "codex", tmp_path, "dev")
+        with next_stream(srv, "dev") as first_turn:
+            check_spending(srv, "dev", tmp_path, lambda: counted(stub.requests(DIALECT)),
+                           prompts=("Write hi.txt.", "Say goodbye."))
+            stream = first_turn()
+        out = cli(srv, "read", "agent/dev/out")
+    assert len(stub.requests(DIALECT)) == 4, [r.prompt for r in stub.requests(DIALECT)]  # 2 + 1 + the one more
+    assert (tmp_path / "hi.txt").read_text() == "hi\n"
+    # stream showed the turn readably as it went: the message, the call as one line, the last message
+    assert stream.startswith("writing\n[tool shell /bin/bash -lc 'echo hi > hi.txt']\n[stub openai-responses] tool "
+                             "done: "), stream
+    assert out == f"{TAG} turn 3: you said One more, please.\n"  # out: the answer alone

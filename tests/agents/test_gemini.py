@@ -7,13 +7,16 @@ with ``anvilfs`` commands; gemini_env.py says what the CLI needs and why. The st
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
-from drive import TURN_TIMEOUT, agent_server, cli, new_session, turn
+from drive import TURN_TIMEOUT, agent_server, cli, new_session, next_stream, turn
 from gemini_env import GeminiHome, gemini_config, gemini_env
+from spending import check_spending
 
 from stubs import Request, StubModels, ToolCall, directives
+from stubs.gemini import counted
 
 
 @pytest.fixture
@@ -124,14 +127,16 @@ def test_a_tool_call_writes_a_file_in_the_sessions_cwd(stub, env, tmp_path):
 
 
 @pytest.mark.parametrize(("status", "says"), [
-    (500, '_ApiError: {"error":{"code":500,"message":"stub model server: HTTP 500 as the script said"'),
-    (429, "RetryableQuotaError: stub model server: HTTP 429 as the script said"),
+    (500, '[API Error: {"error":{"code":500,"message":"stub model server: HTTP 500 as the script said"'),
+    (429, "[API Error: stub model server: HTTP 429 as the script said] Please wait and try again later."),
 ], ids=["500", "429"])
 def test_a_model_error_ends_the_turn_and_the_conversation_goes_on(stub, env, tmp_path, status, says):
     with agent_server(stub, "gemini", env=env, home=GeminiHome(tmp_path)) as srv:
         new_session(srv, "gemini", tmp_path, "a")
         turn(srv, "a", "one")
-        assert failing_turn(srv, "a", f"stub:fail {status}").startswith(f"error exit status 1: {says}")
+        # the API's own text, from the result of its stream-json output (its exit status varies: 244, 173)
+        failed = failing_turn(srv, "a", f"stub:fail {status}")
+        assert re.match(r"error exit status \d+: ", failed) and says in failed, failed
         assert list(Path(env["TMPDIR"]).glob("gemini-client-error-*.json")), "its error report is not in TMPDIR"
         assert "turn 2: you said two" in turn(srv, "a", "two")  # the CLI keeps no failed prompt
         assert [text for role, text in said(main_calls(stub)[-1]) if role == "user"] == ["one", "two"]
@@ -181,3 +186,26 @@ def living_in_group(group: int) -> list[int]:
         if int(pgrp) == group and state != "Z":
             found.append(int(stat.parent.name))
     return found
+
+
+def test_what_gemini_spends_is_counted_per_session_bead_and_convoy(stub, env, tmp_path):
+    # the first turn writes a file: two requests; each run's stats are its own requests'
+    def script(request: Request):
+        if "Write" in request.prompt and not request.after_tool:
+            return ToolCall("write_file", {"file_path": "hi.txt", "content": "hi\n"}, "writing")
+        return directives(request)
+
+    stub.script = script
+    with agent_server(stub, "gemini", env=env, home=GeminiHome(tmp_path)) as srv:
+        new_session(srv, "gemini", tmp_path, "dev")
+        with next_stream(srv, "dev") as first_turn:
+            check_spending(srv, "dev", tmp_path, lambda: counted(stub.requests("gemini")),
+                           prompts=("Write hi.txt.", "Say goodbye."))
+            stream = first_turn()
+        out = cli(srv, "read", "agent/dev/out")
+    assert (tmp_path / "hi.txt").read_text() == "hi\n"
+    assert len(main_calls(stub)) == 4, [r.prompt for r in stub.requests("gemini")]  # 2 + 1 + the one more
+    # stream showed the turn readably as it went: the text, the call as one line, the answer
+    assert stream.startswith('writing\n[tool write_file {"file_path": "hi.txt", "content": "hi\\n"}]\n'
+                             '[stub gemini] tool done: '), stream
+    assert out == "[stub gemini] turn 3: you said One more, please.\n"  # out: the answer alone

@@ -14,7 +14,7 @@ import sys
 import pytest
 import trio
 
-from anvilfs.backends import command
+from anvilfs.backends import command, command_pipes
 from anvilfs.backends.command import CommandAgent, CommandBackend
 from anvilfs.config.model import CommandBackendConfig
 from anvilfs.sessions.backend import AgentExited, AgentFailed, SessionInfo, TurnFailed
@@ -196,10 +196,10 @@ class Chunks(trio.abc.ReceiveStream):
 async def test_pump_never_splits_a_character():
     data = "aé€😀".encode()
     pieces: list[str] = []
-    await command._pump(Chunks([data[i : i + 1] for i in range(len(data))]), pieces.append)
+    await command_pipes.pump(Chunks([data[i : i + 1] for i in range(len(data))]), pieces.append)
     assert "".join(pieces) == "aé€😀"
     pieces.clear()
-    await command._pump(Chunks([b"ok\xff", b"\xe2\x82"]), pieces.append)  # bad byte, then cut off at the end
+    await command_pipes.pump(Chunks([b"ok\xff", b"\xe2\x82"]), pieces.append)  # bad byte, then cut off at the end
     assert "".join(pieces) == "ok\ufffd\ufffd"
 
 

@@ -12,9 +12,10 @@ import tomlkit
 import trio
 
 from anvilfs.backends.openai import OpenAIBackend
-from anvilfs.backends.openai_agent import OpenAIAgent
+from anvilfs.backends.openai_agent import OpenAIAgent, _report_usage
 from anvilfs.config.model import OpenAIBackendConfig
 from anvilfs.sessions.backend import AgentFailed, SessionInfo, TurnFailed
+from anvilfs.usage import Usage
 from harness.fakes import FakeOpenAI, fake_openai_server
 
 GUARD = 20  # seconds: a broken agent fails the test instead of hanging it (not a timing assertion)
@@ -28,6 +29,7 @@ class Collected:
     pieces: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     first: trio.Event = field(default_factory=trio.Event)
+    spent: list[Usage] = field(default_factory=list)  # each usage report
 
     def write(self, text: str) -> None:
         self.pieces.append(text)
@@ -35,6 +37,9 @@ class Collected:
 
     def note(self, text: str) -> None:
         self.notes.append(text)
+
+    def usage(self, usage: Usage) -> None:
+        self.spent.append(usage)
 
     @property
     def text(self) -> str:
@@ -91,7 +96,7 @@ async def test_answer_streams_in_pieces(fake):
     [request] = fake.requests()
     assert request["path"] == "/v1/chat/completions"
     assert request["body"] == {
-        "model": "fake-model", "stream": True,
+        "model": "fake-model", "stream": True, "stream_options": {"include_usage": True},
         "messages": [{"role": "system", "content": SYSTEM}, {"role": "user", "content": "hello"}],
     }
 
@@ -108,6 +113,34 @@ async def test_two_turns_keep_the_conversation(fake):
         {"role": "assistant", "content": first},
         {"role": "user", "content": "two"},
     ]
+
+
+async def test_each_turn_reports_what_its_response_said_it_spent(fake):
+    a = agent(fake.url)
+    outputs = []
+    for prompt in ("one", "two"):
+        outputs.append(Collected())
+        with trio.fail_after(GUARD):
+            await a.turn(prompt, outputs[-1])
+    for output, request in zip(outputs, fake.requests(), strict=True):
+        usage = request["usage"]  # what the fake's answer reported, different for each
+        cached = usage["prompt_tokens_details"]["cached_tokens"]
+        assert output.spent == [Usage(input_tokens=usage["prompt_tokens"] - cached, cache_read_tokens=cached,
+                                      output_tokens=usage["completion_tokens"])], (output.spent, usage)
+    assert outputs[0].spent != outputs[1].spent
+
+
+async def test_a_usage_that_cannot_be_read_is_noted_and_the_answer_kept():
+    def spend(usage: object) -> tuple[list[Usage], list[str]]:
+        output = Collected()
+        _report_usage("http://x/v1/chat/completions", usage, output)
+        return output.spent, output.notes
+
+    assert spend({"prompt_tokens": 5, "completion_tokens": 2}) == ([Usage(input_tokens=5, output_tokens=2)], [])
+    spent, notes = spend({"prompt_tokens": "many", "completion_tokens": 2})
+    assert spent == [] and notes == ["http://x/v1/chat/completions sent a usage that cannot be read, not counted: "
+                                     "prompt_tokens is 'many', not a count of tokens (in {'prompt_tokens': 'many', "
+                                     "'completion_tokens': 2})"]
 
 
 async def test_clear_forgets_all_but_the_system_message(fake):

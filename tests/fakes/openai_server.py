@@ -6,8 +6,11 @@ It listens on 127.0.0.1 (a free port) and prints the port as the first line
 of stdout. POST /v1/chat/completions answers "[fake openai] turn N: you said
 PROMPT", where N is the number of user messages in the request (so a test can
 see the conversation was kept), as server-sent events in the OpenAI chunk
-format over chunked transfer encoding, then `data: [DONE]`. Every request is
-appended to the --log file as one JSON line: {"path", "authorization", "body"}.
+format over chunked transfer encoding, then `data: [DONE]`. Asked for it
+(stream_options.include_usage), a chunk with no choices before [DONE] has its
+usage: different for each answer, cached tokens counted inside prompt_tokens,
+as OpenAI's. Every request is appended to the --log file as one JSON line:
+{"path", "authorization", "body", "usage"} (usage: what its answer reported, or null).
 
 Directives in the last user message:
   fake:fail     HTTP 500 with an OpenAI-style JSON error body
@@ -21,11 +24,13 @@ Directives in the last user message:
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 FAIL_MESSAGE = "fake server error: the prompt said fake:fail"
+_answers = itertools.count(1)
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -35,17 +40,20 @@ class Handler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
-        self.record(body)
-        if self.path != "/v1/chat/completions":
-            return self.send_json(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
         users = [m for m in body.get("messages", []) if m.get("role") == "user"]
         prompt = users[-1]["content"] if users else ""
+        answered = self.path == "/v1/chat/completions" and "fake:fail" not in prompt
+        usage = _usage() if answered and (body.get("stream_options") or {}).get("include_usage") else None
+        self.record(body, usage)
+        if self.path != "/v1/chat/completions":
+            return self.send_json(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
         if "fake:fail" in prompt:
             return self.send_json(500, {"error": {"message": FAIL_MESSAGE, "type": "server_error"}})
-        self.stream(body.get("model", ""), len(users), prompt)
+        self.stream(body.get("model", ""), len(users), prompt, usage)
 
-    def record(self, body: dict) -> None:
-        line = json.dumps({"path": self.path, "authorization": self.headers.get("Authorization"), "body": body})
+    def record(self, body: dict, usage: dict | None) -> None:
+        line = json.dumps({"path": self.path, "authorization": self.headers.get("Authorization"), "body": body,
+                           "usage": usage})
         with self.log_lock, open(self.log_path, "a") as log:
             log.write(line + "\n")
 
@@ -57,7 +65,7 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
-    def stream(self, model: str, turn: int, prompt: str) -> None:
+    def stream(self, model: str, turn: int, prompt: str, usage: dict | None) -> None:
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Transfer-Encoding", "chunked")
@@ -78,6 +86,9 @@ class Handler(BaseHTTPRequestHandler):
         for piece in pieces:
             self.event(chunk(model, {"content": piece}))
         self.event(chunk(model, {}, finish="stop"))
+        if usage is not None:
+            self.event(json.dumps({"id": "chatcmpl-fake", "object": "chat.completion.chunk", "model": model,
+                                   "choices": [], "usage": usage}))
         self.event("[DONE]")
         self.send_chunk(b"")
 
@@ -99,6 +110,14 @@ class Handler(BaseHTTPRequestHandler):
     def send_chunk(self, data: bytes) -> None:
         self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
         self.wfile.flush()
+
+
+def _usage() -> dict:
+    n = next(_answers)
+    cached = 10 * (n % 3)
+    prompt, completion = 100 + 7 * n + cached, 20 + n
+    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion,
+            "prompt_tokens_details": {"cached_tokens": cached}}
 
 
 def chunk(model: str, delta: dict, finish: str | None = None) -> str:

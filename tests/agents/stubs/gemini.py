@@ -5,13 +5,12 @@ from __future__ import annotations
 import json
 import re
 
-from .base import Dialect, Failure, Handler, Hang, Reply, Request, Text, ToolCall
+from .base import Dialect, Failure, Handler, Hang, Reply, Request, Text, ToolCall, spent
 
 _CALL = re.compile(r"^/v1(?:beta|alpha)?/models/([^/:]+):(generateContent|streamGenerateContent)$")
 _COUNT = re.compile(r"^/v1(?:beta|alpha)?/models/([^/:]+):countTokens$")
 _STATUS = {400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED", 404: "NOT_FOUND",
            429: "RESOURCE_EXHAUSTED", 500: "INTERNAL", 503: "UNAVAILABLE", 504: "DEADLINE_EXCEEDED"}
-_USAGE = {"promptTokenCount": 100, "candidatesTokenCount": 20, "totalTokenCount": 120}
 
 
 def _said(content: dict) -> list[tuple[str, str]]:
@@ -61,12 +60,13 @@ class Gemini(Dialect):
             http.start_events()  # a body begun, never ended: streamed or not, the CLI waits
             return http.hang()
         parts = _parts(_as_json(reply, request.body.get("generationConfig") or {}))
+        request.usage = _usage()
         if not request.stream:
-            return http.send_json(200, _response(parts, request.model, last=True))
+            return http.send_json(200, _response(parts, request.model, request.usage))
         http.start_events()
         pieces = _pieces(parts)
         for i, piece in enumerate(pieces):
-            http.event(_response([piece], request.model, last=i == len(pieces) - 1))
+            http.event(_response([piece], request.model, request.usage if i == len(pieces) - 1 else None))
         http.end_events()
 
 
@@ -108,11 +108,32 @@ def _pieces(parts: list[dict]) -> list[dict]:
     return pieces
 
 
-def _response(parts: list[dict], model: str, last: bool) -> dict:
-    """A GenerateContentResponse; the last of a stream says why it stopped and what it cost."""
+def _usage() -> dict:
+    """An answer's usageMetadata, different for each (base.spent): Gemini's convention, cached tokens counted
+    inside promptTokenCount, thoughts apart from candidatesTokenCount."""
+    n = spent()
+    cached, thoughts = 10 * (n % 3), n % 4
+    prompt, candidates = 100 + 7 * n + cached, 20 + n
+    return {"promptTokenCount": prompt, "cachedContentTokenCount": cached, "candidatesTokenCount": candidates,
+            "thoughtsTokenCount": thoughts, "totalTokenCount": prompt + candidates + thoughts}
+
+
+def counted(requests: list[Request]) -> dict[str, int]:
+    """What the answers to these requests reported, summed in anvilfs's usage keys (usage/model.py): thoughts
+    are what the model wrote too."""
+    sums = dict.fromkeys(("input_tokens", "output_tokens", "cache_read_tokens"), 0)
+    for usage in (request.usage for request in requests if request.usage):
+        sums["input_tokens"] += usage["promptTokenCount"] - usage["cachedContentTokenCount"]
+        sums["cache_read_tokens"] += usage["cachedContentTokenCount"]
+        sums["output_tokens"] += usage["candidatesTokenCount"] + usage["thoughtsTokenCount"]
+    return sums
+
+
+def _response(parts: list[dict], model: str, usage: dict | None) -> dict:
+    """A GenerateContentResponse; the last of a stream (usage given) says why it stopped and what it cost."""
     candidate = {"content": {"role": "model", "parts": parts}, "index": 0}
     response = {"candidates": [candidate], "modelVersion": model}
-    if last:
+    if usage is not None:
         candidate["finishReason"] = "STOP"
-        response["usageMetadata"] = _USAGE
+        response["usageMetadata"] = usage
     return response

@@ -13,12 +13,10 @@ import itertools
 import json
 import time
 
-from .base import Dialect, Failure, Handler, Hang, Reply, Request, Text, ToolCall
+from .base import Dialect, Failure, Handler, Hang, Reply, Request, Text, ToolCall, spent
 from .openai_errors import send_openai_error
 
 _ids = itertools.count(1)
-# (type, code) of OpenAI's error bodies by status
-_USAGE = {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120}
 
 
 def _text_of(content) -> str:
@@ -73,10 +71,33 @@ class OpenAIChat(Dialect):
             return http.hang()
         head = {"id": f"chatcmpl-stub{next(_ids)}", "created": int(time.time()), "model": request.model}
         if not request.stream:
-            return http.send_json(200, head | {"object": "chat.completion", "usage": _USAGE, "choices": [
+            request.usage = _usage()
+            return http.send_json(200, head | {"object": "chat.completion", "usage": request.usage, "choices": [
                 {"index": 0, "message": _message(reply), "finish_reason": _finish(reply), "logprobs": None}]})
-        _stream(http, head | {"object": "chat.completion.chunk"}, reply,
-                bool((request.body.get("stream_options") or {}).get("include_usage")))
+        if (request.body.get("stream_options") or {}).get("include_usage"):  # else a stream says nothing of it
+            request.usage = _usage()
+        _stream(http, head | {"object": "chat.completion.chunk"}, reply, request.usage)
+
+
+def _usage() -> dict:
+    """An answer's usage, different for each (base.spent): OpenAI's convention, cached tokens counted inside
+    prompt_tokens."""
+    n = spent()
+    cached = 10 * (n % 3)
+    prompt, completion = 100 + 7 * n + cached, 20 + n
+    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion,
+            "prompt_tokens_details": {"cached_tokens": cached}}
+
+
+def counted(requests: list[Request]) -> dict[str, int]:
+    """What the answers to these requests reported, summed in anvilfs's usage keys (usage/model.py)."""
+    sums = dict.fromkeys(("input_tokens", "output_tokens", "cache_read_tokens"), 0)
+    for usage in (request.usage for request in requests if request.usage):
+        cached = usage["prompt_tokens_details"]["cached_tokens"]
+        sums["input_tokens"] += usage["prompt_tokens"] - cached
+        sums["cache_read_tokens"] += cached
+        sums["output_tokens"] += usage["completion_tokens"]
+    return sums
 
 
 def _finish(reply: Text | ToolCall) -> str:
@@ -91,7 +112,7 @@ def _message(reply: Text | ToolCall) -> dict:
     return {"role": "assistant", "content": reply.text or None, "tool_calls": [call]}
 
 
-def _stream(http: Handler, head: dict, reply: Text | ToolCall, usage: bool) -> None:
+def _stream(http: Handler, head: dict, reply: Text | ToolCall, usage: dict) -> None:
     def chunk(delta: dict, finish: str | None = None) -> None:
         http.event(head | {"choices": [{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}]})
 
@@ -109,6 +130,6 @@ def _stream(http: Handler, head: dict, reply: Text | ToolCall, usage: bool) -> N
         chunk({"tool_calls": [{"index": 0, "function": {"arguments": arguments}}]})
     chunk({}, _finish(reply))
     if usage:
-        http.event(head | {"choices": [], "usage": _USAGE})
+        http.event(head | {"choices": [], "usage": usage})
     http.event("[DONE]")
     http.end_events()

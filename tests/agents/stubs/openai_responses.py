@@ -25,7 +25,7 @@ from __future__ import annotations
 import itertools
 import json
 
-from .base import Dialect, Failure, Handler, Hang, Reply, Request, Text, ToolCall
+from .base import Dialect, Failure, Handler, Hang, Reply, Request, Text, ToolCall, spent
 from .openai_errors import send_openai_error
 
 _ids = itertools.count(1)
@@ -114,10 +114,32 @@ class OpenAIResponses(Dialect):
         http.start_events()
         _event(http, "response.created", response=response)
         items = [_stream_item(http, index, item) for index, item in enumerate(_items(reply, request))]
-        usage = {"input_tokens": 100, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": 20,
-                 "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": 120}
+        request.usage = usage = _usage()
         _event(http, "response.completed", response=response | {"status": "completed", "output": items, "usage": usage})
         http.end_events()
+
+
+def _usage() -> dict:
+    """A response's usage, different for each (base.spent): OpenAI's convention, cached and cache-written tokens
+    counted inside input_tokens, reasoning inside output_tokens."""
+    n = spent()
+    cached, written, reasoning = 10 * (n % 3), 3 * (n % 2), n % 4
+    return {"input_tokens": 100 + 7 * n + cached + written,
+            "input_tokens_details": {"cached_tokens": cached, "cache_write_tokens": written},
+            "output_tokens": 20 + n, "output_tokens_details": {"reasoning_tokens": reasoning},
+            "total_tokens": 120 + 8 * n + cached + written}
+
+
+def counted(requests: list[Request]) -> dict[str, int]:
+    """What the responses to these requests reported, summed in anvilfs's usage keys (usage/model.py)."""
+    sums = dict.fromkeys(("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens"), 0)
+    for usage in (request.usage for request in requests if request.usage):
+        details = usage["input_tokens_details"]
+        sums["input_tokens"] += usage["input_tokens"] - details["cached_tokens"] - details["cache_write_tokens"]
+        sums["cache_read_tokens"] += details["cached_tokens"]
+        sums["cache_write_tokens"] += details["cache_write_tokens"]
+        sums["output_tokens"] += usage["output_tokens"]
+    return sums
 
 
 def _event(http: Handler, kind: str, **fields) -> None:
