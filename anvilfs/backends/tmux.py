@@ -61,10 +61,10 @@ import trio
 
 from ..config.model import TmuxBackendConfig, placeholders
 from ..hookwords import ANSWER_BUFFER, AWAIT, RUNNING  # what the hook's client and script say and keep
-from ..sessions import turns
 from ..sessions.backend import Agent, AgentExited, AgentFailed, Backend, Output, PromptNotSent, SessionInfo
 from ..sessions.turns import Outcome
-from .tmuxpane import HOOK_OPTION, PANE_FORMAT, Pane, Tmux, TurnStart, last_line, still_typed
+from .tmuxpane import (HOOK_OPTION, PANE_FORMAT, Pane, Tmux, TurnStart, forget_answer, kept_word, last_line,
+                       pane_lines, still_typed, write_lines)
 from .agent_tools import Wiring, wire, wiring_for, with_tools
 from .claude_transcript import TurnSpending, transcript_dir
 
@@ -189,7 +189,7 @@ class TmuxAgent(Agent):
     async def kill(self) -> None:
         pane = await self.tmux.pane(self.pane.id) if self.pane else None
         if pane is not None and pane.pid == self.pane.pid:  # ours, even dead (its shown pid is cleared by then)
-            await self.tmux.run("kill-window", "-t", pane.window, ";", *_forget_answer(pane.id))  # the window it is in now
+            await self.tmux.run("kill-window", "-t", pane.window, ";", *forget_answer(pane.id))  # the window it is in now
         self.pid = None  # killed with its window, or gone before
 
     def saved(self) -> dict:
@@ -241,7 +241,7 @@ class TmuxAgent(Agent):
         # Before typing, so that whenever the server stops, a prompt in the pane has its turn's start beside
         # it, and no word or answer an earlier turn's hook kept there.
         await self._run("set-option", "-p", "-t", pane.id, TURN_OPTION, start.marker(output.number),
-                        ";", "set-option", "-p", "-u", "-t", pane.id, HOOK_OPTION, ";", *_forget_answer(pane.id))
+                        ";", "set-option", "-p", "-u", "-t", pane.id, HOOK_OPTION, ";", *forget_answer(pane.id))
         # Armed before typing: a quick agent's hook may say await before the typing commands return,
         # and an await that came while no turn was armed would be taken for a person's (lost).
         self._arm(output.number)
@@ -318,12 +318,12 @@ class TmuxAgent(Agent):
         quiet_since = trio.current_time()
         while True:
             pane, lines = await self._gained(start)
-            written = _write_lines(output, lines[:-1], written)  # the cursor's line may still change
+            written = write_lines(output, lines[:-1], written)  # the cursor's line may still change
             if self._spending is not None:
                 self._spending[0].look()  # a bounded piece at a time, so the turn's end has little left to read
             if self._turn_done is not None:
                 # The hook's word (or answer) reached us, or only the pane (no server was there to take it).
-                if self._turn_done.is_set() or _kept(pane) is Outcome.AGENT_ENDS:
+                if self._turn_done.is_set() or kept_word(pane) is Outcome.AGENT_ENDS:
                     if not self._turn_done.is_set():
                         await self._take_kept_answer(pane.id, output)
                     break  # after one more look, taken once the hook had fired
@@ -336,13 +336,13 @@ class TmuxAgent(Agent):
             elif trio.current_time() - quiet_since >= self.config.quiet_seconds:
                 break
             await trio.sleep(POLL)
-        _write_lines(output, _lines("\n".join(lines)), written)
+        write_lines(output, pane_lines("\n".join(lines)), written)
 
     async def _enter_again_if_unheard(self, pane: Pane, cursor_line: str, output: Output) -> None:
         """Enter again if the hook has not said `running` (to us, or to the pane) for ENTER_AGAIN seconds and
         the prompt is still where it was typed: at the end of the cursor's line."""
         unheard = self._unheard
-        if unheard is None or _kept(pane) in (Outcome.HEARD, Outcome.AGENT_ENDS):
+        if unheard is None or kept_word(pane) in (Outcome.HEARD, Outcome.AGENT_ENDS):
             self._unheard = None
             return
         if trio.current_time() - unheard.when < ENTER_AGAIN:
@@ -389,7 +389,7 @@ class TmuxAgent(Agent):
         pane = Pane.parse(line) if result.returncode == 0 else None
         if reason := self._reason(pane):
             raise AgentExited(reason)
-        return pane, _lines(text)
+        return pane, pane_lines(text)
 
     async def _run(self, *args: str, stdin: bytes = b"") -> str:
         result = await self.tmux.run(*args, stdin=stdin)
@@ -405,31 +405,3 @@ class _Unheard:
     when: float  # the last one
     last_line: str  # the prompt's last line (tmuxpane.last_line), which the cursor's line ends with while the prompt waits
     enters: int = 1
-
-
-def _kept(pane: Pane) -> Outcome | None:
-    """What the word the hook kept in the pane (no server took it) does to the turn this agent follows: the
-    same as if the hook had written it to the server in a runner's turn (sessions/turns.py); None if none."""
-    if not pane.hook:
-        return None
-    return turns.decide(turns.Writer.AGENT, turns.Word.of(pane.hook), turns.Phase.RUNNER)
-
-
-def _forget_answer(pane_id: str) -> list[str]:
-    """tmux commands that delete the pane's kept answer: set first, since deleting a missing buffer is an
-    error that would stop the commands after it."""
-    buffer = ANSWER_BUFFER + pane_id
-    return ["set-buffer", "-b", buffer, "x", ";", "delete-buffer", "-b", buffer]
-
-
-def _lines(text: str) -> list[str]:
-    """capture-pane's rows or lines, without the blank ones at the end."""
-    return text.rstrip().split("\n") if text.strip() else []
-
-
-def _write_lines(output: Output, lines: list[str], written: int) -> int:
-    """Write lines[written:] (each ending in a newline); return how many are written now."""
-    if len(lines) > written:
-        output.write("".join(line + "\n" for line in lines[written:]))
-        return len(lines)
-    return written

@@ -16,7 +16,10 @@ from dataclasses import dataclass
 
 import trio
 
-from ..hookwords import HOOK_OPTION  # pane option: a word the agent's hook could not write to us
+from ..hookwords import ANSWER_BUFFER, HOOK_OPTION  # pane option: a word the agent's hook could not write to us
+from ..sessions import turns
+from ..sessions.backend import Output
+from ..sessions.turns import Outcome
 
 PANE_FORMAT = "\t".join("#{%s}" % name for name in (
     "pane_id", "pane_pid", "window_id", "pane_dead", "pane_dead_status", "history_size", "history_limit", "cursor_y",
@@ -139,3 +142,31 @@ class Tmux:
         result = await self.run("display-message", "-p", "-t", pane_id, PANE_FORMAT)
         pane = Pane.parse(result.stdout.decode()) if result.returncode == 0 else None
         return pane if pane is not None and pane.id == pane_id else None
+
+
+def kept_word(pane: Pane) -> Outcome | None:
+    """What the word the hook kept in the pane (no server took it) does to the turn this agent follows: the
+    same as if the hook had written it to the server in a runner's turn (sessions/turns.py); None if none."""
+    if not pane.hook:
+        return None
+    return turns.decide(turns.Writer.AGENT, turns.Word.of(pane.hook), turns.Phase.RUNNER)
+
+
+def forget_answer(pane_id: str) -> list[str]:
+    """tmux commands that delete the pane's kept answer: set first, since deleting a missing buffer is an
+    error that would stop the commands after it."""
+    buffer = ANSWER_BUFFER + pane_id
+    return ["set-buffer", "-b", buffer, "x", ";", "delete-buffer", "-b", buffer]
+
+
+def pane_lines(text: str) -> list[str]:
+    """capture-pane's rows or lines, without the blank ones at the end."""
+    return text.rstrip().split("\n") if text.strip() else []
+
+
+def write_lines(output: Output, lines: list[str], written: int) -> int:
+    """Write lines[written:] (each ending in a newline); return how many are written now."""
+    if len(lines) > written:
+        output.write("".join(line + "\n" for line in lines[written:]))
+        return len(lines)
+    return written
