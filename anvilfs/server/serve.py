@@ -197,6 +197,7 @@ def build_app(options: ServerOptions) -> App:
 
 def run_server(options: ServerOptions) -> int:
     """Serve until SIGINT or SIGTERM; the exit status for the command line."""
+    gc.disable()  # for the start: see _settle_garbage_collector
     try:
         server = Server(build_app(options), options)
         trio.run(server.run, instruments=stalls.from_environment())
@@ -217,9 +218,16 @@ def _settle_garbage_collector() -> None:
     """Keep the collector's pauses out of the answers: what the start made (the modules, every restored
     session) lives as long as the server, so it leaves the collector's care (gc.freeze), and the young
     generation is collected less often. Before this, with 1,000 sessions, full and young collections
-    came in the middle of serving (benchmarks/history.md)."""
+    came in the middle of serving (benchmarks/history.md).
+
+    The collector is off for the start itself (run_server): with 10,000 beads it ran three full collections
+    there, 0.1-0.2 s of a 1.1 s restart, over objects that were all going to be frozen here. What that
+    leaves is the cycles the start made and dropped (a traceback, a finished task): frozen with the rest, kept
+    for the server's life, once; 2,700 objects on that tree (a full collection here would find them, at the
+    0.13 s it was meant to save)."""
     gc.freeze()
     gc.set_threshold(10_000, 20, 20)
+    gc.enable()
 
 
 def _leaves(group: BaseExceptionGroup):
