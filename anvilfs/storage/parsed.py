@@ -64,7 +64,16 @@ class ParsedFiles:
 
     def table(self, directory: PrivateDir, name: str, parse: Callable[[bytes], Any]) -> Any:
         """What parse(the file's bytes) gives: from the row while the file is what the row was made from."""
-        row, info, raw = self._rows.pop(name, None), directory.lstat(name), None
+        row = self._rows.pop(name, None)
+        try:
+            return self._take(directory, name, row, parse)
+        except Exception:  # a file gone bad (it raises again at every start): its row goes
+            if row is not None:
+                self._stale.append(name)
+            raise
+
+    def _take(self, directory: PrivateDir, name: str, row: _Row | None, parse: Callable[[bytes], Any]) -> Any:
+        info, raw = directory.lstat(name), None
         key = _key(info) if info is not None and _plain(info) else None
         if row is not None and key is not None and row.key == key:
             if row.settled and (value := row.value()) is not _NONE:
@@ -77,12 +86,7 @@ class ParsedFiles:
                 return value
         if raw is None:
             raw = directory.read(name) or b""  # a link or another user's file raises: broken, as without rows
-        try:
-            value = parse(raw)
-        except Exception:
-            if row is not None:
-                self._stale.append(name)
-            raise
+        value = parse(raw)
         self.parsed += 1
         self._remember(name, key, raw, value, had_row=row is not None)
         return value
