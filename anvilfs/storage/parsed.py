@@ -157,7 +157,10 @@ class _Row:
 def _save(conn: sqlite3.Connection, kind: str, stale: list[str], fresh: list[tuple], rebuild: bool) -> None:
     """In the writer thread, in one transaction: the table (anew if it could not be read), the rows."""
     if rebuild:
-        conn.execute(f"DROP TABLE IF EXISTS {TABLE}")
+        try:  # the other kind's start may have made it anew already: its rows stay
+            conn.execute(f"SELECT kind, {_COLUMNS} FROM {TABLE} LIMIT 0")
+        except sqlite3.Error:
+            conn.execute(f"DROP TABLE IF EXISTS {TABLE}")
     conn.execute(_CREATE)
     conn.executemany(f"DELETE FROM {TABLE} WHERE kind = ? AND name = ?", [(kind, name) for name in stale])
     kill_point("parse-cache")  # tests: a crash in the middle of this write (nothing of it committed)

@@ -1,4 +1,5 @@
-"""A server SIGKILLed in the middle of writing its parse cache starts right the next time (issue 32, item 6).
+"""The parse cache never stops a server nor makes it wrong (issue 32, item 6): a server SIGKILLed in the
+middle of writing it starts right the next time, and a table of another layout is made again.
 
 The rows of STATE/anvilfs.db's parse cache (anvilfs/storage/parsed.py) are only a shortcut to what the
 beads' files say: a start killed while it writes them (ANVILFS_TEST_KILL_AT=parse-cache: after the rows of
@@ -11,6 +12,7 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -20,6 +22,7 @@ import pytest
 
 from anvilfs.faults import ENV
 from anvilfs.ninep import consts as c
+from anvilfs.storage import parsed
 from harness.server import AnvilServer, start_server
 
 
@@ -81,3 +84,21 @@ def test_a_start_killed_while_writing_the_cache_leaves_the_next_start_right(base
     assert "Alpha two" in listing and "Alpha one" not in listing, listing
     assert bravo not in listing, listing
     assert "bead" not in errors, errors
+
+
+def test_a_cache_table_of_another_layout_does_not_stop_the_server(base):
+    srv = start_server(base, trace=False)
+    with srv.connect() as client:
+        client.write_file("beads/ctl", b'new "Charlie one" worker "w"\n')
+    stopped(srv)
+    with sqlite3.connect(base / "state" / "anvilfs.db") as conn:  # what an older anvilfs might have left
+        conn.execute(f"DROP TABLE IF EXISTS {parsed.TABLE}")
+        conn.execute(f"CREATE TABLE {parsed.TABLE} (path TEXT PRIMARY KEY, data BLOB)")
+        conn.execute(f"INSERT INTO {parsed.TABLE} VALUES ('beads/x.toml', x'00')")
+    for log in ("old-layout.log", "rebuilt.log"):
+        srv = start_server(base, trace=False, log_name=log)
+        try:
+            assert "Charlie one" in beads_list(srv)
+        finally:
+            stopped(srv)
+    assert "1 taken from" in srv.trace() or "1 after a look" in srv.trace(), srv.trace()  # made again, used
