@@ -214,6 +214,8 @@ def run_server(options: ServerOptions) -> int:
         for exc in _leaves(startup):
             print(f"anvilfs: {exc}", file=sys.stderr)
         return 1
+    finally:
+        gc.enable()  # on for whoever goes on after a start that failed
     return 0
 
 
