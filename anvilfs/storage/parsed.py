@@ -18,6 +18,7 @@ on ext4, xfs and tmpfs; seconds on some others), so a file written again within 
 made in keeps its ctime, and with the same size it looks unchanged. So a row made less than RACY_NS
 after its file's ctime is not trusted by the stat alone: the file is read again and its bytes compared
 with the digest kept in the row (cheaper than a parse), and the row made again, trusted once old enough.
+So is a row made before the machine last started (a power cut: booted_ns).
 """
 
 from __future__ import annotations
@@ -119,7 +120,7 @@ class ParsedFiles:
             return {}
         found = {}
         for fields in rows:
-            row = _Row.of(self.kind, fields, self._now)
+            row = _Row.of(self.kind, fields, booted_ns(), self._now)
             if row is not None:
                 found[row.name] = row
             else:
@@ -137,15 +138,16 @@ class _Row:
         self.name, self.key, self.digest, self.parsed, self.settled = name, key, digest, parsed, settled
 
     @classmethod
-    def of(cls, kind: str, fields: tuple, now: int) -> _Row | None:
+    def of(cls, kind: str, fields: tuple, booted: int, now: int) -> _Row | None:
         """A row read from the table, or None if it is not one this module wrote (corrupt, or changed since)."""
         name, size, mtime, ctime, ino, seen, digest, parsed, seal = fields
         key = (size, mtime, ctime, ino)
         if not (isinstance(name, str) and all(type(v) is int for v in (*key, seen)) and isinstance(parsed, str)
                 and isinstance(digest, bytes) and seal == _seal(kind, name, key, seen, digest, parsed)):
             return None
-        # trusted on its stat alone only if its file had not changed for RACY_NS when the row was made
-        return cls(name, key, digest, parsed, settled=ctime < seen - RACY_NS and seen <= now)
+        # trusted on its stat alone only if its file had not changed for RACY_NS when the row was made, in
+        # this boot of the machine (see booted_ns)
+        return cls(name, key, digest, parsed, settled=ctime < seen - RACY_NS and booted < seen <= now)
 
     def value(self) -> Any:
         try:
@@ -166,6 +168,15 @@ def _save(conn: sqlite3.Connection, kind: str, stale: list[str], fresh: list[tup
     kill_point("parse-cache")  # tests: a crash in the middle of this write (nothing of it committed)
     conn.executemany(f"INSERT OR REPLACE INTO {TABLE} (kind, {_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                      fresh)
+
+
+def booted_ns() -> int:
+    """When the machine started, on the wall clock (0 where the system does not say). A power cut can leave
+    a file's new bytes on disk without its new times (ext4 writes an overwritten block in place, its
+    inode's times with the next journal commit): a row made before the machine's last start is checked
+    against its file's bytes, as a racy one is, before it is trusted again."""
+    boottime = getattr(time, "CLOCK_BOOTTIME", None)
+    return time.time_ns() - time.clock_gettime_ns(boottime) if boottime is not None else 0
 
 
 def _row(kind: str, name: str, key: tuple, seen: int, digest: bytes, parsed: str) -> tuple:
