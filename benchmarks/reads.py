@@ -11,6 +11,7 @@ B/10 links (each bead depends on the one made before, so `graph` has B/10 waves)
 convoy i mod C; then the first tenth of each chain is claimed and completed. Then it prints:
 
 - restart: SIGTERM, start again on the same state, time to the first `list` that has every session
+  and the server's CPU time to then
   (with --tree, the copy's first start is waited for and printed first: its files are all new to the
   parse cache in STATE/anvilfs.db, anvilfs/storage/parsed.py; before 2026-12-06 13:00 the copy's
   start was SIGTERMed at once, so `restart` was that first start);
@@ -159,6 +160,12 @@ def restart(base: Path, proc: subprocess.Popen, sessions: int) -> tuple[subproce
     return proc, up(base, sessions, t0)
 
 
+def cpu_s(proc: subprocess.Popen) -> float:
+    """The CPU seconds (user and system, all its threads) the process has used so far (Linux)."""
+    fields = Path(f"/proc/{proc.pid}/stat").read_text().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def up(base: Path, sessions: int, t0: float) -> float:
     """Seconds from t0 to the first `list` with every session."""
     deadline = time.monotonic() + 120
@@ -269,12 +276,14 @@ def main() -> None:
             with connect(base, time.monotonic() + 30) as client:
                 beads, convoys = build(client, args)
         else:  # up first, as after a build: what is restarted is a server that ran on this state
-            print(f"first start on the copy: {up(base, args.sessions, t0):.2f} s (its files new to this state)")
+            print(f"first start on the copy: {up(base, args.sessions, t0):.2f} s, {cpu_s(proc):.2f} s of CPU "
+                  "(its files new to this state)")
         proc, took = restart(base, proc, args.sessions)
         if args.keep:
             shutil.copytree(base / "state", args.keep / "state", symlinks=True)
             (args.keep / "ids.json").write_text(json.dumps({"beads": beads, "convoys": convoys, "sessions": args.sessions}))
-        print(f"restart: {took:.2f} s to the first `list` with every session{'' if took < 2 else '   MISS'}")
+        print(f"restart: {took:.2f} s to the first `list` with every session, {cpu_s(proc):.2f} s of the server's "
+              f"CPU{'' if took < 2 else '   MISS'}")
         loads = [line for line in (base / "server.log").read_text().splitlines() if " files: " in line]
         print("".join(f"  {line.removeprefix('anvilfs: ')}\n" for line in loads[-2:]), end="")  # the restart's
         paths = files(beads, convoys)
