@@ -53,7 +53,6 @@ class TomlObjects:
         self._queued: dict[str, bytes] = {}  # id -> the bytes of its last write still on its way to disk
         self._batch: _Batch | None = None  # the writes queued together; the writer thread may have taken it
         self._unchecked: set[str] = set()  # ids loaded but not yet compared with what the fast writer writes
-        self.last_load: ParsedFiles | None = None
 
     def path(self, object_id: str) -> str:
         return f"{self.dir.path}/{object_id}.toml"
@@ -61,7 +60,7 @@ class TomlObjects:
     def load_all(self) -> tuple[dict[str, dict], dict[str, str]]:
         """Every object's table by id, and for each file that cannot be read, why."""
         found, broken = {}, {}
-        parsed = self.last_load = ParsedFiles(self._db, self.table)  # what each file parsed to at the last start
+        parsed = ParsedFiles(self._db, self.table)  # what each file parsed to, from the last start
         for name in self.dir.names(".toml"):
             object_id = name.removesuffix(".toml")
             try:  # a link or another user's file is refused: broken, not fatal
