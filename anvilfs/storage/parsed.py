@@ -57,6 +57,7 @@ class ParsedFiles:
         self.kind = kind
         self._db = db
         self._now = time.time_ns()  # before every stat of this start: a row is never dated later than its file's look
+        self._booted = booted_ns()
         self._rebuild = False
         self._fresh: list[tuple] = []  # rows made this start
         self._stale: list[str] = []  # names whose rows are wrong (corrupt, or their files broken or not plain)
@@ -104,7 +105,7 @@ class ParsedFiles:
     def _remember(self, name: str, key: tuple | None, raw: bytes, value: Any, *, had_row: bool) -> None:
         try:
             text = json.dumps(value, ensure_ascii=False, allow_nan=False)
-        except (TypeError, ValueError):  # a TOML date, a NaN: JSON would not give it back as it is: no row
+        except (TypeError, ValueError, RecursionError):  # a TOML date, a NaN, arrays nested deep: no row
             text = None
         if key is None or text is None:
             if had_row:
@@ -120,7 +121,7 @@ class ParsedFiles:
             return {}
         found = {}
         for fields in rows:
-            row = _Row.of(self.kind, fields, booted_ns(), self._now)
+            row = _Row.of(self.kind, fields, self._booted, self._now)
             if row is not None:
                 found[row.name] = row
             else:
@@ -152,7 +153,7 @@ class _Row:
     def value(self) -> Any:
         try:
             return json.loads(self.parsed)
-        except ValueError:
+        except (ValueError, RecursionError):
             return _NONE
 
 
