@@ -98,6 +98,7 @@ class App:
         self.sessions.reserved = self.tree.root.fixed_names() | SERVER_NAMES
         self.bus.subscribe(SessionMoved, self._session_failed)
         self.warm: Callable[[object], None] | None = None  # the server's: see AgentTree.build_ahead
+        self.built: Callable[[], None] = lambda: None  # the server's: once build_ahead is done
 
     def _objects(self, directory: str, table: str) -> TomlObjects | None:
         if self._state is None:
@@ -207,7 +208,7 @@ class App:
                 self.agree_on_approvals()
                 await nursery.start(self.workspaces.run, lambda: {s.name: s.definition.cwd for s in self.sessions.all()})
                 self.teamwork.agree()
-                nursery.start_soon(self.tree.build_ahead, 1000, self.warm)
+                nursery.start_soon(self._build_ahead)
                 task_status.started()
         finally:
             if self.history is not None:
@@ -219,6 +220,10 @@ class App:
                 self.db.close()  # last: what the domains queued on their way out is committed
             if self._state is not None:
                 self._state.close()  # every store's directory is one of its subdirs
+
+    async def _build_ahead(self) -> None:
+        await self.tree.build_ahead(1000, self.warm)
+        self.built()
 
     async def _flush_history(self) -> None:
         try:

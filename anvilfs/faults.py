@@ -10,6 +10,8 @@ next start makes of them (tests/server/test_approval_crashes.py, test_mail_impor
     mail-import-move   that import is committed; one of its directories is moved to imported/, not the others
     history-message    a bead's or convoy's file is on disk; its history message is not (storage/objects.py,
                        in the writer thread; tests/server/test_beads_durability.py)
+    parse-cache        a start's rows of parsed beads or convoys are half written, not committed
+                       (storage/parsed.py; tests/server/test_parse_cache_restarts.py)
 
 The approval points die in the database's writer thread, once everything queued before them is on
 disk and before anything queued after (mail/store.py: kill_point), so they stay between the bead's

@@ -10,7 +10,14 @@ connection: N sim sessions (`ctl`), C convoys (`convoys/ctl`), B beads (`beads/c
 B/10 links (each bead depends on the one made before, so `graph` has B/10 waves), bead i in
 convoy i mod C; then the first tenth of each chain is claimed and completed. Then it prints:
 
-- restart: SIGTERM, start again on the same state, time to the first `list` that has every session;
+- restart: SIGTERM, start again on the same state, time to the first `list` that has every session
+  and the server's CPU time to then
+  (with --tree, the copy's first start is waited for and printed first: its files are all new to the
+  parse cache in STATE/anvilfs.db, anvilfs/storage/parsed.py; before 2026-12-06 13:00 the copy's
+  start was SIGTERMed at once, so `restart` was that first start), and with --tree a second restart
+  (`restart again`): at the first, the rows of the files the copy wrote less than 2 s before the first
+  start's look are racy and checked against the files' bytes; at the second, none is (a server's
+  restart after it ran a while, for the files it did not change);
 - each file's read through a connected client, from the first Tread to EOF (the walk and open
   before it are not counted), three ways: the first read after the restart (cold), the median of
   five more (warm), and the longest of five reads each right after a change of a bead (changed);
@@ -153,12 +160,30 @@ def restart(base: Path, proc: subprocess.Popen, sessions: int) -> tuple[subproce
     proc.wait(timeout=120)
     t0 = time.perf_counter()
     proc = start(base)
+    return proc, up(base, sessions, t0)
+
+
+def report_restart(base: Path, proc: subprocess.Popen, what: str, took: float) -> None:
+    print(f"{what}: {took:.2f} s to the first `list` with every session, {cpu_s(proc):.2f} s of the server's "
+          f"CPU{'' if took < 2 else '   MISS'}")
+    loads = [line for line in (base / "server.log").read_text().splitlines() if " files: " in line]
+    print("".join(f"  {line.removeprefix('anvilfs: ')}\n" for line in loads[-2:]), end="")  # this start's
+
+
+def cpu_s(proc: subprocess.Popen) -> float:
+    """The CPU seconds (user and system, all its threads) the process has used so far (Linux)."""
+    fields = Path(f"/proc/{proc.pid}/stat").read_text().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def up(base: Path, sessions: int, t0: float) -> float:
+    """Seconds from t0 to the first `list` with every session."""
     deadline = time.monotonic() + 120
     while True:
         try:
             with connect(base, deadline) as client:
                 if client.read_file("list").count(b"\n") >= sessions:
-                    return proc, time.perf_counter() - t0
+                    return time.perf_counter() - t0
         except (OSError, ServerError):
             pass
         if time.monotonic() > deadline:
@@ -255,16 +280,22 @@ def main() -> None:
         kept = json.loads((args.tree / "ids.json").read_text())
         beads, convoys, args.sessions, args.beads = kept["beads"], kept["convoys"], kept["sessions"], len(kept["beads"])
         print(f"tree of {args.sessions} sessions, {len(convoys)} convoys, {len(beads)} beads from {args.tree}")
-    proc = start(base)
+    t0, proc = time.perf_counter(), start(base)
     try:
         if not args.tree:
             with connect(base, time.monotonic() + 30) as client:
                 beads, convoys = build(client, args)
+        else:  # up first, as after a build: what is restarted is a server that ran on this state
+            print(f"first start on the copy: {up(base, args.sessions, t0):.2f} s, {cpu_s(proc):.2f} s of CPU "
+                  "(its files new to this state)")
         proc, took = restart(base, proc, args.sessions)
         if args.keep:
             shutil.copytree(base / "state", args.keep / "state", symlinks=True)
             (args.keep / "ids.json").write_text(json.dumps({"beads": beads, "convoys": convoys, "sessions": args.sessions}))
-        print(f"restart: {took:.2f} s to the first `list` with every session{'' if took < 2 else '   MISS'}")
+        report_restart(base, proc, "restart", took)
+        if args.tree:  # the files the copy wrote just before the first start's look were checked by their bytes
+            proc, took = restart(base, proc, args.sessions)
+            report_restart(base, proc, "restart again", took)
         paths = files(beads, convoys)
         chain = max(args.beads // 10, 1)
         ready = [b for i, b in enumerate(beads) if i % chain == chain // 10]  # the first open bead of each chain

@@ -1,7 +1,8 @@
 """A directory of objects, one TOML file each, that people may read and annotate by hand.
 
-Files are read with the standard library's tomllib (thousands at start: 10,000
-beads take about 0.65 s of a restart). A change is rendered in the event loop
+Files are read with the standard library's tomllib; a start parses only
+those changed since the last, what the others parsed to is kept in the
+database (parsed.py). A change is rendered in the event loop
 and written (atomically, fsynced) by the database's writer thread, in order
 with everything else queued there, its history message kept in the same job
 right after the file (history.py says the order and what a restart does);
@@ -32,6 +33,7 @@ from ..waitable import answer_after
 from . import tomlwrite
 from .database import Commit, Database
 from .history import GitHistory
+from .parsed import ParsedFiles
 from .private import PrivateDir, StorageError
 
 
@@ -58,16 +60,20 @@ class TomlObjects:
     def load_all(self) -> tuple[dict[str, dict], dict[str, str]]:
         """Every object's table by id, and for each file that cannot be read, why."""
         found, broken = {}, {}
+        parsed = ParsedFiles(self._db, self.table)  # what each file parsed to, from the last start
         for name in self.dir.names(".toml"):
             object_id = name.removesuffix(".toml")
-            try:
-                raw = self.dir.read(name) or b""  # a link or another user's file is refused: broken, not fatal
-                found[object_id] = tomllib.loads(raw.decode())[self.table]
+            try:  # a link or another user's file is refused: broken, not fatal
+                found[object_id] = parsed.table(self.dir, name, self._parse)
             except (StorageError, tomllib.TOMLDecodeError, UnicodeDecodeError, KeyError, TypeError) as exc:
                 broken[object_id] = _why(exc, self.table)
                 continue
             self._unchecked.add(object_id)  # untouched or not is asked at its first change: a start reads 10,000
+        parsed.finish()
         return found, broken
+
+    def _parse(self, raw: bytes):
+        return tomllib.loads(raw.decode())[self.table]
 
     def write(self, object_id: str, data: dict, *, new: bool = False, message: str = "",
               settled: Callable[[OSError | None], None] = lambda error: None) -> Written:

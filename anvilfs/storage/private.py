@@ -196,12 +196,15 @@ class PrivateDir:
 
     def exists(self, name: str) -> bool:
         """Is there an entry `name` here (of any kind; a link is not followed)?"""
+        return self.lstat(name) is not None
+
+    def lstat(self, name: str) -> os.stat_result | None:
+        """The stat of the entry `name` (a link not followed), or None if there is none."""
         _check_name(name)
         try:
-            os.stat(name, dir_fd=self._fd, follow_symlinks=False)
+            return os.stat(name, dir_fd=self._fd, follow_symlinks=False)
         except FileNotFoundError:
-            return False
-        return True
+            return None
 
     def names(self, suffix: str = "") -> list[str]:
         """The names of the files here ending in `suffix`, sorted; temporary files left out."""

@@ -7,6 +7,7 @@ writer thread itself is tested in tests/unit/test_database.py, beads through it 
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Callable
 from typing import Any
 
@@ -22,17 +23,25 @@ class Settled:
 
 
 class InlineDatabase:
-    def call(self, work: Callable[[None], Any], *, barrier: bool = False, answer: bool = True) -> Settled:
+    """Jobs on an in-memory SQLite connection (the parse cache's rows live there for the test's length)."""
+
+    def __init__(self) -> None:
+        self.conn = sqlite3.connect(":memory:", isolation_level=None)
+
+    def call(self, work: Callable[[sqlite3.Connection], Any], *, barrier: bool = False, answer: bool = True) -> Settled:
         try:
-            return Settled(result=work(None))
+            return Settled(result=work(self.conn))
         except OSError as exc:
             return Settled(error=exc)
+
+    def read(self, sql: str, params=()) -> list[tuple]:
+        return self.conn.execute(sql, tuple(params)).fetchall()
 
 
 class Messages(list):
     """The history's side of TomlObjects: the messages kept, in order."""
 
-    def keep(self, conn: None, message: str) -> None:
+    def keep(self, conn: sqlite3.Connection, message: str) -> None:
         self.append(message)
 
     def follow(self, commit: Settled) -> None:

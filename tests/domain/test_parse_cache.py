@@ -1,0 +1,201 @@
+"""A start takes what each bead's and convoy's TOML file parsed to from STATE/anvilfs.db while the file is
+unchanged (anvilfs/storage/parsed.py, issue 32 item 6), and never believes a row over its file.
+
+Real files in a private directory, a real Database with its writer thread; each "start" is a new
+TomlObjects reading the same directory, as a restarted server's is. What counts as a parse is a call of
+tomllib.loads, counted by wrapping it: the numbers do not come from the code under test.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import time
+import tomllib
+
+import pytest
+
+from anvilfs.storage import Database, PrivateDir, TomlObjects, parsed
+from anvilfs.storage.tomlwrite import dumps
+
+BEADS = 20
+
+
+@pytest.fixture
+def state(tmp_path):
+    state = PrivateDir(tmp_path / "state")
+    beads = state.subdir("beads")
+    for i in range(BEADS):
+        beads.write_atomic(f"b{i:02d}.toml", bead(i, "pending").encode())
+    yield state
+    state.close()
+
+
+@pytest.fixture
+def parses(monkeypatch) -> list[str]:
+    """Every tomllib.loads call from here on, by the text it was given."""
+    calls: list[str] = []
+    real = tomllib.loads
+
+    def counted(text: str, **kw):
+        calls.append(text)
+        return real(text, **kw)
+
+    monkeypatch.setattr(tomllib, "loads", counted)
+    return calls
+
+
+@pytest.fixture
+def settled_at_once(monkeypatch):
+    """Rows trusted on their stat as soon as they are made: a start right after the files were written would
+    otherwise check every file's bytes (the racy rule, tested on its own below)."""
+    monkeypatch.setattr(parsed, "RACY_NS", 0)
+
+
+def bead(i: int, status: str, title: str = "") -> str:
+    return dumps({"bead": {"id": f"b{i:02d}", "title": title or f"Task {i}", "role": "worker", "status": status}})
+
+
+def start(state: PrivateDir) -> tuple[dict[str, dict], dict[str, str]]:
+    """One server start's load of the beads: the tables and the broken files, its rows committed after."""
+    db = Database(state, "anvilfs.db")
+    try:
+        return TomlObjects(state.subdir("beads"), "bead", db).load_all()
+    finally:
+        db.close()
+
+
+def rows(state: PrivateDir) -> dict[str, str]:
+    with sqlite3.connect(os.path.join(state.path, "anvilfs.db")) as conn:
+        return dict(conn.execute(f"SELECT name, parsed FROM {parsed.TABLE} WHERE kind = 'bead'").fetchall())
+
+
+def rewrite_keeping_size_and_mtime(state: PrivateDir, name: str, text: str) -> None:
+    """A change a person (or `git checkout`) makes, its size the same and its mtime set back to the old."""
+    path = os.path.join(state.subdir("beads").path, name)
+    before = os.stat(path)
+    assert len(text.encode()) == before.st_size, "the test's new text must have the old one's length"
+    with open(path, "w") as f:
+        f.write(text)
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    after = os.stat(path)
+    assert (after.st_size, after.st_mtime_ns) == (before.st_size, before.st_mtime_ns)
+
+
+def test_a_start_on_an_unchanged_tree_parses_no_file(state, parses, settled_at_once):
+    first, _ = start(state)
+    assert len(parses) == BEADS
+    parses.clear()
+    again, broken = start(state)
+    assert parses == [], f"{len(parses)} files parsed again, none changed"
+    assert again == first and not broken
+
+
+def test_a_start_right_after_the_files_were_written_checks_their_bytes_and_parses_none(state, parses):
+    first, _ = start(state)  # every row racy: its file changed less than RACY_NS before it was made
+    parses.clear()
+    assert start(state)[0] == first
+    assert parses == []
+
+
+def test_a_file_rewritten_with_the_same_size_and_mtime_is_read_again(state, parses, settled_at_once):
+    start(state)
+    rewrite_keeping_size_and_mtime(state, "b07.toml", bead(7, "failed!"))  # "pending" and "failed!": 7 bytes
+    parses.clear()
+    tables, _ = start(state)
+    assert tables["b07"]["status"] == "failed!"
+    assert len(parses) == 1 and "failed!" in parses[0]
+    parses.clear()
+    assert start(state)[0]["b07"]["status"] == "failed!" and parses == []  # the new row is used from then on
+
+
+@pytest.fixture
+def blind_stat(monkeypatch):
+    """A stat that misses every change after a file's first: what a change in the same tick of the
+    filesystem's clock looks like, or one whose times a power cut lost."""
+    first_ctime: dict[int, int] = {}
+
+    def same_tick(info: os.stat_result) -> tuple:
+        return (info.st_size, info.st_mtime_ns, first_ctime.setdefault(info.st_ino, info.st_ctime_ns), info.st_ino)
+
+    monkeypatch.setattr(parsed, "_key", same_tick)
+
+
+def test_a_change_the_stat_cannot_see_is_caught_by_the_racy_rule(state, parses, blind_stat):
+    """Two writes in one tick of the filesystem's clock keep the ctime: a stat sees no change. A row made
+    within RACY_NS of its file's last change is checked against the file's bytes at the next start."""
+    start(state)
+    rewrite_keeping_size_and_mtime(state, "b03.toml", bead(3, "failed!"))
+    parses.clear()
+    assert start(state)[0]["b03"]["status"] == "failed!"
+    assert len(parses) == 1
+
+
+def test_rows_made_before_the_machine_started_are_checked_against_the_bytes(state, parses, settled_at_once,
+                                                                          blind_stat, monkeypatch):
+    """A power cut can keep a file's new bytes and lose its new times (ext4 writes an overwritten block in
+    place, the inode's times with the next journal commit): after a reboot no row is trusted on its stat."""
+    start(state)
+    rewrite_keeping_size_and_mtime(state, "b06.toml", bead(6, "failed!"))
+    monkeypatch.setattr(parsed, "booted_ns", time.time_ns)  # the machine started after the rows were made
+    parses.clear()
+    assert start(state)[0]["b06"]["status"] == "failed!"
+    assert len(parses) == 1
+
+
+def test_a_deleted_file_disappears_and_so_does_its_row(state, settled_at_once):
+    start(state)
+    assert "b05.toml" in rows(state)
+    state.subdir("beads").remove("b05.toml")
+    tables, broken = start(state)
+    assert "b05" not in tables and "b05" not in broken
+    assert "b05.toml" not in rows(state)
+
+
+def test_a_file_broken_by_hand_is_reported_not_taken_from_its_row(state, parses, settled_at_once):
+    start(state)
+    path = os.path.join(state.subdir("beads").path, "b02.toml")
+    with open(path, "a") as f:
+        f.write("this is not toml\n")
+    tables, broken = start(state)
+    assert "b02" not in tables and "b02" in broken
+    assert "b02.toml" not in rows(state)
+
+
+@pytest.mark.parametrize("corrupt", [
+    "UPDATE {t} SET parsed = replace(parsed, 'Task 4', 'Forged') WHERE name = 'b04.toml'",  # valid JSON, wrong
+    "UPDATE {t} SET parsed = '{{not json' WHERE name = 'b04.toml'",
+    "UPDATE {t} SET size = 'big', digest = x'' WHERE name = 'b04.toml'",
+    "UPDATE {t} SET seal = seal + 1 WHERE name = 'b04.toml'",
+])
+def test_a_corrupt_row_is_ignored_and_made_again(state, parses, settled_at_once, corrupt):
+    first, _ = start(state)
+    with sqlite3.connect(os.path.join(state.path, "anvilfs.db")) as conn:
+        conn.execute("PRAGMA ignore_check_constraints = 1")
+        conn.execute(corrupt.format(t=parsed.TABLE))
+    parses.clear()
+    tables, broken = start(state)
+    assert tables == first and not broken
+    assert len(parses) == 1 and "Task 4" in parses[0]
+    parses.clear()
+    assert start(state)[0] == first and parses == []  # made again: used at the next start
+
+
+def test_a_table_of_an_older_layout_is_dropped_and_made_again(state, parses, settled_at_once):
+    with sqlite3.connect(os.path.join(state.path, "anvilfs.db")) as conn:  # the same name, other columns
+        conn.execute(f"CREATE TABLE {parsed.TABLE} (path TEXT PRIMARY KEY, mtime REAL, data BLOB)")
+        conn.execute(f"INSERT INTO {parsed.TABLE} VALUES ('beads/b01.toml', 0, x'00')")
+    first, broken = start(state)
+    assert len(first) == BEADS and not broken and len(parses) == BEADS
+    parses.clear()
+    assert start(state)[0] == first and parses == []
+    assert len(rows(state)) == BEADS
+
+
+def test_a_file_of_another_mode_goes_through_the_checked_read(state, parses, settled_at_once):
+    start(state)
+    path = os.path.join(state.subdir("beads").path, "b09.toml")
+    os.chmod(path, 0o644)  # as an older anvilfs wrote them: the read makes it 0600
+    parses.clear()
+    assert start(state)[0]["b09"]["title"] == "Task 9"
+    assert len(parses) == 1 and os.stat(path).st_mode & 0o777 == 0o600
