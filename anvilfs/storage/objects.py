@@ -65,7 +65,8 @@ class TomlObjects:
             object_id = name.removesuffix(".toml")
             try:  # a link or another user's file is refused: broken, not fatal
                 found[object_id] = parsed.table(self.dir, name, self._parse)
-            except (StorageError, tomllib.TOMLDecodeError, UnicodeDecodeError, KeyError, TypeError) as exc:
+            except (StorageError, tomllib.TOMLDecodeError, UnicodeDecodeError, KeyError, TypeError,
+                    RecursionError) as exc:  # RecursionError: arrays nested hundreds deep (tomllib recurses)
                 broken[object_id] = _why(exc, self.table)
                 continue
             self._unchecked.add(object_id)  # untouched or not is asked at its first change: a start reads 10,000
@@ -238,4 +239,6 @@ def _why(exc: Exception, table: str) -> str:
         return f"no [{table}] table"
     if isinstance(exc, StorageError):
         return str(exc)
+    if isinstance(exc, RecursionError):
+        return "nested too deeply to read (arrays or tables inside each other hundreds of levels down)"
     return f"{type(exc).__name__}: {exc}"

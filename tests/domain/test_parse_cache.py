@@ -199,3 +199,16 @@ def test_a_file_of_another_mode_goes_through_the_checked_read(state, parses, set
     parses.clear()
     assert start(state)[0]["b09"]["title"] == "Task 9"
     assert len(parses) == 1 and os.stat(path).st_mode & 0o777 == 0o600
+
+
+def test_a_file_nested_too_deeply_is_broken_not_fatal(state, tmp_path):
+    """tomllib recurses per level of nesting: a bead file a person (or a script) wrote with arrays nested
+    thousands deep raised RecursionError out of the load, and the server could not start."""
+    state.subdir("beads").write_atomic("deep.toml", ("[bead]\nx = " + "[" * 5000 + "]" * 5000 + "\n").encode())
+    db = Database(state, "anvilfs.db", "")
+    try:
+        found, broken = TomlObjects(state.subdir("beads"), "bead", db).load_all()
+    finally:
+        db.close()
+    assert "nested too deeply" in broken["deep"]
+    assert len(found) == BEADS
