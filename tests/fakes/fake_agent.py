@@ -2,7 +2,12 @@
 """A fake coding agent for tests; it behaves like `claude -p` and says it is fake.
 
     fake_agent.py [-p] [--permission-mode M] [--session-id ID | --resume ID] [--prompt TEXT] [--model M]
+                  [--output-format stream-json --verbose --include-partial-messages] [--max-budget-usd USD]
     fake_agent.py --interactive [--session-id ID]
+
+With --output-format stream-json (the built-in claude's), what it says goes out as claude's stream-json
+events: an `assistant` event per piece, then a `result` event with the whole answer (no usage: a fake
+spends nothing).
 
 The prompt comes from --prompt or stdin. Conversations live in
 $FAKE_AGENT_STATE (default: $TMPDIR/fake-agent-state), one file per id,
@@ -30,6 +35,7 @@ given (no await then) and waits for the next line. `/quit` or EOF ends it.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import shlex
@@ -43,7 +49,14 @@ MARKER = "fake> "
 _ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}\Z")
 
 
+_said: list[str] | None = None  # with --output-format stream-json: everything said, for the result event
+
+
 def say(text: str) -> None:
+    if _said is not None:
+        _said.append(text)
+        text = json.dumps({"type": "assistant", "message": {"id": "fake", "content": [{"type": "text",
+                                                                                       "text": text}]}}) + "\n"
     sys.stdout.write(text)
     sys.stdout.flush()
 
@@ -169,7 +182,14 @@ def main() -> None:
     parser.add_argument("--prompt")
     parser.add_argument("--model", default="")
     parser.add_argument("--interactive", action="store_true")
+    parser.add_argument("--output-format", choices=("text", "stream-json"), default="text")
+    for flag in ("--verbose", "--include-partial-messages"):
+        parser.add_argument(flag, action="store_true", help="ignored (claude compatibility: stream-json's)")
+    parser.add_argument("--max-budget-usd", help="ignored (claude compatibility: a fake spends nothing)")
     args = parser.parse_args()
+    global _said
+    if args.output_format == "stream-json" and not args.interactive:
+        _said = []
     if args.interactive:
         interactive(args.session_id or args.resume or "-")
         return
@@ -179,6 +199,9 @@ def main() -> None:
     if args.model:
         say(f"[fake agent] model {args.model}\n")
     answer(prompt, conversation or "-", turn)
+    if _said is not None:
+        sys.stdout.write(json.dumps({"type": "result", "subtype": "success", "is_error": False,
+                                     "result": "".join(_said)}) + "\n")
 
 
 if __name__ == "__main__":

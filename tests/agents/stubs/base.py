@@ -106,8 +106,15 @@ _spent = itertools.count(1)
 
 def spent() -> int:
     """A number that differs for every answer (1, 2, ...): dialects derive the usage they report from it, so that
-    a sum over a turn's requests tells which requests were counted."""
+    a sum over a turn's requests tells which requests were counted. It starts at 1 with each StubModels (one per
+    test), so what a test's requests cost does not depend on the tests that ran before it in the process (a
+    budget test's two requests must cost what its figures say)."""
     return next(_spent)
+
+
+def _count_afresh() -> None:
+    global _spent
+    _spent = itertools.count(1)
 
 
 def directives(request: Request) -> Reply:
@@ -145,6 +152,7 @@ class Dialect:
 
 class StubModels:
     def __init__(self, script: Callable[[Request], Reply] = directives, dialects: list[Dialect] | None = None):
+        _count_afresh()
         if dialects is None:
             from . import all_dialects
             dialects = all_dialects()
