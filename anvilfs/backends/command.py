@@ -346,7 +346,9 @@ class CommandAgent(Agent):
             if self._signalled:
                 raise TurnFailed(f"killed by {name}: the session was stopped")
             raise AgentExited(f"killed by signal {name}")
-        line = said or self._named_error(stderr) or stderr.last_line() or stdout.last_line()
+        # a structured output's last line is an event (JSON), no reason: its failure is `said`, or none
+        plain = stdout.last_line() if self.config.output_format == "text" else ""
+        line = said or self._named_error(stderr) or stderr.last_line() or plain
         raise TurnFailed(f"exit status {status}: {line}" if line else f"exit status {status}")
 
     def _judge_output(self, stdout: Tail) -> None:

@@ -104,3 +104,19 @@ async def test_a_garbled_or_cut_line_is_noted_and_neither_fails_the_turn_nor_los
         "codex: a line of the output is no JSON object, skipped unread: 'a line of garbage'",
         "codex: the output ended in the middle of a line, skipped unread: "
         "'{\"type\": \"item.completed\", \"item\": {\"text\": \"cut sh'"]
+
+
+async def test_a_structured_run_that_fails_silently_is_not_named_by_its_last_event(tmp_path):
+    """A CLI of a structured format that exits non-zero saying nothing on stderr and no failure in its events:
+    its last stdout line is an event, JSON, not a reason; the turn says the exit status alone (the events
+    are in the log)."""
+    script = 'import json, sys\nprint(json.dumps({"type": "thread.started", "thread_id": "t1"}), flush=True)\nsys.exit(4)\n'
+    agent = CommandBackend("fake", fake_codex(tmp_path, script)).agent(info(tmp_path))
+    output = RecordedOutput()
+    with trio.fail_after(GUARD):
+        try:
+            await agent.turn("hello\n", output)
+        except TurnFailed as exc:
+            assert str(exc) == "exit status 4", str(exc)
+        else:
+            raise AssertionError("the turn did not fail")
