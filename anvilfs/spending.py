@@ -54,7 +54,7 @@ class Spending:
     def _bead_changed(self, event: BeadChanged) -> None:
         for session in self.sessions.all():
             if session.budget_block:  # a convoy's budget held it: does it still hold the bead?
-                session.changes.bump()
+                self._look_again(session)
         if event.verb != "claim":
             return
         bead = self.board.find(event.bead)
@@ -110,7 +110,7 @@ class Spending:
         budget = self.session_budget(session)
         budget = budget.with_usd(usd) if usd is not None else budget.with_tokens(tokens)
         self.budgets.set("session", str(session.row), budget)
-        session.changes.bump()  # its runner, held by the old budget, looks again
+        self._look_again(session)
 
     def set_convoy_budget(self, convoy: str, usd: float | None = None, tokens: int | None = None) -> None:
         budget = self.convoy_budget(convoy)
@@ -118,7 +118,14 @@ class Spending:
         self.budgets.set("convoy", convoy, budget)
         for session in self.sessions.all():
             if session.budget_block:
-                session.changes.bump()
+                self._look_again(session)
+
+    def _look_again(self, session: Session) -> None:
+        """A budget that held `session` may not any more: if none does, it is busy again at once (its queue
+        will run: a `wait` read right after the write that raised it waits for that), and its runner looks."""
+        if session.budget_block and not self.gate(session)[0]:
+            session.budget_block = ""
+        session.changes.bump()
 
     def _spent(self, event: BudgetSpent) -> None:
         body = (f"{event.why}.\n\nSession {event.session} has prompts waiting; they run once the budget is raised "
