@@ -41,7 +41,8 @@ class UsageFiles:
 
     def root_file(self) -> Node:
         ledger, sessions = self.spending.ledger, self.spending.sessions
-        return follows(TextFile("usage", "usage", self._all), lambda: (ledger.version, sessions.version))
+        # not sessions.version, which moves with every state: 1,000 lines rendered again at each turn's start
+        return follows(TextFile("usage", "usage", self._all), lambda: (ledger.version, sessions.roster))
 
     def _all(self) -> str:
         ledger, live = self.spending.ledger, {s.row: s.name for s in self.spending.sessions.all()}

@@ -72,6 +72,7 @@ class Sessions:
         self._memory_rows = 0
         # counts the changes of the table and of its sessions' states, and the epoch second of the last: `list`'s stamp
         self.version, self.changed_at = 0, int(time.time())
+        self.roster = 0  # counts the sessions made and removed only (not their states): agent/usage's stamp
         self._nursery: trio.Nursery | None = None
         self.saver = SessionSaver(store, events)
         # what the owners of external sessions (and the hooks of hook-driven ones) do through their files
@@ -152,6 +153,7 @@ class Sessions:
         self.saver.forget(session)
         self._cancel_runner(session.name)
         del self._sessions[session.name]
+        self.roster += 1
         self._table_changed()
         session.changes.bump()
         if self._nursery is not None:
@@ -170,6 +172,7 @@ class Sessions:
         session.gate = lambda: self.turn_gate(session)
         session.on_budget_spent = lambda why: self.publish(BudgetSpent(session.name, why))
         self._sessions[definition.name] = session
+        self.roster += 1
         self._table_changed()
         return session
 
@@ -295,6 +298,7 @@ class Sessions:
         where = self.saver.remove(session)
         self._cancel_runner(name)  # a restart on its way, for an exited session
         del self._sessions[name]
+        self.roster += 1
         self._table_changed()
         session.changes.bump()  # readers blocked on it (wait, stream) see it gone
         kept = f"; its record is kept in {where} as history" if where else ""

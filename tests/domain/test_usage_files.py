@@ -1,0 +1,34 @@
+"""agent/usage is drawn from the ledger and the list of sessions, not from their states (fs/usage_files.py):
+a look at it after a session only changed its state renders nothing again (with 1,000 sessions, 1,000 lines
+at every turn's start, which `anvilfs web` looks at after every burst of events)."""
+
+from __future__ import annotations
+
+from harness.apps import started, until
+
+from anvilfs.backends import SimBackend
+from anvilfs.fs import usage_files
+from anvilfs.sessions import State
+
+
+async def test_agent_usage_is_rendered_again_only_when_a_turn_is_counted_or_the_sessions_change(
+        autojump_clock, tmp_path, monkeypatch):
+    renders = []
+    real = usage_files.UsageFiles._all
+    monkeypatch.setattr(usage_files.UsageFiles, "_all", lambda self: renders.append(1) or real(self))
+    async with started(tmp_path / "state", backends={"sim": SimBackend(step_delay=0.01)}) as app:
+        node = app.root.lookup("usage")
+        session = app.sessions.new("sim", str(tmp_path), name="dev")
+        await until(lambda: session.state is State.IDLE)
+        first = node.stamp()
+        app.sessions.stop("dev")
+        app.sessions.restart("dev")
+        await until(lambda: session.state is State.IDLE)
+        assert node.stamp() == first and len(renders) == 1, "a session's states moved agent/usage's render"
+        await app.sessions.submit("dev", "sim:usage=3,4", "tester").wait()
+        await until(lambda: session.state is State.AWAIT)
+        assert node.stamp() != first and len(renders) == 2
+        assert "dev turns=1 input_tokens=3 output_tokens=4" in node.render()
+        app.sessions.new("sim", str(tmp_path), name="other")
+        node.stamp()
+        assert len(renders) == 3 and "other turns=0" in node.render()
