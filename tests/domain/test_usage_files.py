@@ -16,7 +16,7 @@ async def test_agent_usage_is_rendered_again_only_when_a_turn_is_counted_or_the_
     renders = []
     real = usage_files.UsageFiles._all
     monkeypatch.setattr(usage_files.UsageFiles, "_all", lambda self: renders.append(1) or real(self))
-    async with started(tmp_path / "state", backends={"sim": SimBackend(step_delay=0.01)}) as app:
+    async with started(None, backends={"sim": SimBackend(step_delay=0.01)}) as app:
         node = app.root.lookup("usage")
         session = app.sessions.new("sim", str(tmp_path), name="dev")
         await until(lambda: session.state is State.IDLE)
@@ -25,10 +25,17 @@ async def test_agent_usage_is_rendered_again_only_when_a_turn_is_counted_or_the_
         app.sessions.restart("dev")
         await until(lambda: session.state is State.IDLE)
         assert node.stamp() == first and len(renders) == 1, "a session's states moved agent/usage's render"
-        await app.sessions.submit("dev", "sim:usage=3,4", "tester").wait()
+        await _submit(app, "dev", "sim:usage=3,4", "tester")
         await until(lambda: session.state is State.AWAIT)
         assert node.stamp() != first and len(renders) == 2
         assert "dev turns=1 input_tokens=3 output_tokens=4" in node.render()
         app.sessions.new("sim", str(tmp_path), name="other")
         node.stamp()
         assert len(renders) == 3 and "other turns=0" in node.render()
+
+
+async def _submit(app, name: str, text: str, sender: str) -> None:
+    """A prompt, as a write of `in` sends it (no store here: it joins the queue at once)."""
+    later = app.sessions.submit(name, text, sender)
+    if later is not None:
+        await later.wait()
