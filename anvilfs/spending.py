@@ -23,7 +23,6 @@ from .mail import Draft, MessageType, PostOffice
 from .mail.message import Message
 from .sessions import Session, Sessions, State
 from .usage.budgets import NONE, Budget, BudgetTable
-from .usage.model import Usage
 
 
 class Spending:
@@ -47,9 +46,7 @@ class Spending:
         if turn is None or turn.done or turn.counted is not None:
             return
         for bead in self._held(event.session):
-            turn.beads.add(bead.id)
-            if bead.convoy:
-                turn.convoys.add(bead.convoy)
+            _counts_to(turn, bead)
 
     def _bead_changed(self, event: BeadChanged) -> None:
         for session in self.sessions.all():
@@ -61,9 +58,7 @@ class Spending:
         session = self.sessions.find(bead.assigned_to) if bead is not None and bead.assigned_to else None
         turn = session.turn if session is not None else None
         if turn is not None and not turn.done and session.state is State.RUNNING:
-            turn.beads.add(bead.id)
-            if bead.convoy:
-                turn.convoys.add(bead.convoy)
+            _counts_to(turn, bead)
 
     def _held(self, name: str) -> list:
         """The beads `name` holds; one walk of the board per change of it, not one per turn (10,000 beads)."""
@@ -107,15 +102,11 @@ class Spending:
     def set_session_budget(self, name: str, usd: float | None = None, tokens: int | None = None) -> None:
         """A session's ctl `budget USD` / `token_budget N`: set (raised or lowered), and its queue looked at."""
         session = self.sessions.get(name)
-        budget = self.session_budget(session)
-        budget = budget.with_usd(usd) if usd is not None else budget.with_tokens(tokens)
-        self.budgets.set("session", str(session.row), budget)
+        self.budgets.set("session", str(session.row), self.session_budget(session).updated(usd, tokens))
         self._look_again(session)
 
     def set_convoy_budget(self, convoy: str, usd: float | None = None, tokens: int | None = None) -> None:
-        budget = self.convoy_budget(convoy)
-        budget = budget.with_usd(usd) if usd is not None else budget.with_tokens(tokens)
-        self.budgets.set("convoy", convoy, budget)
+        self.budgets.set("convoy", convoy, self.convoy_budget(convoy).updated(usd, tokens))
         for session in self.sessions.all():
             if session.budget_block:
                 self._look_again(session)
@@ -133,7 +124,9 @@ class Spending:
         draft = Draft(to="human", type=MessageType.BUDGET_SPENT, subject=f"budget spent: {event.session}", body=body)
         self.post.deliver(Message.of(draft, id=self.post.ids.next(), sender="anvilfs", timestamp=timestamp()))
 
-    # ------------------------------------------------------------ what the files show
 
-    def session_usage(self, session: Session) -> tuple[Usage, Usage | None]:
-        return self.ledger.session(session.row)
+def _counts_to(turn, bead) -> None:
+    """The turn's usage counts to `bead` and, once, to its convoy."""
+    turn.beads.add(bead.id)
+    if bead.convoy:
+        turn.convoys.add(bead.convoy)

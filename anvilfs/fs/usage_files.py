@@ -22,7 +22,7 @@ from ..sessions.acting import check_budget_setter
 from ..spending import Spending
 from ..tree import Args, Command, Node, TextFile
 from ..usage.budgets import parse_tokens, parse_usd
-from ..usage.model import TOKEN_KEYS, ZERO, Usage, format_cost, usage_lines
+from ..usage.model import ZERO, Usage, figures, usage_lines
 from .stamps import follows
 
 REMOVED = "(removed)"  # the line of sessions removed, together; no session can be named so
@@ -101,8 +101,7 @@ def _budget_commands(spending: Spending, set_budget) -> list[Command]:
             Command("token_budget", setting("token_budget", parse_tokens, "tokens"), "token_budget <N>",
                     min_words=1, max_words=1)]
 
+
 def _line(name: str, usage: Usage) -> str:
     """NAME turns=N input_tokens=N ... cost_usd=X unpriced_turns=N: one line per session of agent/usage."""
-    figures = [f"turns={usage.turns}", *(f"{key}={getattr(usage, key)}" for key in TOKEN_KEYS),
-               f"cost_usd={format_cost(usage)}", f"unpriced_turns={usage.unknown_cost_turns}"]
-    return f"{name} {' '.join(figures)}\n"
+    return f"{name} {' '.join(f'{key}={value}' for key, value in figures(usage))}\n"

@@ -27,6 +27,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from ..client import spent
 from ..client.ctlwords import ctl_line
 from .arguments import MAX_LINE, A, B, N, S, check_arguments, given_name, given_text, tree_path
 from .tree import SessionTree, ToolError
@@ -141,12 +142,10 @@ def _my_work(tree: SessionTree, args: dict) -> str:
 def _spent(tree: SessionTree, me: str) -> str:
     """What the session spent and may spend (its `usage`, docs/usage.md), on one line."""
     usage = dict(line.split(" ", 1) for line in tree.read(f"{me}/usage").splitlines() if " " in line)
-    tokens = sum(int(usage.get(key, 0)) for key in ("input_tokens", "output_tokens", "cache_read_tokens",
-                                                      "cache_write_tokens"))
     budgets = [f"${usage['budget_usd']}" if usage.get("budget_usd", "none") != "none" else "",
                f"{usage['token_budget']} tokens" if usage.get("token_budget", "none") != "none" else ""]
     budget = " and ".join(b for b in budgets if b) or "none"
-    return (f"spent: {usage.get('turns', '0')} turns, {tokens} tokens, cost_usd {usage.get('cost_usd', 'unknown')}"
+    return (f"spent: {usage.get('turns', '0')} turns, {spent.tokens(usage)} tokens, cost_usd {usage.get('cost_usd', 'unknown')}"
             f"; budget: {budget}")
 
 

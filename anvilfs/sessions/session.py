@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 from ..journal import timestamp
 from ..usage import Usage
+from ..usage.ledger import TurnRecord
 from ..waitable import Changes
 from .backend import Agent, Backend
 from .states import BUSY, Event, IllegalTransition, State, advance
@@ -70,7 +71,7 @@ class Turn:
     # convoys (the app level fills them in: spending.py)
     beads: set[str] = field(default_factory=set)
     convoys: set[str] = field(default_factory=set)
-    counted: object = None  # once ended: its record in the usage ledger (saving.py), so it counts once
+    counted: TurnRecord | None = None  # once ended: its record in the usage ledger (saving.py): counted once
     counted_saved: bool = False  # and that record is on disk (a save that failed writes it again)
 
     def write(self, text: str) -> None:

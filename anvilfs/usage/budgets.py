@@ -42,11 +42,9 @@ class Budget:
     def usd_left(self, usage: Usage) -> float | None:
         return None if self.usd is None else max(self.usd - usage.known_cost, 0.0)
 
-    def with_usd(self, usd: float | None) -> Budget:
-        return Budget(usd, self.tokens)
-
-    def with_tokens(self, tokens: int | None) -> Budget:
-        return Budget(self.usd, tokens)
+    def updated(self, usd: float | None = None, tokens: int | None = None) -> Budget:
+        """This budget with the figure a ctl wrote replaced, the other kept."""
+        return Budget(self.usd if usd is None else usd, self.tokens if tokens is None else tokens)
 
     def lines(self) -> str:
         """`budget_usd` and `token_budget` lines of a `usage` file: the value, or `none`."""

@@ -19,7 +19,7 @@ none, so a partial sum shows as partial (the `usage` file's
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, replace
 
 TOKEN_KEYS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
 
@@ -63,9 +63,6 @@ class Usage:
         """This report counted as one turn."""
         return replace(self, turns=1, unknown_cost_turns=int(self.cost_usd is None))
 
-    def is_empty(self) -> bool:
-        return not self.tokens and self.cost_usd is None
-
 
 ZERO = Usage()  # the sum of no turns
 
@@ -78,17 +75,20 @@ def _add_costs(a: Usage, b: Usage) -> float | None:
     return a.cost_usd + b.cost_usd
 
 
+def figures(total: Usage) -> list[tuple[str, str]]:
+    """A sum's figures in the order every `usage` file gives them: turns, the four token kinds, cost_usd,
+    unpriced_turns (as `KEY VALUE` lines, usage_lines; as `KEY=VALUE` words, fs/usage_files.py)."""
+    return [("turns", str(total.turns)), *_spent(total), ("unpriced_turns", str(total.unknown_cost_turns))]
+
+
 def usage_lines(total: Usage, last: Usage | None = None) -> str:
     """`KEY VALUE` lines (SPEC §3 `usage`): the totals, then the last turn's keys prefixed `last_`."""
-    lines = [f"turns {total.turns}", *_figures(total, ""), f"unpriced_turns {total.unknown_cost_turns}"]
-    if last is not None:
-        lines += _figures(last, "last_")
-    return "".join(line + "\n" for line in lines)
+    pairs = figures(total) + ([(f"last_{key}", value) for key, value in _spent(last)] if last is not None else [])
+    return "".join(f"{key} {value}\n" for key, value in pairs)
 
 
-def _figures(usage: Usage, prefix: str) -> list[str]:
-    return [*(f"{prefix}{key} {getattr(usage, key)}" for key in TOKEN_KEYS),
-            f"{prefix}cost_usd {format_cost(usage)}"]
+def _spent(usage: Usage) -> list[tuple[str, str]]:
+    return [*((key, str(getattr(usage, key))) for key in TOKEN_KEYS), ("cost_usd", format_cost(usage))]
 
 
 def format_cost(usage: Usage) -> str:
@@ -98,5 +98,3 @@ def format_cost(usage: Usage) -> str:
         return "unknown" if usage.turns else f"{0:.6f}"
     return f"{usage.cost_usd:.6f}"
 
-
-FIELDS = tuple(f.name for f in fields(Usage))
