@@ -155,6 +155,8 @@ def test_a_spent_budget_keeps_the_prompt_and_raising_it_runs_it(tree):
     assert "next one" in tree.read("dev/out")
     assert tree.usage("dev/usage")["budget_usd"] == "2"
     assert tree.read("dev/queue") == ""
+    tree.restart(kill=True)  # an answered `budget` write is on disk
+    assert tree.usage("dev/usage")["budget_usd"] == "2"
 
 
 def test_a_convoys_token_budget_holds_every_session_at_work_on_its_beads(tree):
@@ -171,6 +173,8 @@ def test_a_convoys_token_budget_holds_every_session_at_work_on_its_beads(tree):
     tree.write(f"convoys/{convoy}/ctl", "token_budget 1000")
     for name in ("a", "b"):
         assert tree.read(f"{name}/wait").startswith("await")
+    assert tree.usage(f"convoys/{convoy}/usage")["token_budget"] == "1000"
+    tree.restart(kill=True)
     assert tree.usage(f"convoys/{convoy}/usage")["token_budget"] == "1000"
 
 
