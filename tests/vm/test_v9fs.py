@@ -98,7 +98,11 @@ def test_v9fs_mount(guest_assets: None, anvil_server: AnvilServer, version: str)
     assert rc == 0 and lines and lines[0].split()[0] == "dr-x------", why
 
     # a blocked read interrupted in the guest is flushed (Tflush/Rflush); the mount still works
-    assert s["flush"] == (["Terminated"], 143), why
+    # rc 143: cat died of the SIGTERM while its read waited. Whether busybox sh
+    # also prints "Terminated" depends on when it reaps the child (during
+    # `kill` or during `wait`), a race of the guest's shell, not of the server.
+    lines, rc = s["flush"]
+    assert rc == 143 and lines in ([], ["Terminated"]), why
     assert s["after"] == (["await"], 0), why
     trace = srv.trace()
     assert " -> Tflush " in trace and " <- Rflush " in trace, why
