@@ -3,6 +3,7 @@
     .venv/bin/python benchmarks/reads.py [--beads 10000] [--convoys 1000] [--sessions 1000] [--no-web]
     .venv/bin/python benchmarks/reads.py --keep DIR      # and keep the built tree in DIR (state and ids)
     .venv/bin/python benchmarks/reads.py --tree DIR      # measure on a copy of a kept tree: no build
+    .venv/bin/python benchmarks/reads.py --stalls-to FILE  # and keep the server's stall log
 
 Starts a real `anvilfs serve` with ANVILFS_STALLS set (anvilfs/server/stalls.py: every trio task
 step over 2 ms is logged, from inside the server) and builds its tree through the files, over one
@@ -128,31 +129,30 @@ def read_ms(client: Client, path: str) -> float:
     return took
 
 
-def stalls(base: Path, since: float) -> tuple[float, str, float, float]:
-    """The longest stall the server logged after `since` (epoch seconds): its wall ms, its task and the CPU ms
-    the loop's thread spent in it; and the most CPU ms any one logged step took (the work a step did, where
-    the wall time also counts the process waiting for a core on a loaded machine)."""
-    worst, most_cpu = (0.0, "-", 0.0), 0.0
+def stalls(base: Path, since: float) -> tuple[float, str, float, float, float]:
+    """The longest stall the server logged after `since` (epoch seconds): its wall ms, its task, the CPU ms
+    the loop's thread spent in it and the ms it waited for a core (nan where not known); and the most CPU
+    ms any one logged step took (the work a step did, where the wall time also counts the process waiting
+    for a core on a loaded machine, or for the interpreter's lock)."""
+    worst, most_cpu = (0.0, "-", 0.0, float("nan")), 0.0
     path = base / "stalls"
     if path.exists():
         for line in path.read_text().splitlines():
             when, ms, rest = line.split(" ", 2)
-            task, _, cpu = rest.rpartition(" ")  # a task's name may hold spaces
-            try:
-                float(cpu)
-            except ValueError:  # a server from before the CPU time was logged
-                task, cpu = rest, "nan"
+            task, cpu, runq = rest.rsplit(" ", 2)  # a task's name may hold spaces
             if float(when) >= since:
                 most_cpu = max(most_cpu, float(cpu))
                 if float(ms) > worst[0]:
-                    worst = (float(ms), task, float(cpu))
+                    worst = (float(ms), task, float(cpu), float("nan") if runq == "-" else float(runq))
     return (*worst, most_cpu)
 
 
 def stall_line(base: Path, since: float) -> str:
-    ms, task, cpu, most_cpu = stalls(base, since)
-    return (f"  longest stall of the server's loop: {ms:.1f} ms ({task}, {cpu:.1f} ms of CPU in it; the most CPU "
-            f"in one step: {most_cpu:.1f} ms){'' if ms < TARGET_MS else '   MISS'}")
+    ms, task, cpu, runq, most_cpu = stalls(base, since)
+    asleep = ms - cpu - runq
+    return (f"  longest stall of the server's loop: {ms:.1f} ms ({task}: {cpu:.1f} ms of CPU, {runq:.1f} waiting "
+            f"for a core, {asleep:.1f} asleep; the most CPU in one step: {most_cpu:.1f} ms)"
+            f"{'' if ms < TARGET_MS else '   MISS'}")
 
 
 def restart(base: Path, proc: subprocess.Popen, sessions: int) -> tuple[subprocess.Popen, float]:
@@ -273,6 +273,7 @@ def main() -> None:
     ap.add_argument("--no-web", action="store_true")
     ap.add_argument("--keep", type=Path, help="copy the built tree (its state and ids) to this directory")
     ap.add_argument("--tree", type=Path, help="measure on a copy of a tree kept by --keep instead of building one")
+    ap.add_argument("--stalls-to", type=Path, help="copy the server's stall log (every step over 2 ms) here")
     args = ap.parse_args()
     base = Path(tempfile.mkdtemp(prefix="anvr.", dir="/tmp"))
     if args.tree:  # the tree's figures (its counts) are the kept ones
@@ -307,6 +308,8 @@ def main() -> None:
     finally:
         proc.send_signal(signal.SIGKILL)
         proc.wait()
+        if args.stalls_to and (base / "stalls").exists():
+            shutil.copyfile(base / "stalls", args.stalls_to)
         shutil.rmtree(base, ignore_errors=True)
 
 

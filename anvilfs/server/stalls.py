@@ -6,13 +6,16 @@ One trio task step runs with the loop held: while it runs no other client is
 answered. With ANVILFS_STALLS set, each step that took longer than
 ANVILFS_STALLS_MS milliseconds (default 5) appends a line to PATH:
 
-    EPOCH_SECONDS MILLISECONDS TASK_NAME CPU_MILLISECONDS
+    EPOCH_SECONDS MILLISECONDS TASK_NAME CPU_MILLISECONDS RUNQUEUE_MILLISECONDS
 
 (benchmarks/reads.py reads the longest of a time window). The line is
 written after the step, outside any measured time; nothing else is timed.
 The CPU time is the thread's in the step: on a machine shared with other
-work, a step's wall time can be many times the work it did (the process
-waiting for a core), and the two together tell which it was. Collections
+work, a step's wall time can be many times the work it did. The run-queue
+time (Linux's /proc/thread-self/schedstat; `-` where there is none) is how
+long the thread was ready but waited for a core; what the wall time has
+beyond the two, the thread slept: blocked on a system call or waiting for
+the interpreter's lock while another thread (the writer) ran. Collections
 of the garbage collector over the threshold get a line of their own, their
 task `gc.generationN` (they happen within a step, and count in its time).
 """
@@ -35,6 +38,19 @@ class StallLog(trio.abc.Instrument):
         self.path, self.threshold = path, threshold
         self._began = self._began_cpu = self._gc_began = self._gc_cpu = 0.0
         self._clock, self._cpu = time.perf_counter, time.thread_time
+        self._began_queued = 0
+        self._schedstat: int | None = None  # opened at the first step, in the loop's own thread
+
+    def _queued_ns(self) -> int:
+        """The nanoseconds this thread has waited on a run queue so far; -1 where Linux does not say."""
+        if self._schedstat is None:
+            try:
+                self._schedstat = os.open("/proc/thread-self/schedstat", os.O_RDONLY)
+            except OSError:
+                self._schedstat = -1
+        if self._schedstat < 0:
+            return -1
+        return int(os.pread(self._schedstat, 128, 0).split()[1])
 
     def collected(self, phase: str, info: dict) -> None:
         """gc.callbacks: times each collection, logged as a step is."""
@@ -44,16 +60,19 @@ class StallLog(trio.abc.Instrument):
         took, cpu = self._clock() - self._gc_began, self._cpu() - self._gc_cpu
         if took > self.threshold:
             with open(self.path, "a") as out:
-                out.write(f"{time.time():.3f} {took * 1000:.1f} gc.generation{info['generation']} {cpu * 1000:.1f}\n")
+                out.write(f"{time.time():.3f} {took * 1000:.1f} gc.generation{info['generation']} {cpu * 1000:.1f} -\n")
 
     def before_task_step(self, task) -> None:
+        self._began_queued = self._queued_ns()
         self._began, self._began_cpu = self._clock(), self._cpu()
 
     def after_task_step(self, task) -> None:
         took, cpu = self._clock() - self._began, self._cpu() - self._began_cpu
         if took > self.threshold:
+            queued = self._queued_ns()
+            runq = "-" if queued < 0 else f"{(queued - self._began_queued) / 1e6:.1f}"
             with open(self.path, "a") as out:
-                out.write(f"{time.time():.3f} {took * 1000:.1f} {task.name} {cpu * 1000:.1f}\n")
+                out.write(f"{time.time():.3f} {took * 1000:.1f} {task.name} {cpu * 1000:.1f} {runq}\n")
 
 
 def from_environment() -> list[trio.abc.Instrument]:
