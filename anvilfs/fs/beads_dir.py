@@ -206,7 +206,7 @@ def _bead_files(board: Board, convoys: Convoys, bead_id: str, is_session, stamps
         field("requires_approval", lambda b: "true" if b.requires_approval else "false"),
         field("branch", lambda b: verbs.branch(b.id)),  # set by a worktree session's claim, which moves the bead
         context_file,
-        CtlFile("ctl", f"{key}/ctl", _bead_commands(board, bead_id, is_session, is_worker, verbs)),
+        CtlFile("ctl", f"{key}/ctl", lambda: _bead_commands(board, bead_id, is_session, is_worker, verbs)),
     ]
     return files
 
@@ -329,7 +329,7 @@ def _convoy_files(convoys: Convoys, convoy_id: str, stamps: Stamps, extras: Extr
                         abandoned=lambda data, caller: None,
                         render=lambda: _text_of(convoys.get(convoy_id).context))),
         drawn(TextFile("progress", f"{key}/progress", lambda: convoys.progress(convoy_id) + "\n")),
-        CtlFile("ctl", f"{key}/ctl", CommandTable([
+        CtlFile("ctl", f"{key}/ctl", lambda: CommandTable([
             Command("add_bead", lambda args: convoys.add_bead(convoy_id, args.words[0]), "add_bead <id>", min_words=1, max_words=1),
             Command("remove_bead", lambda args: convoys.remove_bead(convoy_id, args.words[0]), "remove_bead <id>",
                     min_words=1, max_words=1),

@@ -17,10 +17,11 @@ def session_directory(sessions: Sessions, session: Session, mailbox: Callable[[]
     inbox/ and done/ (mail_dir.py), its worktree and branch (worktrees_dir.py) and its usage (usage_files.py);
     `commands(name)` the ctl words of other domains (budget, usage_files.py)."""
     return Directory(session.name, f"session/{session.name}",
-                     lambda: _session_files(sessions, session, mailbox(), commands(session.name)))
+                     lambda: _session_files(sessions, session, mailbox(), lambda: commands(session.name)))
 
 
-def _session_files(sessions: Sessions, session: Session, mailbox: list[Node], more: list[Command]) -> list[Node]:
+def _session_files(sessions: Sessions, session: Session, mailbox: list[Node],
+                   more: Callable[[], list[Command]]) -> list[Node]:
     name = session.name
     key = f"session/{name}"
     d = session.definition
@@ -32,7 +33,7 @@ def _session_files(sessions: Sessions, session: Session, mailbox: list[Node], mo
         return _moves_with(session, node)
 
     files = [
-        CtlFile("ctl", f"{key}/ctl", _session_commands(sessions, name, more)),
+        CtlFile("ctl", f"{key}/ctl", lambda: _session_commands(sessions, name, more())),
         CollectFile(
             "in", f"{key}/in",
             check=lambda size, caller: _check_prompt(sessions, name, size, caller),

@@ -113,13 +113,25 @@ class _TextHandle(SnapshotReads):
 
 
 class CtlFile(File):
-    """A ctl file. When ``readable``, a read on the fid that wrote gives the result."""
+    """A ctl file. When ``readable``, a read on the fid that wrote gives the result.
 
-    __slots__ = ("table",)
+    ``table`` may be a function that makes the CommandTable: it is called at the first open. A
+    client that walks into every session's directory (the web reads each one's queue) makes their
+    ctl files, and a table of bound commands per directory was half the cost of that walk and most
+    of the objects the collector then had to look through (issue 32)."""
 
-    def __init__(self, name: str, key: str, table: CommandTable, *, readable: bool = False):
+    __slots__ = ("_table", "_make")
+
+    def __init__(self, name: str, key: str, table: CommandTable | Callable[[], CommandTable], *,
+                 readable: bool = False):
         super().__init__(name, key, READ_WRITE if readable else WRITE_ONLY)
-        self.table = table
+        self._table, self._make = (None, table) if callable(table) else (table, None)
+
+    @property
+    def table(self) -> CommandTable:
+        if self._table is None:
+            self._table, self._make = self._make(), None
+        return self._table
 
     def open(self, caller: Caller) -> Handle:
         return _CtlHandle(self.table, caller)

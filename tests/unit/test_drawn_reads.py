@@ -59,13 +59,19 @@ def test_the_graph_is_drawn_once_per_change_of_the_board_however_often_it_is_rea
 
 def test_listing_the_beads_makes_none_of_their_files(monkeypatch):
     made_files = []
-    real = beads_dir._bead_commands
-    monkeypatch.setattr(beads_dir, "_bead_commands", lambda *args: made_files.append(args) or real(*args))
+    made_tables = []
+    real_files, real_commands = beads_dir._bead_files, beads_dir._bead_commands
+    monkeypatch.setattr(beads_dir, "_bead_files", lambda *args: made_files.append(args) or real_files(*args))
+    monkeypatch.setattr(beads_dir, "_bead_commands", lambda *args: made_tables.append(args) or real_commands(*args))
     board, _, directory, made = tree()
     names = [node.name for node in directory.children()]
     assert set(made) <= set(names) and made_files == []
-    assert read(directory.lookup(made[3]).lookup("status")) == b"pending\n"
+    bead = directory.lookup(made[3])
+    assert read(bead.lookup("status")) == b"pending\n"
     assert len(made_files) == 1
+    assert made_tables == []  # its ctl's commands only once the ctl is opened
+    bead.lookup("ctl").open(None)
+    assert len(made_tables) == 1
 
 
 def test_a_listing_shows_each_entry_as_it_is_now_though_records_are_kept():
