@@ -17,7 +17,7 @@ import trio.testing
 
 from anvilfs.ninep import Dialect, encode
 from anvilfs.ninep import messages as m
-from anvilfs.server import Connection, Limits
+from anvilfs.server import Connection, Limits, connection
 from anvilfs.tree import Directory, StreamFile, TextFile
 from harness.transcript import Peer
 
@@ -115,7 +115,8 @@ async def test_one_batch_of_big_reads_is_sent_in_bounded_pieces(autojump_clock):
         nursery.cancel_scope.cancel()
 
 
-async def test_small_replies_of_one_batch_still_go_out_in_one_send(autojump_clock):
+async def test_small_replies_of_one_batch_still_go_out_in_one_send(autojump_clock, monkeypatch):
+    monkeypatch.setattr(connection, "TURN", float("inf"))  # a loaded machine's pause must not end the turn
     async with trio.open_nursery() as nursery:
         with trio.fail_after(DEADLINE):
             served = await serve(nursery)
@@ -145,6 +146,43 @@ async def test_blocked_reads_woken_together_wait_for_room(autojump_clock):
             assert got == {100 + i for i in range(reads)}
             assert max(served.stream.sends) <= (1 << 20) + msize, served.stream.sends
         nursery.cancel_scope.cancel()
+
+
+async def test_a_batch_of_requests_lets_other_connections_run_between_its_turns(autojump_clock, monkeypatch):
+    """One connection's pipelined burst (the web's first look at 1,000 sessions) does not hold the loop
+    until it is all answered: with a turn of 0 s the burst gives way after each request, and another
+    connection's walk is answered in the middle of it; with the turn the server has, a burst this small
+    is one step (the order shows which: the walks are logged as the tree looks the names up)."""
+    async def order_of_walks(turn: float) -> list[str]:
+        monkeypatch.setattr(connection, "TURN", turn)
+        looked_up: list[str] = []
+        leaf = TextFile("leaf", "leaf", lambda: "x")
+        root = Directory("/", "/", [], find=lambda name: looked_up.append(name) or leaf)
+        async with trio.open_nursery() as nursery:
+            peers = []
+            for _ in range(2):
+                client_end, server_end = trio.testing.lockstep_stream_pair()
+                nursery.start_soon(Connection(server_end, root).serve)
+                peer = Peer(client_end, Limits())
+                await peer.send("Tversion tag 65535 msize 65536 version 9P2000")
+                await peer.receive()
+                await peer.send('Tattach tag 1 fid 0 afid 4294967295 uname glenda aname ""')
+                assert isinstance(await peer.receive(), m.Rattach)
+                peers.append(peer)
+            burst, other = peers
+            await burst.send(*(f"Twalk tag {i} fid 0 newfid {i + 1} wnames [a{i}]" for i in range(200)))
+            await other.send("Twalk tag 7 fid 0 newfid 1 wnames [b]")
+            assert isinstance(await other.receive(), m.Rwalk)
+            for i in range(200):
+                assert (await burst.receive()).tag == i  # every request answered, in order
+            nursery.cancel_scope.cancel()
+        return looked_up
+
+    with trio.fail_after(DEADLINE):
+        given_way = await order_of_walks(0.0)
+        assert "b" in given_way[:-1], f"the other connection's walk came after the whole burst: {given_way[-3:]}"
+        held = await order_of_walks(float("inf"))
+        assert held[-1] == "b" and len(held) == 201, held[-3:]
 
 
 # ------------------------------------------------------------ item 3: snapshots
