@@ -170,10 +170,12 @@ def report_restart(base: Path, proc: subprocess.Popen, what: str, took: float) -
     print("".join(f"  {line.removeprefix('anvilfs: ')}\n" for line in loads[-2:]), end="")  # this start's
 
 
-def cpu_s(proc: subprocess.Popen) -> float:
-    """The CPU seconds (user and system, all its threads) the process has used so far (Linux)."""
+def cpu_s(proc: subprocess.Popen, children: bool = False) -> float:
+    """The CPU seconds (user and system, all its threads) the process has used so far (Linux); with
+    `children`, those of its children it waited for too (the server's git)."""
     fields = Path(f"/proc/{proc.pid}/stat").read_text().rpartition(")")[2].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    used = int(fields[11]) + int(fields[12]) + ((int(fields[13]) + int(fields[14])) if children else 0)
+    return used / os.sysconf("SC_CLK_TCK")
 
 
 def up(base: Path, sessions: int, t0: float) -> float:
@@ -230,7 +232,7 @@ def read_phase(base: Path, client: Client, paths: list[str], changer: Changer, t
     print(stall_line(base, since))
 
 
-def web_phase(base: Path, client: Client, paths: list[str], changer: Changer) -> None:
+def web_phase(base: Path, server: subprocess.Popen, client: Client, paths: list[str], changer: Changer) -> None:
     env = os.environ | {"XDG_CONFIG_HOME": str(base / "xdg")}
     web = subprocess.Popen([sys.executable, "-m", "anvilfs", "-a", f"unix!{base / 'ns' / 'agent'}", "web"], env=env,
                            stdout=subprocess.PIPE, stderr=open(base / "web.log", "a"), text=True)
@@ -248,6 +250,7 @@ def web_phase(base: Path, client: Client, paths: list[str], changer: Changer) ->
                 time.sleep(0.002)
 
         prober = threading.Thread(target=rounds)
+        cpu_before = (cpu_s(server), cpu_s(server, children=True), cpu_s(web), sum(os.times()[:2]))
         prober.start()
         end = time.monotonic() + 5
         while time.monotonic() < end:
@@ -255,10 +258,14 @@ def web_phase(base: Path, client: Client, paths: list[str], changer: Changer) ->
             time.sleep(0.05)
         stop.set()
         prober.join()
+        cpu = [after - before for after, before in zip((cpu_s(server), cpu_s(server, children=True), cpu_s(web),
+                                                        sum(os.times()[:2])), cpu_before)]
         print("with anvilfs web open, a change every 50 ms for 5 s:")
         print(f"  another client's status read: median {statistics.median(trips):.1f} ms, max {max(trips):.1f} ms "
               f"({len(trips)} reads)")
         print(stall_line(base, since))
+        print(f"  CPU seconds in those 5 s (2 cores: 10 s): the server {cpu[0]:.2f}, its git {cpu[1] - cpu[0]:.2f}, "
+              f"anvilfs web {cpu[2]:.2f}, this benchmark {cpu[3]:.2f}")
         read_phase(base, client, paths, changer, "reads with anvilfs web open:", cold=False)
     finally:
         web.send_signal(signal.SIGINT)
@@ -304,7 +311,7 @@ def main() -> None:
         with connect(base, time.monotonic() + 10) as client:
             read_phase(base, client, paths, changer, "reads (first Tread to EOF):", cold=True)
             if not args.no_web:
-                web_phase(base, client, paths, changer)
+                web_phase(base, proc, client, paths, changer)
     finally:
         proc.send_signal(signal.SIGKILL)
         proc.wait()
