@@ -80,6 +80,14 @@ class AgentTree:
             objects.warm = warm
             while objects.build_some(slice_size):
                 await trio.sleep(0)
+        # Each session's files too (a bead's are made when walked to): every client that shows sessions
+        # reads some of each one's (the web opening on 1,000 sessions walked to every `queue`, making 1,000
+        # directories' files at once, and the collector then went through them all: 94 ms). Made here, they
+        # are frozen with the rest of the start's (serve.py). A slice of 50 is a few ms.
+        for i, directory in enumerate(self._sessions.children(), 1):
+            directory.build_entries()
+            if i % 50 == 0:
+                await trio.sleep(0)
 
     def _remove_session(self, node: Node, caller: Caller) -> None:
         """rm of a session's directory is its ctl's `remove` (a stopped or exited session)."""

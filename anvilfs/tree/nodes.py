@@ -118,6 +118,10 @@ class Directory(Node):
             self._make = None
         return self._made
 
+    def build_entries(self) -> None:
+        """Make the fixed entries now, if a function makes them (a start builds ahead what clients walk to)."""
+        self._fixed
+
     def fixed_names(self) -> frozenset[str]:
         """The names of the entries given at construction (not those `more` adds)."""
         return frozenset(self._fixed)

@@ -6,6 +6,7 @@ import trio
 import trio.testing
 
 from anvilfs.app import App
+from anvilfs.fs import beads_dir, session_dir
 from anvilfs.ninep import Dialect
 from anvilfs.server import attrs
 from harness.apps import started
@@ -37,3 +38,21 @@ async def test_without_the_server_nothing_is_encoded(tmp_path):
         with trio.fail_after(30):
             await trio.testing.wait_all_tasks_blocked()
         assert app.root.lookup("beads").lookup(app.board.all()[0].id).record is None
+
+
+async def test_a_start_makes_every_sessions_files_and_no_beads(tmp_path, monkeypatch):
+    """The web reads every session's queue when it opens: their files are made at the start, between other
+    work, and frozen with it, not all at once when the first client walks to them (issue 32, item 6)."""
+    async with started(tmp_path) as first:
+        for n in range(3):
+            first.sessions.new("sim", str(tmp_path), name=f"s{n}")
+        first.board.new("one bead", "dev", "x")
+    made = []
+    real_session, real_bead = session_dir._session_files, beads_dir._bead_files
+    monkeypatch.setattr(session_dir, "_session_files", lambda *args: made.append(args[1].name) or real_session(*args))
+    monkeypatch.setattr(beads_dir, "_bead_files", lambda *args: made.append(args[2]) or real_bead(*args))
+    async with started(tmp_path) as app:
+        with trio.fail_after(30):  # build_ahead done
+            await trio.testing.wait_all_tasks_blocked()
+        assert sorted(made) == ["s0", "s1", "s2"]
+        assert app.root.lookup("s1").lookup("queue") is not None and sorted(made) == ["s0", "s1", "s2"]
