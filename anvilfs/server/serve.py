@@ -58,12 +58,21 @@ class Server:
         self.app = app
         app.warm = attrs.warm  # the first listing after a start finds its records encoded (issue 32)
         # what build_ahead made lives as long as its session, bead or convoy, like what the start made: out of
-        # the collector's care too (a full collection over it, 10,000 beads, was a 35 ms stall after a start)
-        app.built = gc.freeze
+        # the collector's care too (a full collection over it, 10,000 beads, was a 35 ms stall after a start),
+        # and the collector stays off until it is made: on a loaded machine build_ahead ran for seconds after
+        # the socket was up, and young collections over the directories it was making took 50-100 ms each
+        app.built = self._start_done
+        self._start_steps = 2  # build_ahead and listening: the collector is settled once both are done
         self.options = options
         self.connections = 0
         self.refusing = 0  # refused connections still being told why
         self._ids = itertools.count(1)
+
+    def _start_done(self) -> None:
+        """One of the two steps of a start done (build_ahead, listening); after both, the collector settles."""
+        self._start_steps -= 1
+        if self._start_steps == 0:
+            _settle_garbage_collector()
 
     def _trace(self, line: str) -> None:
         print(line, file=sys.stderr, flush=True)
@@ -128,7 +137,7 @@ class Server:
                     if tcp:
                         await nursery.start(trio.serve_listeners, functools.partial(self.handle, token=token), tcp)
                     self._say_where(token)
-                    _settle_garbage_collector()
+                    self._start_done()
                     task_status.started(self.options.socket_path)
             finally:
                 _unlink_quietly(self.options.socket_path)
@@ -225,8 +234,9 @@ def _settle_garbage_collector() -> None:
     generation is collected less often. Before this, with 1,000 sessions, full and young collections
     came in the middle of serving (benchmarks/history.md).
 
-    The collector is off for the start itself (run_server): with 10,000 beads it ran three full collections
-    there, 0.1-0.2 s of a 1.1 s restart, over objects that were all going to be frozen here. What that
+    The collector is off for the start itself (run_server), build_ahead's included: with 10,000 beads it ran
+    three full collections there, 0.1-0.2 s of a 1.1 s restart, over objects that were all going to be frozen
+    here. What that
     leaves is the cycles the start made and dropped (a traceback, a finished task): frozen with the rest, kept
     for the server's life, once; 2,700 objects on that tree (a full collection here would find them, at the
     0.13 s it was meant to save)."""
