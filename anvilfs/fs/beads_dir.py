@@ -64,6 +64,10 @@ class Extras:
 
 NO_EXTRAS = Extras()
 
+# The bead and convoy directories that keep their files made (tree/objects.py): the ones walked into
+# last. A worker polls its few; a client that walks them all makes each one's again as it comes.
+KEPT_WITH_FILES = 256
+
 
 def beads_directory(board: Board, convoys: Convoys, is_session, is_worker=lambda uname: False,
                     objects: list[ObjectDirectories] | None = None, verbs: BeadVerbs | None = None,
@@ -85,7 +89,8 @@ def beads_directory(board: Board, convoys: Convoys, is_session, is_worker=lambda
 
     beads = ObjectDirectories(board.find, board.all, lambda b: b.id,
                               lambda b: _bead_directory(board, convoys, b.id, is_session, stamps, is_worker, verbs,
-                                                        extras))
+                                                        extras),
+                              keep_entries=KEPT_WITH_FILES, forgotten=lambda directory: stamps.forget(directory.key))
     if objects is not None:
         objects.append(beads)
     files = [
@@ -281,7 +286,8 @@ def convoys_directory(convoys: Convoys, objects: list[ObjectDirectories] | None 
         return "".join(lines + [f"{i} broken - - {why}\n" for i, why in convoys.broken.items()])
 
     dirs = ObjectDirectories(convoys.find, convoys.all, lambda c: c.id,
-                             lambda c: _convoy_directory(convoys, c.id, stamps, extras))
+                             lambda c: _convoy_directory(convoys, c.id, stamps, extras),
+                             keep_entries=KEPT_WITH_FILES, forgotten=lambda directory: stamps.forget(directory.key))
     if objects is not None:
         objects.append(dirs)
     files = [

@@ -73,20 +73,29 @@ class Follows:
 
 
 class Stamps:
-    """The stamps of a builder's files, kept by node key: a directory built again (a bead's, at each change
-    of the bead) finds its files' stamps as they were, so an unchanged file keeps its mtime."""
+    """The stamps of a builder's files, kept by directory and node key: a directory built again (a bead's, at
+    each change of the bead) finds its files' stamps as they were, so an unchanged file keeps its mtime.
 
-    __slots__ = ("_by_key",)
+    `forget(directory_key)` lets a directory's stamps go once its files were dropped (tree/objects.py keeps
+    those of the directories walked into last): made again, they stamp anew, the same version (the text's
+    checksum), the mtime the domain's last change. Kept for ever, they held every bead file's render and
+    stamp functions ever made, 120,000 of them once a client had walked 10,000 beads."""
+
+    __slots__ = ("_by_dir",)
 
     def __init__(self) -> None:
-        self._by_key: dict[str, Follows] = {}
+        self._by_dir: dict[str, dict[str, Follows]] = {}
 
     def follow(self, node: Node, count: Callable[[], object], when: Callable[[], int] = now) -> Node:
         """Give `node` (a file with a `render`) a stamp that follows its text; `count` as Follows's."""
-        stamp = self._by_key.get(node.key)
+        kept = self._by_dir.setdefault(node.key.rpartition("/")[0], {})
+        stamp = kept.get(node.key)
         if stamp is None:
-            stamp = self._by_key[node.key] = Follows(count, node.render, when)
+            stamp = kept[node.key] = Follows(count, node.render, when)
         return _stamped(node, stamp)
+
+    def forget(self, directory_key: str) -> None:
+        self._by_dir.pop(directory_key, None)
 
 
 def follows(node: Node, count: Callable[[], object], when: Callable[[], int] = now) -> Node:

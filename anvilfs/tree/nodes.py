@@ -87,11 +87,12 @@ class Directory(Node):
     entry and the caller, and refuses by raising; such a directory is 0700.
     ``fixed`` may be a function that makes the entries: it is called the first
     time they are needed, so that listing 10,000 beads makes 10,000 directories,
-    not their 130,000 files.
+    not their 130,000 files; ``forget_entries`` drops them again (made anew
+    when next needed), and ``on_made`` hears of each making.
     """
 
     is_dir = True
-    __slots__ = ("_made", "_make", "_more", "_find", "_remove")
+    __slots__ = ("_made", "_make", "_more", "_find", "_remove", "on_made")
 
     def __init__(
         self,
@@ -110,17 +111,29 @@ class Directory(Node):
         self._more = more
         self._find = find
         self._remove = remove
+        self.on_made: Callable[[Directory], None] | None = None
 
     @property
     def _fixed(self) -> dict[str, Node]:
         if self._made is None:
             self._made = {node.name: node for node in self._make()}
-            self._make = None
+            if self.on_made is not None:
+                self.on_made(self)
         return self._made
 
     def build_entries(self) -> None:
         """Make the fixed entries now, if a function makes them (a start builds ahead what clients walk to)."""
         self._fixed
+
+    def forget_entries(self) -> None:
+        """Drop the fixed entries a function made; they are made again when next needed. An open fid keeps
+        its file (the file reads the domain, not the directory), and a new one has the same qid."""
+        if self._make is not None:
+            self._made = None
+
+    @property
+    def entries_made(self) -> bool:
+        return self._made is not None
 
     def fixed_names(self) -> frozenset[str]:
         """The names of the entries given at construction (not those `more` adds)."""

@@ -3,10 +3,13 @@
 
 from __future__ import annotations
 
+import gc
+
 from anvilfs.beads import Board, Convoys, Who, view
 from anvilfs.client.protocol import directory_entries
 from anvilfs.domain_events import EventBus
 from anvilfs.fs import beads_dir
+from anvilfs.fs.stamps import Follows
 from anvilfs.journal import Journal
 from anvilfs.ninep import Dialect
 from anvilfs.server.attrs import length_of, pack_stats
@@ -138,3 +141,47 @@ def test_a_listing_kept_between_reads_shows_each_bead_directory_as_a_walk_finds_
     assert [n.name for n in first if n.name in made] == made[:40]  # the first listing, as it was handed out
     records = pack_stats(again, 0, 1 << 20, Dialect.P2000U)[0]
     assert [e.name for e in directory_entries(records, Dialect.P2000U)] == [n.name for n in again]
+
+
+def test_only_the_bead_directories_walked_into_last_keep_their_files(monkeypatch):
+    """A client that walks every bead leaves the files of the last KEPT_WITH_FILES only; the others are made
+    again when walked into, with the same qids, and a file opened before goes on reading."""
+    monkeypatch.setattr(beads_dir, "KEPT_WITH_FILES", 3)
+    made_files = []
+    real_files = beads_dir._bead_files
+    monkeypatch.setattr(beads_dir, "_bead_files", lambda *args: made_files.append(args[2]) or real_files(*args))
+    board, _, directory, made = tree(10)
+    first = directory.lookup(made[0])
+    status = first.lookup("status")
+    handle = status.open(Caller("tester"))
+    for bead in made[1:4]:  # three more walked into: the first's files are dropped
+        assert directory.lookup(bead).lookup("status") is not None
+    assert made_files == made[:4] and not first.entries_made
+    assert handle.read(0, 100) == b"pending\n"  # the open file still reads
+    again = directory.lookup(made[0]).lookup("status")
+    assert again is not status and again.path == status.path and read(again) == b"pending\n"
+    assert made_files == [*made[:4], made[0]]
+    # walking into one that kept its files makes it the last walked into, so it stays
+    directory.lookup(made[3]).lookup("status")
+    for bead in made[5:7]:
+        directory.lookup(bead).lookup("status")
+    assert directory.lookup(made[3]).entries_made and not directory.lookup(made[2]).entries_made
+
+
+def test_the_stamps_of_dropped_bead_files_go_with_them(monkeypatch):
+    """Stamps keep a bead file's stamp across a rebuild of its directory (a change of the bead), not for
+    ever: once the directories walked into before the last KEPT_WITH_FILES drop their files, their stamps
+    go too, so walking every bead leaves no stamp (nor render function) per bead file behind."""
+    monkeypatch.setattr(beads_dir, "KEPT_WITH_FILES", 3)
+    board, _, directory, made = tree(12)
+
+    def stamps_alive() -> int:
+        gc.collect()
+        return sum(type(o) is Follows for o in gc.get_objects())
+
+    before = stamps_alive()
+    directory.lookup(made[0]).lookup("status")
+    per_bead = stamps_alive() - before
+    for bead in made[1:]:
+        look(directory.lookup(bead).lookup("status"))
+    assert per_bead > 0 and stamps_alive() - before == 3 * per_bead
