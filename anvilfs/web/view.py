@@ -65,9 +65,14 @@ async def read_view(fs: AsyncClient, last: dict[str, str], kept: Reading) -> dic
     learn = {f"backend {b}": partial(kept.backends.learn, fs, b, name) for b, name in kept.backends.unknown(listing).items()}
     read = await gather({name: _queue(fs, name) for name in kept.queues.stale(listing)} | learn)
     queues = kept.queues.update(listing, {name: text for name, text in read.items() if not name.startswith("backend ")})
+    return shown(texts, queues, last, kept.backends.simulated(), kept)
+
+
+def shown(texts: dict, queues: dict[str, int], last: dict[str, str], simulated: dict[str, bool], kept: Reading) -> dict:
+    """The view from the files' texts (by path; "inbox": the inbox already read): no I/O."""
     usage = spent.lines(texts["usage"])
     return {
-        "sessions": sessions(listing, queues, last, kept.backends.simulated(), usage),
+        "sessions": sessions(texts["list"], queues, last, simulated, usage),
         "waves": waves(texts["beads/graph"], texts["beads/list"], spent.lines(texts["beads/usage"])),
         "convoys": convoys(texts["convoys/list"], spent.lines(texts["convoys/usage"])),
         "total": spent.total_line(usage),
