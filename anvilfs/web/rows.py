@@ -78,6 +78,7 @@ class Rows:
         self._sessions = Kept(_session)
         self._graph: dict[str, tuple] = {}  # a graph line -> (its id, its `list` line, its cell, its bead)
         self._others = Kept(_bead)  # the beads of `list` that the graph leaves out
+        self._waves: tuple = ((None, None, None), [])  # the last view's (graph, list, cells) and groups
         self._convoys = Kept(_convoy)
 
     def sessions(self, listing: str, queues: dict[str, int], last: dict[str, str], simulated: dict[str, bool],
@@ -103,24 +104,29 @@ class Rows:
         what follows it is the arrow, whatever the title holds (a title "x  <- other-001" waits on
         nothing). A bead of `list` that the graph leaves out (a broken file) comes last, in a group of
         its own."""
+        if (graph, listing, cells) == self._waves[0]:  # a view after events of sessions only
+            return self._waves[1]
         listed = {line.partition(" ")[0]: line for line in listing.splitlines()}  # an id twice: the last line
-        before, now, groups = self._graph, {}, []
+        before, now, groups, beads = self._graph, {}, [], None
+        kept_of, pop, cell_of = before.get, listed.pop, cells.get
         for line in graph.splitlines():  # one pass, the least done for a line that did not change
             if not line.startswith("  "):
-                groups.append({"name": line.partition(" (")[0], "why": line.partition(" (")[2].rstrip(")"), "beads": []})
+                beads = []
+                groups.append({"name": line.partition(" (")[0], "why": line.partition(" (")[2].rstrip(")"), "beads": beads})
                 continue
-            kept = before.get(line)
+            kept = kept_of(line)
             ident = line[2:].partition(" ")[0] if kept is None else kept[0]
-            shown, cell = listed.pop(ident, None), cells.get(ident, "-")
+            shown, cell = pop(ident, None), cell_of(ident, "-")
             if kept is None or kept[1] != shown or kept[2] != cell:  # a line twice: the second's kept
                 kept = (ident, shown, cell, _bead((line, shown, cell)))
             now[line] = kept
-            if groups:  # a bead before any heading (a broken file) is left out
-                groups[-1]["beads"].append(kept[3])
+            if beads is not None:  # a bead before any heading (a broken file) is left out
+                beads.append(kept[3])
         self._graph = now
-        others = self._others.all((None, line, cells.get(ident, "-")) for ident, line in listed.items())
+        others = self._others.all((None, line, cell_of(ident, "-")) for ident, line in listed.items())
         if others:
             groups.append({"name": "other", "why": "not in beads/graph (a broken file: see errors)", "beads": others})
+        self._waves = ((graph, listing, cells), groups)
         return groups
 
     def convoys(self, listing: str, cells: dict[str, str]) -> list[dict]:
