@@ -106,3 +106,10 @@ def test_rows_of_lines_gone_are_forgotten() -> None:
     files["list"], files["convoys/list"] = files["list"][:1], []
     shown(files, reading)
     assert len(reading.rows) == 10 + 1
+
+
+def test_the_groups_are_the_last_views_while_the_beads_files_and_cells_stay() -> None:
+    rows, cells = Rows(), {"a-001": "$0.25"}
+    first = rows.waves(GRAPH, BEADS, cells)
+    assert rows.waves(GRAPH, BEADS, dict(cells)) is first  # no pass over the lines: a session's event only
+    assert rows.waves(GRAPH, BEADS, {"a-001": "$0.50"}) is not first
