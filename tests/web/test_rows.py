@@ -13,15 +13,15 @@ IDS = [f"b-{i:02d}" for i in range(12)]  # few ids: lines of the same id meet (t
 SESSIONS = ["s1", "s2", "s3", "s4"]
 
 
-def graph_line(rng: random.Random) -> str:
-    ident, title = rng.choice(IDS), rng.choice(["Do it", "Do it  <- b-03", "Other", ""])
+def graph_line(rng: random.Random, ident: str = "") -> str:
+    title = rng.choice(["Do it", "Do it  <- b-03", "Other", ""])
     arrow = rng.choice(["", f"  <- {rng.choice(IDS)}", f"  <- {rng.choice(IDS)} {rng.choice(IDS)}"])
-    return rng.choice([f"  {ident} {rng.choice(['pending', 'completed'])}  {title}{arrow}",
-                       rng.choice(["wave 1", "wave 2", "done", "blocked (a dependency cycle)", ""])])
+    bead = f"  {ident or rng.choice(IDS)} {rng.choice(['pending', 'completed'])}  {title}{arrow}"
+    return bead if ident else rng.choice([bead, rng.choice(["wave 1", "wave 2", "done", "blocked (a cycle)", ""])])
 
 
-def list_line(rng: random.Random) -> str:
-    return (f"{rng.choice(IDS)} {rng.choice(['pending', 'in_progress', 'broken'])} {rng.choice(['dev', '-'])} "
+def list_line(rng: random.Random, ident: str = "") -> str:
+    return (f"{ident or rng.choice(IDS)} {rng.choice(['pending', 'in_progress', 'broken'])} {rng.choice(['dev', '-'])} "
             f"{rng.choice(SESSIONS + ['-'])} {rng.choice(['Do it', 'Do it  <- b-03', 'Other', 'not TOML: line 3'])}")
 
 
@@ -41,6 +41,37 @@ def convoy_line(rng: random.Random) -> str:
 
 MAKERS = {"beads/graph": graph_line, "beads/list": list_line, "beads/usage": usage_line, "usage": usage_line,
           "convoys/usage": usage_line, "list": session_line, "convoys/list": convoy_line}
+
+
+def well_made(rng: random.Random) -> dict[str, list[str]]:
+    """Files with no id twice in beads/graph or beads/list, a heading first (as the server writes them)."""
+    files = {path: [make(rng) for _ in range(rng.randint(0, 15))] for path, make in MAKERS.items()}
+    ids = rng.sample(IDS, rng.randint(0, len(IDS)))
+    files["beads/graph"] = ["wave 1", *(graph_line(rng, i) for i in ids[:5]), "done", *(graph_line(rng, i) for i in ids[5:])]
+    files["beads/list"] = [list_line(rng, i) for i in rng.sample(IDS, rng.randint(0, len(IDS)))]
+    return files
+
+
+def well_made_change(files: dict[str, list[str]], rng: random.Random) -> None:
+    """A bead's line changed, removed or added (a new id) in beads/graph or beads/list, or a cell changed."""
+    path = rng.choice(["beads/graph", "beads/list", "beads/usage"])
+    lines, make = files[path], MAKERS[path]
+    beads = [at for at, line in enumerate(lines) if path != "beads/graph" or line.startswith("  ")]
+    ident = lambda line: line.split()[0]  # noqa: E731
+    how = rng.choice(["replace", "remove", "add"]) if beads else "add"
+    if how == "add":
+        unused = sorted(set(IDS) - {ident(line) for line in lines if line.strip() and (path != "beads/graph" or line[:2] == "  ")})
+        if unused:
+            lines.insert(rng.randint(1 if path == "beads/graph" else 0, len(lines)),
+                         make(rng, rng.choice(unused)) if path != "beads/usage" else usage_line(rng))
+        return
+    at = rng.choice(beads)
+    if how == "remove":
+        del lines[at]
+    elif path == "beads/usage":
+        lines[at] = usage_line(rng)
+    else:
+        lines[at] = make(rng, ident(lines[at]))
 
 
 def change(files: dict[str, list[str]], rng: random.Random) -> None:
@@ -64,9 +95,12 @@ def shown(files: dict[str, list[str]], kept: view.Reading) -> dict:
 
 def test_a_kept_view_is_the_view_made_afresh_whatever_changed() -> None:
     rng = random.Random(32)
-    for _ in range(20):
-        files = {path: [make(rng) for _ in range(rng.randint(0, 15))] for path, make in MAKERS.items()}
-        files["beads/graph"].insert(0, "wave 1")
+    for trial in range(40):
+        if trial % 2:  # any lines at all: ids twice, beads before a heading
+            files = {path: [make(rng) for _ in range(rng.randint(0, 15))] for path, make in MAKERS.items()}
+            files["beads/graph"].insert(0, "wave 1")
+        else:  # as the server writes them, now and then a line of any kind
+            files = well_made(rng)
         kept = view.Reading()
         for _ in range(30):
             again = shown(files, kept)
@@ -74,7 +108,7 @@ def test_a_kept_view_is_the_view_made_afresh_whatever_changed() -> None:
             assert again == fresh, files
             assert json.dumps(again) == json.dumps(fresh), files  # the keys in the same order too
             for _ in range(rng.randint(1, 3)):
-                change(files, rng)
+                (change if trial % 2 or rng.random() < 0.05 else well_made_change)(files, rng)
 
 
 GRAPH = "wave 1\n  a-001 pending  A\n  b-002 pending  B  <- a-001\ndone\n  c-003 completed  C\n"
@@ -113,3 +147,10 @@ def test_the_groups_are_the_last_views_while_the_beads_files_and_cells_stay() ->
     first = rows.waves(GRAPH, BEADS, cells)
     assert rows.waves(GRAPH, BEADS, dict(cells)) is first  # no pass over the lines: a session's event only
     assert rows.waves(GRAPH, BEADS, {"a-001": "$0.50"}) is not first
+
+
+def test_the_last_of_an_ids_list_lines_counts_whichever_comes_last() -> None:
+    rows, graph = Rows(), "wave 1\n  a-001 pending  A\n"
+    rows.waves(graph, "a-001 pending dev - A\n", {})
+    for listing in ("a-001 pending dev s1 A\na-001 pending dev s2 A\n", "a-001 pending dev s2 A\na-001 pending dev s1 A\n"):
+        assert rows.waves(graph, listing, {}) == Rows().waves(graph, listing, {})  # the same lines, not the same last
