@@ -7,9 +7,10 @@
     human      human/approvals, human/inbox/*.json
 
 Only files, through one AsyncClient with the reads in flight together. The
-parsers are pure functions of the files' text; a file's format is in
-docs/using.md ("The tree") and docs/beads-and-mail.md ("Beads and convoys",
-"Mail and approvals").
+view is a function of the files' text (shown); its rows are made in rows.py,
+each kept from view to view while its lines stay the same. A file's format
+is in docs/using.md ("The tree") and docs/beads-and-mail.md ("Beads and
+convoys", "Mail and approvals").
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import trio
 from ..aioclient import AsyncClient, ServerError
 from ..client import spent
 from .kept import Backends, Files, Queues
+from .rows import Rows
 
 INBOX_SHOWN = 200  # the newest messages shown; the page says how many there are in all
 BODY_SHOWN = 4000  # characters of a message's body (a body may be 64 KiB)
@@ -50,10 +52,12 @@ async def gather(calls: dict[str, Callable[[], Awaitable]]) -> dict:
 
 
 class Reading:
-    """What one `anvilfs web` keeps from view to view (kept.py): big files, queues, backends, the inbox."""
+    """What one `anvilfs web` keeps from view to view: big files, queues, backends (kept.py), the inbox,
+    the rows the files' lines made (rows.py)."""
 
     def __init__(self) -> None:
         self.files, self.queues, self.backends, self.inbox = Files(), Queues(), Backends(), Inbox()
+        self.rows = Rows()
 
 
 async def read_view(fs: AsyncClient, last: dict[str, str], kept: Reading) -> dict:
@@ -65,12 +69,18 @@ async def read_view(fs: AsyncClient, last: dict[str, str], kept: Reading) -> dic
     learn = {f"backend {b}": partial(kept.backends.learn, fs, b, name) for b, name in kept.backends.unknown(listing).items()}
     read = await gather({name: _queue(fs, name) for name in kept.queues.stale(listing)} | learn)
     queues = kept.queues.update(listing, {name: text for name, text in read.items() if not name.startswith("backend ")})
-    usage = spent.lines(texts["usage"])
+    return shown(texts, queues, last, kept.backends.simulated(), kept)
+
+
+def shown(texts: dict, queues: dict[str, int], last: dict[str, str], simulated: dict[str, bool], kept: Reading) -> dict:
+    """The view from the files' texts (by path; "inbox": the inbox already read): no I/O."""
+    rows = kept.rows
+    usage = rows.usage.read(texts["usage"])
     return {
-        "sessions": sessions(listing, queues, last, kept.backends.simulated(), usage),
-        "waves": waves(texts["beads/graph"], texts["beads/list"], spent.lines(texts["beads/usage"])),
-        "convoys": convoys(texts["convoys/list"], spent.lines(texts["convoys/usage"])),
-        "total": spent.total_line(usage),
+        "sessions": rows.sessions(texts["list"], queues, last, simulated, usage.cells),
+        "waves": rows.waves(texts["beads/graph"], texts["beads/list"], rows.bead_usage.read(texts["beads/usage"]).cells),
+        "convoys": rows.convoys(texts["convoys/list"], rows.convoy_usage.read(texts["convoys/usage"]).cells),
+        "total": spent.total_line(usage.figures),
         "approvals": approvals(texts["human/approvals"]),
         "inbox": texts["inbox"],
     }
@@ -88,75 +98,22 @@ def _queue(fs: AsyncClient, name: str) -> Callable[[], Awaitable[str | None]]:
 Spending = dict[str, dict[str, str]]  # a `usage` listing, by name (client/spent.py)
 
 
+# The rows of one view, nothing kept (rows.py has what they are made of).
 def sessions(listing: str, queues: dict[str, int], last: dict[str, str], simulated: dict[str, bool],
              usage: Spending | None = None) -> list[dict]:
-    """`list` lines (name backend status role cwd [simulated]) with each queue's length, last event and
-    what it spent (`usage`'s line, as a short cell).
-
-    The cwd is the rest of the line, and may end in " simulated" itself: whether the word is the mark
-    is the backend's to say (`simulated`, from kept.Backends), not the line's."""
-    rows = []
-    for line in listing.splitlines():
-        words = line.split(" ", 4)
-        if len(words) < 5 or words[0] not in queues:
-            continue
-        name, backend, status, role, rest = words
-        marked = simulated.get(backend, False)
-        rows.append({"name": name, "backend": backend, "status": status, "role": role,
-                     "cwd": rest.removesuffix(" simulated") if marked else rest, "simulated": marked,
-                     "queue": queues[name], "last": last.get(name, "-"), "spent": spent.cell((usage or {}).get(name))})
-    return rows
-
-
-def _beads_by_id(listing: str) -> dict[str, dict]:
-    """`beads/list` lines: id status role assigned_to title ("-" for no role or no claim)."""
-    beads = {}
-    for line in listing.splitlines():
-        ident, status, role, assigned, title = (line.split(" ", 4) + ["", "", "", ""])[:5]
-        beads[ident] = {"id": ident, "status": status, "role": role, "assigned_to": assigned, "title": title,
-                        "waits_on": []}
-    return beads
+    return Rows().sessions(listing, queues, last, simulated, _cells(usage))
 
 
 def waves(graph: str, listing: str, usage: Spending | None = None) -> list[dict]:
-    """The groups of beads/graph (wave 1, wave 2 ..., done, blocked), each bead with its list line's fields.
-
-    A graph line is "  ID STATUS  TITLE[  <- ID ...]". The title is known from `list` (the rest of its
-    line), so what follows it is the arrow, whatever the title holds (a title "x  <- other-001" waits on
-    nothing). A bead of `list` that the graph leaves out (a broken file) comes last, in a group of its own."""
-    beads, groups = _beads_by_id(listing), []
-    for line in graph.splitlines():
-        if not line.startswith("  "):
-            groups.append({"name": line.partition(" (")[0], "why": line.partition(" (")[2].rstrip(")"), "beads": []})
-            continue
-        ident, _, rest = line[2:].partition(" ")
-        status, _, shown = rest.partition("  ")
-        bead = beads.pop(ident, None)
-        if bead is None or not shown.startswith(bead["title"]):  # made between the two reads: the graph's line alone
-            title = shown.rpartition("  <- ")[0] if "  <- " in shown else shown
-            bead = {"id": ident, "status": status, "role": "-", "assigned_to": "-", "title": title}
-        arrow = shown[len(bead["title"]):]
-        bead["waits_on"] = arrow.removeprefix("  <- ").split() if arrow.startswith("  <- ") else []
-        if groups:
-            groups[-1]["beads"].append(bead)
-    for bead in [*beads.values(), *(b for g in groups for b in g["beads"])]:
-        bead["spent"] = spent.cell((usage or {}).get(bead["id"]))
-    if beads:
-        groups.append({"name": "other", "why": "not in beads/graph (a broken file: see errors)",
-                       "beads": list(beads.values())})
-    return groups
+    return Rows().waves(graph, listing, _cells(usage))
 
 
 def convoys(listing: str, usage: Spending | None = None) -> list[dict]:
-    """`convoys/list` lines: id status completed/total coordinator title; and what each spent."""
-    rows = []
-    for line in listing.splitlines():
-        ident, status, progress, coordinator, title = (line.split(" ", 4) + ["", "", "", ""])[:5]
-        done, _, total = progress.partition("/")
-        rows.append({"id": ident, "status": status, "done": int(done) if done.isdigit() else 0,
-                     "total": int(total) if total.isdigit() else 0, "coordinator": coordinator, "title": title,
-                     "spent": spent.cell((usage or {}).get(ident))})
-    return rows
+    return Rows().convoys(listing, _cells(usage))
+
+
+def _cells(usage: Spending | None) -> dict[str, str]:
+    return {name: spent.cell(figures) for name, figures in (usage or {}).items()}
 
 
 def approvals(text: str) -> list[dict]:
