@@ -47,10 +47,14 @@ CONFIG = b"""\
 """
 
 # The history is background work: nothing answered waits for it (a change's message is in anvilfs.db
-# first), yet with a change every 50 ms its git took a whole core of two, and the server's loop waited
-# for a core behind it, 20 ms and more at a time (issue 32 item 6). Niced, git has the cores the server
-# leaves. coreutils' nice, where there is one; without it git runs as before.
-BACKGROUND = ("nice", "-n", "10") if shutil.which("nice") else ()
+# first), yet with a change every 50 ms on 10,000 beads its git took half a core of two, and the server's
+# loop waited for a core behind it, 15-23 ms at a time (issue 32 item 6). Niced (10), git still held the
+# core for a slice when the server woke; under SCHED_IDLE (util-linux's chrt) any other task's wakeup takes
+# the core from it at once, and the loop's waits for a core went from 3-9 ms to 0-1.6. On a machine the
+# agents keep busy, history then waits for a quiet moment; a clean stop's last commit runs as any task
+# (GitRepository.urgent). Without chrt, nice; without either, git runs as before.
+BACKGROUND = (("chrt", "--idle", "0") if shutil.which("chrt") else
+              ("nice", "-n", "10") if shutil.which("nice") else ())
 
 # Given on every command line, so they hold whatever a config file says.
 OPTIONS = (
@@ -84,6 +88,7 @@ class GitRepository:
             self.git_dir.close()
             raise
         self.stale_locks_removed = _remove_stale_locks(self.git_dir.path)
+        self.urgent = False  # while set (a clean stop's flush), git runs as any task, not as BACKGROUND
 
     def close(self) -> None:
         if self._lock_fd >= 0:
@@ -94,7 +99,7 @@ class GitRepository:
     async def git(self, *args: str, stdin: bytes = b"") -> str:
         """Run `git ARGS` without blocking the event loop; its output, or GitFailed with its stderr."""
         result = await trio.run_process(
-            [*BACKGROUND, "git", *OPTIONS, *args], stdin=stdin, capture_stdout=True, capture_stderr=True,
+            [*(() if self.urgent else BACKGROUND), "git", *OPTIONS, *args], stdin=stdin, capture_stdout=True, capture_stderr=True,
             check=False, env=self._env, cwd=self.root.path, pass_fds=(self._lock_fd,))
         if result.returncode:
             raise GitFailed(errno.EIO, f"git {args[0]} failed in {self.root.path} (exit {result.returncode}): "

@@ -144,8 +144,9 @@ class GitHistory:
             took = trio.current_time() - began
 
     async def flush(self) -> None:
-        """Commit everything recorded so far, now; StorageError if git fails (nothing is lost then either)."""
-        await self._commit_pending()
+        """Commit everything recorded so far, now (git as any task, not in the background: a stop waits for
+        it); StorageError if git fails (nothing is lost then either)."""
+        await self._commit_pending(urgent=True)
 
     async def wait_committed(self) -> None:
         """Return once every change recorded so far is in history."""
@@ -163,14 +164,18 @@ class GitHistory:
             self._on_error(f"history: {exc}; will retry (the messages wait in {self._db.path})")
             return False
 
-    async def _commit_pending(self) -> None:
+    async def _commit_pending(self, urgent: bool = False) -> None:
         async with self._lock:
+            self._repo.urgent = urgent
             try:
                 if not self._id:
                     await self._start()
                 if not self._head_checked:
                     await self._drop_committed()
-                self._wanted = trio.Event()  # records from here on wake the next round
+                # Records from here on wake the next round. The event run() may be waiting on is set: after a
+                # flush, run() waited on an event no record would set again, and history stopped for good.
+                stale, self._wanted = self._wanted, trio.Event()
+                stale.set()
                 self._in_round = self._recorded
                 await self._db.call(lambda conn: None, barrier=True).wait()  # those recorded so far are in the table
                 rows = self._db.read("SELECT seq, message FROM history_pending ORDER BY seq")
@@ -180,6 +185,8 @@ class GitHistory:
             except BaseException:
                 self._head_checked = False  # git may have committed what is still pending
                 raise
+            finally:
+                self._repo.urgent = False
         self._committed = self._in_round
         self._commits.bump()
 

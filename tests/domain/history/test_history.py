@@ -10,7 +10,6 @@ import pytest
 import trio
 
 from anvilfs.storage import GitHistory, PrivateDir, StorageError
-from anvilfs.storage.gitrepo import GitRepository
 from anvilfs.storage.history import RECOVERED, commit_message
 from anvilfs.storage.history_import import JOURNAL
 from harness.git_history import (DEADLINE, git, make_history, messages_in_history, pending, subjects, within_real_seconds,
@@ -67,15 +66,39 @@ async def test_under_a_steady_stream_of_changes_git_rests_as_long_as_its_last_ro
     assert len(gaps) >= 3 and min(gaps) > 1.99, gaps  # 1 s of git, then at least 1 s of rest (was 1.1 s)
 
 
-async def test_git_runs_at_a_lower_priority_than_the_server(state):
-    """The history is background work: its git runs niced (10 more than the server), so the server's loop
-    has the cores first (issue 32 item 6). git runs an alias; `nice` without a command prints its niceness."""
-    repo = GitRepository(PrivateDir(state))
+async def test_git_runs_in_the_background_but_a_flush_does_not(started, state):
+    """The history's git is background work: it runs under SCHED_IDLE, so any task that wakes takes the
+    core from it (issue 32 item 6); a clean stop's flush waits for it, so that one runs as any task. git
+    runs an alias, `chrt -p` of the shell it starts."""
+    _, history = await started()
+    repo = history._repo
+    policy = "!chrt -p $$"
+    background = await repo.git("-c", f"alias.policy={policy}", "policy")
+    repo.urgent = True
     try:
-        shown = await repo.git("-c", "alias.niceness=!nice", "niceness")
+        urgent = await repo.git("-c", f"alias.policy={policy}", "policy")
     finally:
-        repo.close()
-    assert int(shown) == min(os.nice(0) + 10, 19), shown
+        repo.urgent = False
+    assert "SCHED_IDLE" in background and "SCHED_OTHER" in urgent, (background, urgent)
+
+
+async def test_a_flush_runs_git_as_any_task_and_the_rounds_do_not(started, monkeypatch):
+    _, history = await started()
+    seen = []
+    real = history._repo.git
+
+    async def noting(*args, **kwargs):
+        seen.append((args[0], history._repo.urgent))
+        return await real(*args, **kwargs)
+
+    monkeypatch.setattr(history._repo, "git", noting)
+    await history.flush()
+    assert seen and all(urgent for _, urgent in seen), seen
+    assert history._repo.urgent is False
+    seen.clear()
+    history.record("Changed: x")
+    await within_real_seconds(DEADLINE, "the round's commit", history.wait_committed)
+    assert seen and not any(urgent for _, urgent in seen), seen
 
 
 async def test_only_the_tracked_directories_are_committed(started, state):
