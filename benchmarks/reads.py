@@ -4,6 +4,7 @@
     .venv/bin/python benchmarks/reads.py --keep DIR      # and keep the built tree in DIR (state and ids)
     .venv/bin/python benchmarks/reads.py --tree DIR      # measure on a copy of a kept tree: no build
     .venv/bin/python benchmarks/reads.py --stalls-to FILE  # and keep the server's stall log
+    .venv/bin/python benchmarks/reads.py --pin             # the server on a CPU of its own (a diagnosis)
 
 Starts a real `anvilfs serve` with ANVILFS_STALLS set (anvilfs/server/stalls.py: every trio task
 step over 2 ms is logged, from inside the server) and builds its tree through the files, over one
@@ -55,13 +56,17 @@ STALL_MS = 2  # what the server logs: steps longer than this
 TARGET_MS = 20.0
 
 
+PIN: set[int] | None = None  # --pin: the CPU the server (and its git) runs on; everything else has the others
+
+
 def start(base: Path) -> subprocess.Popen:
     (base / "config.toml").write_text(CONFIG)
     env = os.environ | {"XDG_CONFIG_HOME": str(base / "xdg"), "ANVILFS_STALLS": str(base / "stalls"),
                         "ANVILFS_STALLS_MS": str(STALL_MS)}
     return subprocess.Popen([sys.executable, "-m", "anvilfs", "serve", "--namespace", str(base / "ns"),
                              "--state", str(base / "state"), "--config", str(base / "config.toml")],
-                            env=env, stderr=open(base / "server.log", "a"))
+                            env=env, stderr=open(base / "server.log", "a"),
+                            preexec_fn=(lambda: os.sched_setaffinity(0, PIN)) if PIN else None)
 
 
 def connect(base: Path, deadline: float) -> Client:
@@ -290,7 +295,16 @@ def main() -> None:
     ap.add_argument("--keep", type=Path, help="copy the built tree (its state and ids) to this directory")
     ap.add_argument("--tree", type=Path, help="measure on a copy of a tree kept by --keep instead of building one")
     ap.add_argument("--stalls-to", type=Path, help="copy the server's stall log (every step over 2 ms) here")
+    ap.add_argument("--pin", action="store_true", help="the server on the first CPU, the benchmark and the web on "
+                    "the others: what is left of a wait when nothing else wants the server's core")
     args = ap.parse_args()
+    if args.pin:
+        global PIN
+        cpus = sorted(os.sched_getaffinity(0))
+        if len(cpus) < 2:
+            raise SystemExit("--pin needs two CPUs")
+        PIN = {cpus[0]}
+        os.sched_setaffinity(0, set(cpus[1:]))  # this process and what it starts after (the web, the prober)
     base = Path(tempfile.mkdtemp(prefix="anvr.", dir="/tmp"))
     if args.tree:  # the tree's figures (its counts) are the kept ones
         shutil.copytree(args.tree / "state", base / "state", symlinks=True)
