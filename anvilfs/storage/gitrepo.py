@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import errno
 import fcntl
+import functools
 import os
 import shutil
 import stat
@@ -52,9 +53,14 @@ CONFIG = b"""\
 # core for a slice when the server woke; under SCHED_IDLE (util-linux's chrt) any other task's wakeup takes
 # the core from it at once, and the loop's waits for a core went from 3-9 ms to 0-1.6. On a machine the
 # agents keep busy, history then waits for a quiet moment; a clean stop's last commit runs as any task
-# (GitRepository.urgent). Without chrt, nice; without either, git runs as before.
-BACKGROUND = (("chrt", "--idle", "0") if shutil.which("chrt") else
-              ("nice", "-n", "10") if shutil.which("nice") else ())
+# (GitRepository.urgent). Where chrt is missing or refused (a sandbox), nice; without either, git runs as before.
+@functools.cache
+def background() -> tuple[str, ...]:
+    """The command prefix that runs git as background work here (tried once: a refused chrt fails git too)."""
+    for prefix in (("chrt", "--idle", "0"), ("nice", "-n", "10")):
+        if shutil.which(prefix[0]) and subprocess.run([*prefix, "true"], capture_output=True).returncode == 0:
+            return prefix
+    return ()
 
 # Given on every command line, so they hold whatever a config file says.
 OPTIONS = (
@@ -88,7 +94,8 @@ class GitRepository:
             self.git_dir.close()
             raise
         self.stale_locks_removed = _remove_stale_locks(self.git_dir.path)
-        self.urgent = False  # while set (a clean stop's flush), git runs as any task, not as BACKGROUND
+        self.urgent = False  # while set (a clean stop's flush), git runs as any task, not as background()
+        background()  # tried here, at the start, not in the event loop's first commit
 
     def close(self) -> None:
         if self._lock_fd >= 0:
@@ -99,7 +106,7 @@ class GitRepository:
     async def git(self, *args: str, stdin: bytes = b"") -> str:
         """Run `git ARGS` without blocking the event loop; its output, or GitFailed with its stderr."""
         result = await trio.run_process(
-            [*(() if self.urgent else BACKGROUND), "git", *OPTIONS, *args], stdin=stdin, capture_stdout=True, capture_stderr=True,
+            [*(() if self.urgent else background()), "git", *OPTIONS, *args], stdin=stdin, capture_stdout=True, capture_stderr=True,
             check=False, env=self._env, cwd=self.root.path, pass_fds=(self._lock_fd,))
         if result.returncode:
             raise GitFailed(errno.EIO, f"git {args[0]} failed in {self.root.path} (exit {result.returncode}): "
