@@ -49,18 +49,19 @@ CONFIG = b"""\
 
 # The history is background work: nothing answered waits for it (a change's message is in anvilfs.db
 # first), yet with a change every 50 ms on 10,000 beads its git took half a core of two, and the server's
-# loop waited for a core behind it, 15-23 ms at a time (issue 32 item 6). Niced (10), git still held the
-# core for a slice when the server woke; under SCHED_IDLE (util-linux's chrt) any other task's wakeup takes
-# the core from it at once, and the loop's waits for a core went from 3-9 ms to 0-1.6. On a machine the
-# agents keep busy, history then waits for a quiet moment; a clean stop's last commit runs as any task
-# (GitRepository.urgent). Where chrt is missing or refused (a sandbox), nice; without either, git runs as before.
+# loop waited for a core behind it, 15-23 ms at a time (issue 32 item 6). Niced (10), the waits were 1-9 ms.
+# SCHED_IDLE (chrt --idle) did better still (0-1.6 ms) but starves git on a machine kept busy: a test
+# suite's workers, or agents building, would hold history, and a test waiting for a commit, for minutes.
+# A clean stop's last commit runs as any task (GitRepository.urgent). Where nice is missing or refused,
+# git runs as before.
 @functools.cache
 def background() -> tuple[str, ...]:
-    """The command prefix that runs git as background work here (tried once: a refused chrt fails git too)."""
-    for prefix in (("chrt", "--idle", "0"), ("nice", "-n", "10")):
-        if shutil.which(prefix[0]) and subprocess.run([*prefix, "true"], capture_output=True).returncode == 0:
-            return prefix
+    """The command prefix that runs git as background work here (tried once: a refused one fails git too)."""
+    prefix = ("nice", "-n", "10")
+    if shutil.which(prefix[0]) and subprocess.run([*prefix, "true"], capture_output=True).returncode == 0:
+        return prefix
     return ()
+
 
 # Given on every command line, so they hold whatever a config file says.
 OPTIONS = (
