@@ -127,29 +127,47 @@ def top(client: Client, root: str, args) -> int:
 
 
 def _follow(events: Client, fid: int):
-    """Yields the lines of each burst of events: a thread reads them, this waits for quiet."""
-    import queue  # noqa: PLC0415 - only the following mode needs it (and every `anvilfs read` imports this module)
-    import threading  # noqa: PLC0415 - as queue
+    """Yields the lines of each burst of events: a thread reads them, this waits for quiet.
 
-    arrived: queue.Queue = queue.Queue()
+    The wait is a select on a pipe the thread writes a byte to, not a queue: Ctrl-C raises
+    KeyboardInterrupt wherever the main thread is, and inside a queue's Condition.wait it could come
+    between the lock's release and its taking again, so that the `with` released it twice and top died
+    of "RuntimeError: release unlocked lock" (exit 1) instead of ending with 130."""
+    import collections  # noqa: PLC0415 - only the following mode needs these (every `anvilfs read` imports this module)
+    import select  # noqa: PLC0415
+    import threading  # noqa: PLC0415
+
+    arrived: collections.deque = collections.deque()  # append and popleft are atomic: no lock of ours
+    wake_read, wake_write = os.pipe()
 
     def pump() -> None:
         try:
             for data in events.read_chunks(fid):
-                arrived.put(data)
-            arrived.put(ServerError("agent/events ended"))
+                arrived.append(data)
+                os.write(wake_write, b".")
+            arrived.append(ServerError("agent/events ended"))
         except Exception as exc:  # noqa: BLE001 - handed to the main thread, which raises it
-            arrived.put(exc)
+            arrived.append(exc)
+        os.write(wake_write, b".")
+
+    def woken(timeout: float | None = None) -> bool:
+        """Whether the thread wrote within `timeout` seconds (None: for ever); Ctrl-C interrupts it."""
+        ready, _, _ = select.select([wake_read], [], [], timeout)
+        if ready:
+            os.read(wake_read, 1 << 16)  # every byte so far: `arrived` is looked at after each wake
+        return bool(ready)
 
     threading.Thread(target=pump, name="anvilfs-top-events", daemon=True).start()
     pending = b""
     while True:
-        burst = [arrived.get()]  # blocks until an event; Ctrl-C interrupts it
+        while not arrived:
+            woken()
+        burst = [arrived.popleft()]
         end = time.monotonic() + MOST
         while (left := end - time.monotonic()) > 0:
-            try:
-                burst.append(arrived.get(timeout=min(QUIET, left)))
-            except queue.Empty:
+            if arrived:
+                burst.append(arrived.popleft())
+            elif not woken(min(QUIET, left)):
                 break
         for item in burst:
             if isinstance(item, Exception):
