@@ -26,7 +26,8 @@ from .backend import Backend, SessionInfo
 from .options import RestartPolicy, SessionLimits, check_name, check_new
 from .owned import Owners
 from .restore import restore_all
-from .runner import finish_turn, run_session
+from .runner import finish_turn
+from .runner_tasks import RunnerTasks
 from .session import Definition, Prompt, Session
 from .states import ACCEPTS_PROMPTS, Event, State
 from .saving import SessionSaver
@@ -36,7 +37,7 @@ from .turns import hear_hook
 log = logging.getLogger("anvilfs.sessions")
 
 
-class Sessions:
+class Sessions(RunnerTasks):
     """All sessions of one server."""
 
     def __init__(
@@ -345,65 +346,3 @@ class Sessions:
         # The hook's write is answered only once what it said is on disk (the agent's saved() notes a
         # turn's await), so a server killed right after answering still knows the turn ended.
         self.save(session)
-
-    # ------------------------------------------------------------ runners
-
-    def _cancel_runner(self, name: str) -> None:
-        scope = self._scopes.pop(name, None)
-        if scope is not None:
-            scope.cancel()
-
-    def start_runner(self, session: Session, *, adopted: bool = False) -> None:
-        """Run the session's agent in a task of its own (`adopted`: it runs already, outliving an old server)."""
-        scope = trio.CancelScope()
-        self._scopes[session.name] = scope
-
-        async def guarded() -> None:
-            try:
-                await run_session(session, scope, adopted=adopted, role_text=self._role_text, on_exit=self._after_exit)
-            except Exception as exc:  # a bug in one session must not take the server down
-                log.exception("session %s: runner failed", session.name)
-                self.events.append(f"{session.name} internal error: {type(exc).__name__}: {exc}; write 'restart' to its ctl")
-                if scope.cancel_called:
-                    return  # stop/restart moved the session on already: this runner is not its runner
-                if self._scopes.get(session.name) is scope:
-                    del self._scopes[session.name]
-                if session.state not in (State.STOPPED, State.EXITED):
-                    session.abort_turn("internal error")
-                    session.move(Event.EXIT, f"internal error: {exc}")
-            finally:
-                if self._scopes.get(session.name) is scope:
-                    del self._scopes[session.name]  # no runner any more (a pending restart has its own scope)
-                session.changes.bump()  # `busy` may have changed: wake wait readers
-
-        self._nursery.start_soon(guarded)
-
-    def _role_text(self, role: str) -> str:
-        return self.roles().get(role, "")
-
-    def _after_exit(self, session: Session, reason: str) -> None:
-        """The agent ended by itself: restart it with backoff, unless policy says no."""
-        self._scopes.pop(session.name, None)
-        policy = self.restart_policy
-        if session.definition.ephemeral or not policy.enabled:
-            self.publish(SessionEnded(session.name, "exited"))
-            return
-        if session.restarts >= policy.max_restarts:
-            self.events.append(f"{session.name} not restarting: {session.restarts} restarts in a row failed; write 'restart' to its ctl")
-            self.publish(SessionEnded(session.name, "exited"))
-            return
-        delay = policy.delay(session.restarts)
-        session.restarts += 1
-        session.restart_pending = True  # saved: a server that dies meanwhile leaves it exited, and says so
-        self.saver.changed(session)
-        self.events.append(f"{session.name} restarting in {delay:g}s (restart {session.restarts} of at most {policy.max_restarts} in a row)")
-        scope = trio.CancelScope()
-        self._scopes[session.name] = scope
-
-        async def restart_later() -> None:
-            with scope:
-                await trio.sleep(delay)
-                self._scopes.pop(session.name, None)
-                self.restart(session.name)
-
-        self._nursery.start_soon(restart_later)
