@@ -76,3 +76,15 @@ def without_commits(script=directives):
     def answer(request: Request) -> Reply:
         return Text("[stub] commit of aider's edit") if for_commit(request) else script(request)
     return answer
+
+
+def missed_edit(request: Request, said: str = "") -> Reply | None:
+    """`stub:miss` in the prompt: `said`, then an edit of greet.py whose SEARCH matches nothing; aider then
+    reflects, saying the block failed to match, and that gets a plain answer. None for any other prompt."""
+    if "SEARCH/REPLACE block failed" in request.prompt:
+        return Text("[stub openai_chat] the edit did not apply")
+    if "stub:miss" in request.prompt:
+        return Text(f'{said}greet.py\n```python\n<<<<<<< SEARCH\nprint("nothing like it")\n=======\n'
+                    'print("goodbye")\n>>>>>>> REPLACE\n```\n')
+    return None
+

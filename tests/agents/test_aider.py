@@ -12,7 +12,7 @@ import subprocess
 
 import pytest
 from anvilfs.config.builtin import BUILTIN_BACKENDS
-from aider_env import DIALECT, aider_config, aider_env, aider_home, chats, project, without_commits
+from aider_env import DIALECT, aider_config, aider_env, aider_home, chats, missed_edit, project, without_commits
 from drive import TURN_TIMEOUT, agent_server, cli, new_session, turn
 from spending import check_spending
 
@@ -202,12 +202,7 @@ def test_what_aider_spends_is_counted_per_session_bead_and_convoy(stub, tmp_path
     cwd = project(tmp_path / "app", {"greet.py": 'print("hello")\n'})
 
     def script(request: Request):
-        if "SEARCH/REPLACE block failed to match" in request.prompt:
-            return Text("[stub openai_chat] the edit did not apply")
-        if "stub:miss" in request.prompt:
-            return Text("greet.py\n```python\n<<<<<<< SEARCH\nprint(\"nothing like it\")\n=======\n"
-                        "print(\"goodbye\")\n>>>>>>> REPLACE\n```\n")
-        return directives(request)
+        return missed_edit(request) or directives(request)
 
     def reported() -> dict[str, int]:
         """What the stub reported for the chat requests, as aider tells it: all prompt_tokens sent (it does not
