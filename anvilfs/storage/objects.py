@@ -142,7 +142,7 @@ class TomlObjects:
         if self._history is not None:
             for item in writes:
                 if item.put and item.message:
-                    self._history.keep(conn, item.message)
+                    self._history.keep(conn, item.message, f"{self.dir.path}/{item.name}")
 
     def _settled(self, object_id: str, raw: bytes, message: str, error: OSError | None, written: bool,
                  settled: Callable[[OSError | None], None]) -> None:

@@ -41,7 +41,7 @@ class InlineDatabase:
 class Messages(list):
     """The history's side of TomlObjects: the messages kept, in order."""
 
-    def keep(self, conn: sqlite3.Connection, message: str) -> None:
+    def keep(self, conn: sqlite3.Connection, message: str, path: str = "") -> None:
         self.append(message)
 
     def follow(self, commit: Settled) -> None:
