@@ -32,47 +32,50 @@ ENV, ENV_MS = "ANVILFS_STALLS", "ANVILFS_STALLS_MS"
 
 
 class StallLog(trio.abc.Instrument):
-    """Times each task step; the ones over `threshold` seconds go to `path`, one line each."""
+    """Times each task step; the ones over `threshold` seconds go to `path`, one line each.
+
+    It runs at every step, so after a step it reads the clock alone, and the thread's CPU time and its wait
+    on a run queue only after a long one. (schedstat's CPU field is not used: Linux updates it at a tick
+    or a switch, up to 4 ms behind, where thread_time asks for the time now.)"""
 
     def __init__(self, path: str, threshold: float):
         self.path, self.threshold = path, threshold
-        self._began = self._began_cpu = self._gc_began = self._gc_cpu = 0.0
-        self._clock, self._cpu = time.perf_counter, time.thread_time
-        self._began_queued = 0
+        self._began = self._gc_began = self._gc_cpu = 0.0
+        self._began_cpu = self._began_queued = 0  # nanoseconds
+        self._clock = time.perf_counter
         self._schedstat: int | None = None  # opened at the first step, in the loop's own thread
 
-    def _queued_ns(self) -> int:
-        """The nanoseconds this thread has waited on a run queue so far; -1 where Linux does not say."""
+    def _sched(self) -> tuple[int, int]:
+        """This thread's CPU nanoseconds so far and its nanoseconds on a run queue (-1 where Linux does not say)."""
         if self._schedstat is None:
             try:
                 self._schedstat = os.open("/proc/thread-self/schedstat", os.O_RDONLY)
             except OSError:
                 self._schedstat = -1
-        if self._schedstat < 0:
-            return -1
-        return int(os.pread(self._schedstat, 128, 0).split()[1])
+        cpu = time.thread_time_ns()
+        return cpu, -1 if self._schedstat < 0 else int(os.pread(self._schedstat, 128, 0).split()[1])
 
     def collected(self, phase: str, info: dict) -> None:
         """gc.callbacks: times each collection, logged as a step is."""
         if phase == "start":
-            self._gc_began, self._gc_cpu = self._clock(), self._cpu()
+            self._gc_began, self._gc_cpu = self._clock(), time.thread_time()
             return
-        took, cpu = self._clock() - self._gc_began, self._cpu() - self._gc_cpu
+        took, cpu = self._clock() - self._gc_began, time.thread_time() - self._gc_cpu
         if took > self.threshold:
             with open(self.path, "a") as out:
                 out.write(f"{time.time():.3f} {took * 1000:.1f} gc.generation{info['generation']} {cpu * 1000:.1f} -\n")
 
     def before_task_step(self, task) -> None:
-        self._began_queued = self._queued_ns()
-        self._began, self._began_cpu = self._clock(), self._cpu()
+        self._began_cpu, self._began_queued = self._sched()
+        self._began = self._clock()
 
     def after_task_step(self, task) -> None:
-        took, cpu = self._clock() - self._began, self._cpu() - self._began_cpu
+        took = self._clock() - self._began
         if took > self.threshold:
-            queued = self._queued_ns()
+            cpu, queued = self._sched()
             runq = "-" if queued < 0 else f"{(queued - self._began_queued) / 1e6:.1f}"
             with open(self.path, "a") as out:
-                out.write(f"{time.time():.3f} {took * 1000:.1f} {task.name} {cpu * 1000:.1f} {runq}\n")
+                out.write(f"{time.time():.3f} {took * 1000:.1f} {task.name} {(cpu - self._began_cpu) / 1e6:.1f} {runq}\n")
 
 
 def from_environment() -> list[trio.abc.Instrument]:

@@ -1,0 +1,46 @@
+"""The stall log of benchmarks (anvilfs/server/stalls.py): a long task step is logged with its work and waits."""
+
+from __future__ import annotations
+
+import time
+
+import trio
+
+from anvilfs.server.stalls import StallLog
+
+
+def _spin(seconds: float) -> None:
+    """Hold the loop with `seconds` of this thread's CPU time: no checkpoint, no sleep."""
+    end = time.thread_time() + seconds
+    while time.thread_time() < end:
+        pass
+
+
+def test_a_step_over_the_threshold_is_logged_with_its_task_its_cpu_and_its_wait_and_a_short_one_is_not(tmp_path):
+    path = tmp_path / "stalls"
+
+    async def busy():
+        _spin(0.03)
+        await trio.lowlevel.checkpoint()
+
+    async def asleep():
+        time.sleep(0.03)  # blocked in a system call, the loop held all the same
+        await trio.lowlevel.checkpoint()
+
+    async def quick():
+        await trio.lowlevel.checkpoint()
+
+    async def main():
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(busy, name="busy")
+            nursery.start_soon(asleep, name="asleep")
+            nursery.start_soon(quick, name="quick")
+
+    trio.run(main, instruments=[StallLog(str(path), 0.02)])
+    lines = {fields[2]: fields for fields in (line.split() for line in path.read_text().splitlines())}
+    assert set(lines) == {"busy", "asleep"}, lines
+    busy_took, busy_cpu = float(lines["busy"][1]), float(lines["busy"][3])
+    assert busy_took >= 30 and busy_cpu >= 30, lines["busy"]  # its CPU time is the step's own
+    asleep_took, asleep_cpu = float(lines["asleep"][1]), float(lines["asleep"][3])
+    assert asleep_took >= 30 and asleep_cpu < asleep_took, lines["asleep"]
+    assert all(fields[4] == "-" or float(fields[4]) >= 0 for fields in lines.values()), lines  # the run-queue wait
