@@ -39,3 +39,29 @@ async def _submit(app, name: str, text: str, sender: str) -> None:
     later = app.sessions.submit(name, text, sender)
     if later is not None:
         await later.wait()
+
+
+async def test_a_turn_counted_renders_its_sessions_line_of_agent_usage_again_and_no_other(
+        autojump_clock, tmp_path, monkeypatch):
+    """1,000 sessions' lines rendered at each turn counted held the loop 3.5 ms a change (issue 32)."""
+    rendered = []
+    real = usage_files._line
+    monkeypatch.setattr(usage_files, "_line", lambda name, usage: rendered.append(name) or real(name, usage))
+    async with started(None, backends={"sim": SimBackend(step_delay=0.01)}) as app:
+        node = app.root.lookup("usage")
+        sessions = [app.sessions.new("sim", str(tmp_path), name=name) for name in ("a", "b", "c")]
+        await until(lambda: all(s.state is State.IDLE for s in sessions))
+        first = node.render()
+        assert sorted(rendered) == ["(removed)", "(total)", "a", "b", "c"]
+        rendered.clear()
+        await _submit(app, "b", "sim:usage=3,4", "tester")
+        await until(lambda: sessions[1].state is State.AWAIT)
+        text = node.render()
+        assert sorted(rendered) == ["(removed)", "(total)", "b"], rendered
+        assert text.splitlines()[0] == first.splitlines()[0] and "b turns=1 input_tokens=3 output_tokens=4" in text
+        app.sessions.stop("c")
+        await until(lambda: sessions[2].state is State.STOPPED)
+        app.sessions.remove("c")
+        rendered.clear()
+        assert [line.split()[0] for line in node.render().splitlines()] == ["a", "b", "(removed)", "(total)"]
+        assert sorted(rendered) == ["(removed)", "(total)"], rendered
