@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from ..beads import Bead, Board, Convoys, Who
 from ..beads.model import MAX_TEXT, Convoy
+from ..beads.view import Replaced
 from ..errors import InvalidRequest, NotPermitted
 from ..tree import Args, Caller, CollectFile, Command, CommandTable, CtlFile, Directory, TextFile, decoded_text
 from ..tree.objects import ObjectDirectories
@@ -90,7 +91,8 @@ def beads_directory(board: Board, convoys: Convoys, is_session, is_worker=lambda
     beads = ObjectDirectories(board.find, board.all, lambda b: b.id,
                               lambda b: _bead_directory(board, convoys, b.id, is_session, stamps, is_worker, verbs,
                                                         extras),
-                              keep_entries=KEPT_WITH_FILES, forgotten=lambda directory: stamps.forget(directory.key))
+                              keep_entries=KEPT_WITH_FILES, forgotten=lambda directory: stamps.forget(directory.key),
+                              changed=Replaced(board.by_id(), board.replacements).look)
     if objects is not None:
         objects.append(beads)
     files = [
