@@ -186,6 +186,9 @@ def _done(bead: Bead) -> bool:
     return bead.status is Status.COMPLETED
 
 
+_WAVE_HEADINGS = ["wave 0\n"]  # `wave N` lines by N, for every graph: made as far as the longest chain needed
+
+
 class _Graph:
     """`graph`'s groups (each wave, done, blocked), each bead's line, and each group's text, kept."""
 
@@ -270,9 +273,13 @@ class _Graph:
         return text
 
     def text(self) -> str:
+        last = max((g for g in self._members if g > 0), default=0)
+        while len(_WAVE_HEADINGS) <= last:  # a chain of 10,000 beads has 10,000 waves: headings made once
+            _WAVE_HEADINGS.append(f"wave {len(_WAVE_HEADINGS)}\n")
+        members, group_text = self._members, self._group_text
         parts = []
-        for number in range(1, max((g for g in self._members if g > 0), default=0) + 1):
-            parts += [f"wave {number}\n", self._group_text(number) if number in self._members else ""]
+        for number in range(1, last + 1):
+            parts += [_WAVE_HEADINGS[number], group_text(number) if number in members else ""]
         if _DONE in self._members:
             parts += ["done\n", self._group_text(_DONE)]
         if _BLOCKED in self._members:
