@@ -6,7 +6,9 @@ import errno
 import os
 import pwd
 import struct
+from bisect import bisect_right
 from functools import cache, lru_cache
+from itertools import accumulate
 
 from ..ninep import Dialect, Qid, RequestError, Stat, encode_stat
 from ..ninep import consts as c
@@ -172,19 +174,28 @@ def warm(node: Node) -> None:
     _entry_parts(node)
 
 
+_RUN = 128  # entries taken at a time by pack_stats
+
+
 def pack_stats(nodes: list[Node], start: int, count: int, dialect: Dialect) -> tuple[bytes, int]:
-    """9P2000 directory read: whole stat records from entry `start` that fit in count."""
-    out = bytearray()
-    index, end = start, len(nodes)
+    """9P2000 directory read: whole stat records from entry `start` that fit in count. Taken a run of
+    entries at a time, their records in one comprehension and as many as fit joined: an entry at a time,
+    a listing of 10,000 beads cost the loop 1.4 ms in-process (issue 32)."""
+    parts: list[bytes] = []
+    index, end, room = start, len(nodes), count
     while index < end:
-        kept = nodes[index].record
-        record = kept[4] if kept is not None and kept[5] and kept[0] is dialect else stat_record(nodes[index], dialect)
-        if len(out) + len(record) > count:
-            _check_fits(out, len(record), count)
+        records = [kept[4] if (kept := node.record) is not None and kept[5] and kept[0] is dialect
+                   else stat_record(node, dialect) for node in nodes[index:index + _RUN]]
+        sizes = list(accumulate(map(len, records)))
+        fit = bisect_right(sizes, room)
+        parts += records[:fit]
+        index += fit
+        if fit < len(records):
+            if not parts:
+                _check_fits(b"", len(records[0]), count)
             break
-        out += record
-        index += 1
-    return bytes(out), index
+        room -= sizes[-1]
+    return b"".join(parts), index
 
 
 def pack_dirents(nodes: list[Node], start: int, count: int) -> bytes:

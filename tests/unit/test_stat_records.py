@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from anvilfs.ninep import Dialect, encode_stat
+from anvilfs.ninep import Dialect, RequestError, encode_stat
 from anvilfs.server import attrs
 from anvilfs.tree import Directory, TextFile
 
@@ -44,3 +44,24 @@ def test_a_readdir_entry_is_laid_out_as_9p2000_L_says_and_follows_its_qid():
     assert attrs.pack_dirents(listing, 1, 1 << 16) == expected(1)
     moving.stamp = lambda: (7, 1_796_000_001)  # its version moved: its entry with it
     assert attrs.pack_dirents(listing, 0, 1 << 16) == expected(0)
+
+
+@pytest.mark.parametrize("dialect", list(Dialect))
+def test_a_directory_read_takes_the_whole_records_that_fit_from_its_entry_on_and_refuses_a_count_too_small(dialect):
+    """pack_stats takes a run of entries at a time (faster than one by one): what it answers is still each read's
+    whole records from `start` while they fit, the index to go on from, and an error for a count smaller than
+    the next record, over listings longer than a run and every count around the records' edges."""
+    listing = [Directory(f"bead-{i:04d}{'x' * (i % 7)}", f"bead/{i}") for i in range(300)] + nodes()
+    records = [encode_stat(attrs.stat_of(node), dialect) for node in listing]
+    for start in (0, 1, 127, 128, 129, 299, 300, len(listing) - 1):
+        edges = [sum(len(r) for r in records[start:start + n]) for n in (1, 2, 128, 129, 250)]
+        for count in sorted({c + d for c in edges for d in (-1, 0, 1)} | {1 << 20}):
+            fit = start
+            while fit < len(records) and sum(len(r) for r in records[start:fit + 1]) <= count:
+                fit += 1
+            if fit == start:
+                with pytest.raises(RequestError, match="too small for the next entry"):
+                    attrs.pack_stats(listing, start, count, dialect)
+                continue
+            assert attrs.pack_stats(listing, start, count, dialect) == (b"".join(records[start:fit]), fit), (start, count)
+    assert attrs.pack_stats(listing, len(listing), 100, dialect) == (b"", len(listing))
