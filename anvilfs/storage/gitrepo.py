@@ -48,7 +48,7 @@ CONFIG = b"""\
 """
 
 # The history is background work: nothing answered waits for it (a change's message is in anvilfs.db
-# first), yet with a change every 50 ms on 10,000 beads its git took half a core of two, and the server's
+# first), yet with a change every 50 ms on 10,000 beads its git took half a core of two (a fifth since commit_index), and the server's
 # loop waited for a core behind it, 15-23 ms at a time (issue 32 item 6). Niced (10), the waits were 1-9 ms.
 # SCHED_IDLE (chrt --idle) did better still (0-1.6 ms) but starves git on a machine kept busy: a test
 # suite's workers, or agents building, would hold history, and a test waiting for a commit, for minutes.
