@@ -227,5 +227,9 @@ def test_beads_usage_and_convoys_usage_have_a_line_for_each_that_a_turn_counted_
             "turns", "input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "cost_usd",
             "unpriced_turns")}, (line, each)
     assert idle not in tree.read("beads/usage")
+    # A turn's end is saved with the next commit, waited on by nobody (sessions/saving.py): `wait` may say
+    # `await` a moment before its usage row is on disk. A write answered after it is committed after it (one
+    # writer, in order), so the kill below finds both turns' rows; without it the kill could come first.
+    _bead(tree, "three", convoy)
     tree.restart(kill=True)
     assert tree.read("convoys/usage").startswith(f"{convoy} turns=2 input_tokens=101 ")
