@@ -245,9 +245,10 @@ class GitHistory:
         """Stage the changed files (new, changed or gone), or with None every file of the tracked directories."""
         if paths is None:
             self._make_tracked_dirs()  # a tracked directory removed by hand: its deletions are committed
-            began = trio.current_time()
+            # set before the scan: a failed job's file may land while it runs, and its ask for the next
+            # round to scan (_scanned_at = None, from lost or _kept) must outlive this one
+            self._scanned_at = trio.current_time()
             await self._repo.git("add", "--all", "--", *self._tracked, _NOT_STATE)
-            self._scanned_at = began
         elif paths:
             await self._repo.git("update-index", "--add", "--remove", "--", *paths)
 
