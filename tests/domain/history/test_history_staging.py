@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 
-from harness.git_history import DEADLINE, git, within_real_seconds, write_bead
+from anvilfs.storage import GitHistory, PrivateDir
+from harness.git_history import DEADLINE, git, pending, reporter, subjects, within_real_seconds, write_bead
 
 
 async def test_a_file_whose_message_failed_during_a_scan_is_still_found_by_the_next_round(started, state):
@@ -33,3 +35,39 @@ async def test_a_file_whose_message_failed_during_a_scan_is_still_found_by_the_n
     await within_real_seconds(DEADLINE, "d's commit", history.wait_committed)
     assert "beads/c.toml" in git(state, "ls-tree", "--name-only", "HEAD", "beads/").split(), \
         "c's file (its message refused during a scan) is not in the next round's commit"
+async def test_a_blob_lost_by_a_crash_fails_the_first_round_instead_of_being_committed_missing(state, db):
+    """After a crash the index may name a blob the disk lost (git flushes no object directory). `git commit`
+    refused such a tree; write-tree --missing-ok commits it, and the history can no longer be read or
+    gc'd. The first commit of a run looks for every blob."""
+    root = PrivateDir(state)
+    errors, reported, on_error = reporter()
+    history = GitHistory(root, db, on_error=on_error)
+    try:
+        write_bead(root, "a")
+        history.record("Created: a", f"{state}/beads/a.toml")
+        await history.flush()
+        # a killed round: b staged, not committed; then its blob is lost
+        write_bead(root, "b", "title = 'b, whose blob is lost'\n")
+        os.utime(state / "beads" / "b.toml", (1.7e9, 1.7e9))  # older than the index: not racily clean
+        git(state, "update-index", "--add", "--", "beads/b.toml")
+        blob = git(state, "rev-parse", ":beads/b.toml").strip()
+        os.unlink(state / ".git" / "objects" / blob[:2] / blob[2:])
+    finally:
+        history.close()
+    root = PrivateDir(state)
+    history = GitHistory(root, db, on_error=on_error)
+    try:
+        write_bead(root, "c")
+        history.record("Created: c", f"{state}/beads/c.toml")
+        refused = None
+        try:
+            await history.flush()
+        except OSError as exc:
+            refused = exc
+        missing = [line for line in git(state, "rev-list", "--objects", "--missing=print", "HEAD").splitlines()
+                   if line.startswith("?")]
+        assert not missing, f"a commit names a blob that is not there: {subjects(state)}, {missing}"
+        assert refused is not None and "invalid object" in str(refused), refused
+        assert pending(db) == ["Created: c"]  # it waits: nothing answered is lost
+    finally:
+        history.close()
