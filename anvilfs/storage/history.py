@@ -110,9 +110,11 @@ class GitHistory:
         """In the writer thread, in the job that wrote the change's file (at `path`, if it wrote one): its
         message, pending."""
         seq = conn.execute("INSERT INTO history_pending (message) VALUES (?)", (one_line(message),)).lastrowid
-        if path:
-            with self._paths_lock:  # a rolled-back row's seq may come again: one more path to add is harmless
+        with self._paths_lock:  # a rolled-back row's seq comes again: its path must not stay for this row
+            if path:
                 self._paths[seq] = os.path.relpath(path, self._root.path)
+            else:
+                self._paths.pop(seq, None)  # none named: the round scans
 
     def follow(self, commit: Commit) -> None:
         """The Commit of a job that called ``keep``: once settled, the message waits for git."""

@@ -71,3 +71,22 @@ async def test_a_blob_lost_by_a_crash_fails_the_first_round_instead_of_being_com
         assert pending(db) == ["Created: c"]  # it waits: nothing answered is lost
     finally:
         history.close()
+
+
+async def test_a_message_without_a_file_does_not_inherit_the_file_of_a_rolled_back_row(started, state, db):
+    """A job that failed after keep() rolled its row back, and the next row takes the same seq. A message
+    recorded alone (no file named) must make its round scan, not stage the file the rolled-back row named."""
+    root, history = await started()
+
+    def kept_then_failed(conn):
+        history.keep(conn, "Created: a", f"{state}/beads/a.toml")
+        raise OSError(5, "the job fails after keeping its message")
+
+    failed = db.call(kept_then_failed)
+    history.follow(failed)
+    await history.flush()  # the failed job's round (a whole scan); its seq is free again
+    write_bead(root, "b")
+    history.record("Created: b")  # its file written already, not named
+    await history.flush()
+    assert git(state, "ls-tree", "--name-only", "HEAD", "beads/").split() == ["beads/b.toml"], \
+        "b's round staged the rolled-back row's file instead of scanning"
