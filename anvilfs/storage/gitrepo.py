@@ -139,9 +139,12 @@ class GitRepository:
         Plumbing, not `git commit`, which stats every tracked file again (its refresh of the index) and, for
         each entry of a changed tree, looks for its blob (a stat per loose object): on 10,000 beads 35 of its
         46 ms, each round (issue 32 item 6). The blobs are the ones the `git add` before this wrote, so
-        write-tree is told not to look. The ref moves only from the tip last seen: a commit made by hand
+        write-tree is told not to look, but at the run's first commit. The ref moves only from the tip last seen: a commit made by hand
         meanwhile makes this fail (the messages wait for the next round), never lose it."""
-        tree = (await self.git("write-tree", "--missing-ok")).strip()
+        # The first commit of a run looks for every blob of a changed tree, as `git commit` did: after a crash
+        # the index may name one the disk lost (git flushes no object directory), and a commit naming it
+        # would leave a history git can no longer read or gc. The round fails instead, reported.
+        tree = (await self.git("write-tree", *(("--missing-ok",) if self._commits else ()))).strip()
         if self._tip is None:
             self._tip = (await self.git("for-each-ref", "--format=%(objectname)", f"refs/heads/{BRANCH}")).strip()
         parent = self._tip

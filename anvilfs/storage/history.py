@@ -110,9 +110,11 @@ class GitHistory:
         """In the writer thread, in the job that wrote the change's file (at `path`, if it wrote one): its
         message, pending."""
         seq = conn.execute("INSERT INTO history_pending (message) VALUES (?)", (one_line(message),)).lastrowid
-        if path:
-            with self._paths_lock:  # a rolled-back row's seq may come again: one more path to add is harmless
+        with self._paths_lock:  # a rolled-back row's seq comes again: its path must not stay for this row
+            if path:
                 self._paths[seq] = os.path.relpath(path, self._root.path)
+            else:
+                self._paths.pop(seq, None)  # none named: the round scans
 
     def follow(self, commit: Commit) -> None:
         """The Commit of a job that called ``keep``: once settled, the message waits for git."""
@@ -245,9 +247,10 @@ class GitHistory:
         """Stage the changed files (new, changed or gone), or with None every file of the tracked directories."""
         if paths is None:
             self._make_tracked_dirs()  # a tracked directory removed by hand: its deletions are committed
-            began = trio.current_time()
+            # set before the scan: a failed job's file may land while it runs, and its ask for the next
+            # round to scan (_scanned_at = None, from lost or _kept) must outlive this one
+            self._scanned_at = trio.current_time()
             await self._repo.git("add", "--all", "--", *self._tracked, _NOT_STATE)
-            self._scanned_at = began
         elif paths:
             await self._repo.git("update-index", "--add", "--remove", "--", *paths)
 

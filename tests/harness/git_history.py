@@ -58,6 +58,17 @@ async def within_real_seconds(seconds: float, what: str, afn) -> None:
     assert not expired, f"{what}: not done within {seconds} s"
 
 
+def reporter():
+    """An on_error for the history: what it said, and an event set at its first report."""
+    errors, reported = [], trio.Event()
+
+    def on_error(text):
+        errors.append(text)
+        reported.set()
+
+    return errors, reported, on_error
+
+
 def write_bead(root: PrivateDir, name: str, text: str = "title = 'x'\n") -> None:
     root.subdir("beads").write_atomic(f"{name}.toml", text.encode())
 

@@ -13,21 +13,10 @@ from anvilfs.storage import GitHistory, PrivateDir, StorageError
 from anvilfs.storage.gitrepo import MAINTAIN_EVERY
 from anvilfs.storage.history import RECOVERED, SCAN_EVERY, commit_message
 from anvilfs.storage.history_import import JOURNAL
-from harness.git_history import (DEADLINE, git, make_history, messages_in_history, pending, subjects, within_real_seconds,
-                                 write_bead)
+from harness.git_history import (DEADLINE, git, make_history, messages_in_history, pending, reporter, subjects,
+                                 within_real_seconds, write_bead)
 
 # ------------------------------------------------------------------ committing
-
-
-def reporter():
-    """An on_error for the history: what it said, and an event set at its first report."""
-    errors, reported = [], trio.Event()
-
-    def on_error(text):
-        errors.append(text)
-        reported.set()
-
-    return errors, reported, on_error
 
 
 async def test_a_recorded_change_is_committed_with_its_message_by_the_running_task(started, state, db):

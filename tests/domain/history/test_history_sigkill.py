@@ -91,10 +91,35 @@ def check_round(state, round_no: int, done: list[tuple[str, int]], errors: str) 
         on_disk = tomllib.loads((state / "beads" / f"{name}.toml").read_text())["bead"]["rev"]
         assert on_disk >= rev, f"round {round_no}: {name} has rev {on_disk}, rev {rev} was answered"
     assert git(state, "status", "--porcelain", "--", "beads") == "", f"round {round_no}: files not committed"
+    check_each_commit_holds_its_changes(state, round_no)
     fsck = subprocess.run(["git", "--git-dir", str(state / ".git"), "fsck", "--no-dangling", "--strict"],
                           capture_output=True, text=True, timeout=DEADLINE)
     assert fsck.returncode == 0 and not fsck.stdout + fsck.stderr, f"round {round_no}: git fsck: {fsck.stderr}"
     assert "error" not in errors, f"round {round_no}: the writer reported: {errors}"
+
+
+def check_each_commit_holds_its_changes(state, round_no: int) -> None:
+    """A message's commit holds its file at that rev or a later one (a round stages only its rows' files,
+    d47279a): not a commit whose tree is older than what its message says."""
+    wanted = []  # (commit, bead, rev)
+    for entry in git(state, "log", "--format=%H%n%B%x00").split("\0"):
+        commit, _, body = entry.strip().partition("\n")
+        for line in body.splitlines():
+            words = line.split()
+            if len(words) == 4 and words[0] in ("Created:", "Updated:") and words[2] == "rev":
+                wanted.append((commit, words[1], int(words[3])))
+    if not wanted:
+        return
+    found = subprocess.run(["git", "--git-dir", str(state / ".git"), "cat-file", "--batch"], capture_output=True,
+                           input="".join(f"{c}:beads/{name}.toml\n" for c, name, _ in wanted).encode(),
+                           timeout=DEADLINE).stdout
+    for commit, name, rev in wanted:
+        header, _, found = found.partition(b"\n")
+        assert not header.endswith(b"missing"), f"round {round_no}: {commit} says {name} rev {rev}; no file"
+        size = int(header.split()[2])
+        text, found = found[:size], found[size + 1:]
+        in_tree = tomllib.loads(text.decode())["bead"]["rev"]
+        assert in_tree >= rev, f"round {round_no}: {commit} says {name} rev {rev}; its tree has rev {in_tree}"
 
 
 async def test_every_answered_change_is_in_history_over_20_sigkills(state, tmp_path):
