@@ -102,6 +102,7 @@ class GitRepository:
             raise
         self.stale_locks_removed = _remove_stale_locks(self.git_dir.path)
         self._commits = 0  # made by commit_index, this run
+        self._maintained = 0  # the count of commits at the last maintenance
         self._tip: str | None = None  # the branch's commit as last seen ("" before the first), None: not known
         self.urgent = False  # while set (a clean stop's flush), git runs as any task, not as background()
         background()  # tried here, at the start, not in the event loop's first commit
@@ -158,7 +159,12 @@ class GitRepository:
             raise
         self._tip = made
         self._commits += 1
-        if self._commits % MAINTAIN_EVERY == 1:  # the first, then every MAINTAIN_EVERY-th
+
+    async def maintain(self) -> None:
+        """`git maintenance run --auto` after the first commit_index of a run, then every MAINTAIN_EVERY-th
+        (once each); call it once a commit is on disk (sync_branch): it may fail, and a commit is made."""
+        if self._commits % MAINTAIN_EVERY == 1 and self._maintained != self._commits:
+            self._maintained = self._commits
             await self.git("maintenance", "run", "--auto", "--quiet")
 
     async def head_message(self) -> str:

@@ -44,7 +44,7 @@ import trio
 from ..journal import one_line
 from ..waitable import Changes
 from .database import Commit, Database
-from .gitrepo import GitRepository
+from .gitrepo import GitFailed, GitRepository
 from .history_import import COMMITTING, JOURNAL, import_journal
 from .private import PrivateDir, ensure_private_dir
 
@@ -225,7 +225,10 @@ class GitHistory:
         await import_journal(self._root, self._db, self._repo.head_message, self._on_error)
 
     async def _drop_committed(self) -> None:
-        """Rows a killed server had committed to git but not yet deleted: the last commit's trailer says."""
+        """Rows a killed server had committed to git but not yet deleted: the last commit's trailer says. The
+        branch's directory is flushed first: the ref a killed (or failed) round renamed into place may not be
+        on disk yet, and rows deleted before it is could be lost to a power cut."""
+        await trio.to_thread.run_sync(self._repo.sync_branch)
         for line in (await self._repo.head_message()).splitlines():
             db_id, _, last = line.removeprefix(BATCH_TRAILER).partition(".")
             if line.startswith(BATCH_TRAILER) and db_id == self._id and last.isdigit():
@@ -266,6 +269,10 @@ class GitHistory:
         # after the write but before its row was committed); its message must still reach history
         await self._repo.commit_index(message)
         await trio.to_thread.run_sync(self._repo.sync_branch)  # on disk before its messages are deleted
+        try:
+            await self._repo.maintain()
+        except GitFailed as exc:  # git commit ignored a failed gc too; the commit is made and on disk
+            self._on_error(f"history: {exc} (the commit is made; git tries again at a later commit)")
 
     def _make_tracked_dirs(self) -> None:
         # not PrivateDir(): that removes the temporary files of writes under way in the writer thread

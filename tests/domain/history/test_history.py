@@ -10,8 +10,8 @@ import pytest
 import trio
 
 from anvilfs.storage import GitHistory, PrivateDir, StorageError
-from anvilfs.storage.gitrepo import MAINTAIN_EVERY
-from anvilfs.storage.history import RECOVERED, SCAN_EVERY, commit_message
+from anvilfs.storage.gitrepo import GitRepository
+from anvilfs.storage.history import RECOVERED, commit_message
 from anvilfs.storage.history_import import JOURNAL
 from harness.git_history import (DEADLINE, git, make_history, messages_in_history, pending, reporter, subjects,
                                  within_real_seconds, write_bead)
@@ -65,66 +65,6 @@ async def test_under_a_steady_stream_of_changes_git_rests_as_long_as_its_last_ro
         await trio.sleep(0.05)
     gaps = [b - a for a, b in zip(began, began[1:])]
     assert len(gaps) >= 3 and min(gaps) > 1.99, gaps  # 1 s of git, then at least 1 s of rest (was 1.1 s)
-
-
-async def test_a_round_adds_the_files_its_changes_wrote_and_a_scan_now_and_then_finds_the_rest(
-        started, state, autojump_clock):
-    """A round stages only its changes' files (a scan of 10,000 beads stats them all, each round: issue 32
-    item 6); a file edited by hand is committed at the first round SCAN_EVERY seconds after the last scan."""
-    root, history = await started()
-    write_bead(root, "a")
-    history.record("Created: a", f"{state}/beads/a.toml")  # the first round scans: what a stopped server left
-    await within_real_seconds(DEADLINE, "the first commit", history.wait_committed)
-    write_bead(root, "a", "title = 'edited by hand'\n")
-    write_bead(root, "b")
-    history.record("Created: b", f"{state}/beads/b.toml")
-    await within_real_seconds(DEADLINE, "b's commit", history.wait_committed)
-    assert git(state, "show", "HEAD:beads/a.toml") == "title = 'x'\n"  # not looked at: b's round added b
-    assert git(state, "show", "HEAD:beads/b.toml") == "title = 'x'\n"
-    await trio.sleep(SCAN_EVERY)
-    write_bead(root, "c")
-    history.record("Created: c", f"{state}/beads/c.toml")
-    await within_real_seconds(DEADLINE, "c's commit", history.wait_committed)
-    assert git(state, "show", "HEAD:beads/a.toml") == "title = 'edited by hand'\n"
-    assert git(state, "ls-tree", "--name-only", "HEAD", "beads/").split() == ["beads/a.toml", "beads/b.toml", "beads/c.toml"]
-    assert subjects(state) == ["Created: c", "Created: b", "Created: a"]
-
-
-async def test_after_a_failed_round_the_next_scans_everything(started, state, autojump_clock):
-    errors, reported, on_error = reporter()
-    root, history = await started(on_error=on_error, retry_delay=1.0)
-    write_bead(root, "a")
-    history.record("Created: a", f"{state}/beads/a.toml")
-    await within_real_seconds(DEADLINE, "the first commit", history.wait_committed)
-    lock = state / ".git" / "index.lock"
-    lock.write_bytes(b"")  # another git's lock: the round fails, as on a full disk
-    write_bead(root, "a", "title = 'edited by hand'\n")
-    write_bead(root, "b")
-    history.record("Created: b", f"{state}/beads/b.toml")
-    await within_real_seconds(DEADLINE, "the failed round's report", reported.wait)
-    lock.unlink()
-    await within_real_seconds(DEADLINE, "the retried commit", history.wait_committed)
-    assert git(state, "show", "HEAD:beads/a.toml") == "title = 'edited by hand'\n"
-    assert subjects(state) == ["Created: b", "Created: a"]
-
-
-async def test_git_maintenance_runs_at_the_first_commit_and_every_so_many_after(started, state, monkeypatch):
-    """As `git commit` would (its automatic gc): the plumbing that commits does not, so the history does."""
-    root, history = await started()
-    seen = []
-    real = history._repo.git
-
-    async def noting(*args, **kwargs):
-        seen.append(args[0])
-        return await real(*args, **kwargs)
-
-    monkeypatch.setattr(history._repo, "git", noting)
-    for i in range(MAINTAIN_EVERY + 1):
-        write_bead(root, f"b{i}")
-        history.record(f"Created: b{i}", f"{state}/beads/b{i}.toml")
-        await history.flush()
-    assert seen.count("update-ref") == MAINTAIN_EVERY + 1 and seen.count("maintenance") == 2, seen
-    assert seen[seen.index("update-ref") + 1] == "maintenance"
 
 
 async def test_git_runs_in_the_background_but_a_flush_does_not(started, state):
@@ -247,6 +187,26 @@ async def test_a_batch_already_committed_when_the_server_died_is_not_committed_a
     assert pending(db) == []
 
 
+async def test_rows_a_killed_server_had_committed_are_deleted_only_once_the_branch_is_flushed(
+        started, state, db, monkeypatch):
+    """The ref a killed round renamed into place may not be on disk: the trailer that says its rows are in
+    history is believed only once the branch's directory is flushed, else a power cut could lose both."""
+    root = PrivateDir(state)
+    killed = GitHistory(root, db)
+    write_bead(root, "a")
+    await killed.record("Created: a").wait()
+    [(seq,)] = db.read("SELECT seq FROM history_pending")
+    await killed.flush()
+    killed.close()
+    await db.execute("INSERT INTO history_pending (seq, message) VALUES (?, ?)", (seq, "Created: a")).wait()
+    flushed_with = []
+    real = GitRepository.sync_branch
+    monkeypatch.setattr(GitRepository, "sync_branch", lambda self: flushed_with.append(pending(db)) or real(self))
+    await started()
+    assert flushed_with and flushed_with[0] == ["Created: a"], flushed_with  # flushed while the rows were there
+    assert pending(db) == [] and subjects(state) == ["Created: a"]
+
+
 async def test_a_batch_of_another_database_is_not_taken_for_this_ones(started, state, db):
     """A database moved away (anvilfs makes a new one): its batch numbers start again, and the last
     commit's trailer, from the old one, must not make the new one's messages look committed."""
@@ -304,26 +264,6 @@ async def test_a_failing_git_is_reported_retried_and_loses_no_message(started, s
     await within_real_seconds(DEADLINE, "the retried commit", history.wait_committed)
     assert subjects(state) == ["2 changes: Created: a, Created: b"]  # the retry takes all that waits, in order
     assert messages_in_history(state) == ["Created: a", "Created: b"]
-
-
-async def test_a_commit_made_by_hand_meanwhile_is_kept_and_the_messages_follow_it(started, state, db, autojump_clock):
-    """The branch moves only from the commit the history last made: a commit someone made by hand since fails
-    that round (reported, the messages wait), and the next round commits on top of it: nothing is lost."""
-    errors, reported, on_error = reporter()
-    root, history = await started(on_error=on_error, retry_delay=1.0)
-    write_bead(root, "a")
-    history.record("Created: a")
-    await within_real_seconds(DEADLINE, "the first commit", history.wait_committed)
-    git(state, "-c", "user.name=hand", "-c", "user.email=hand@localhost", "commit", "-q", "--allow-empty", "-m", "By hand")
-    write_bead(root, "b")
-    history.record("Created: b")
-    await within_real_seconds(DEADLINE, "the refused round's report", reported.wait)
-    assert "git update-ref failed" in errors[0], errors
-    await within_real_seconds(DEADLINE, "the retried commit", history.wait_committed)
-    assert subjects(state) == ["Created: b", "By hand", "Created: a"]
-    assert git(state, "log", "--format=%an <%ae> %cn", "-1") == "anvilfs <anvilfs@localhost> anvilfs\n"
-    assert git(state, "show", "HEAD:beads/b.toml") == "title = 'x'\n"
-    assert pending(db) == []
 
 
 async def test_flush_raises_what_git_said_and_keeps_the_change(started, state):
