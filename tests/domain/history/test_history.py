@@ -169,7 +169,8 @@ async def test_a_message_left_pending_by_a_killed_server_is_committed_at_start(s
     assert pending(db) == []
 
 
-async def test_a_batch_already_committed_when_the_server_died_is_not_committed_again(started, state, db):
+async def _died_after_committing_before_deleting(state, db) -> PrivateDir:
+    """A server's history that committed "Created: a" and died before deleting its row."""
     root = PrivateDir(state)
     killed = GitHistory(root, db)
     write_bead(root, "a")
@@ -177,8 +178,12 @@ async def test_a_batch_already_committed_when_the_server_died_is_not_committed_a
     [(seq,)] = db.read("SELECT seq FROM history_pending")
     await killed.flush()
     killed.close()
-    # died after the commit, before the rows it committed were deleted
     await db.execute("INSERT INTO history_pending (seq, message) VALUES (?, ?)", (seq, "Created: a")).wait()
+    return root
+
+
+async def test_a_batch_already_committed_when_the_server_died_is_not_committed_again(started, state, db):
+    root = await _died_after_committing_before_deleting(state, db)
     _, history = await started()
     write_bead(root, "b")
     history.record("Created: b")
@@ -191,14 +196,7 @@ async def test_rows_a_killed_server_had_committed_are_deleted_only_once_the_bran
         started, state, db, monkeypatch):
     """The ref a killed round renamed into place may not be on disk: the trailer that says its rows are in
     history is believed only once the branch's directory is flushed, else a power cut could lose both."""
-    root = PrivateDir(state)
-    killed = GitHistory(root, db)
-    write_bead(root, "a")
-    await killed.record("Created: a").wait()
-    [(seq,)] = db.read("SELECT seq FROM history_pending")
-    await killed.flush()
-    killed.close()
-    await db.execute("INSERT INTO history_pending (seq, message) VALUES (?, ?)", (seq, "Created: a")).wait()
+    await _died_after_committing_before_deleting(state, db)
     flushed_with = []
     real = GitRepository.sync_branch
     monkeypatch.setattr(GitRepository, "sync_branch", lambda self: flushed_with.append(pending(db)) or real(self))
