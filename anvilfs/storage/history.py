@@ -254,8 +254,9 @@ class GitHistory:
             # round to scan (_scanned_at = None, from lost or _kept) must outlive this one
             self._scanned_at = trio.current_time()
             await self._repo.git("add", "--all", "--", *self._tracked, _NOT_STATE)
-        elif paths:
-            await self._repo.git("update-index", "--add", "--remove", "--", *paths)
+        elif paths:  # on stdin: a burst's thousands of paths would pass the command line's limit
+            await self._repo.git("update-index", "--add", "--remove", "-z", "--stdin",
+                                 stdin=b"".join(os.fsencode(path) + b"\0" for path in paths))
 
     async def _commit(self, messages: tuple[str, ...], batch_id: str) -> None:
         if messages:

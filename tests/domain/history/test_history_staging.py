@@ -194,3 +194,23 @@ async def test_a_commit_made_by_hand_meanwhile_is_kept_and_the_messages_follow_i
     assert git(state, "log", "--format=%an <%ae> %cn", "-1") == "anvilfs <anvilfs@localhost> anvilfs\n"
     assert git(state, "show", "HEAD:beads/b.toml") == "title = 'x'\n"
     assert pending(db) == []
+
+
+async def test_a_round_of_more_paths_than_a_command_line_holds_is_staged_whole(state, db):
+    """A burst's paths go to `git update-index` on stdin: 9,000 names of 250 bytes (2.3 MB) passed the
+    kernel's limit on a command line (E2BIG), and the round failed until a whole scan."""
+    root = PrivateDir(state)
+    history = GitHistory(root, db)
+    try:
+        await history.flush()  # the first round: a whole scan
+        names = [f"{i:05d}-{'x' * 234}" for i in range(9000)]
+        for name in names:
+            (state / "beads" / f"{name}.toml").write_text("title = 'x'\n")  # as the writer leaves them
+        commits = [history.record(f"Created: {name[:5]}", f"{state}/beads/{name}.toml") for name in names]
+        with trio.fail_after(DEADLINE):
+            await commits[-1].wait()
+        await history.flush()
+        assert len(git(state, "ls-tree", "--name-only", "HEAD", "beads/").split()) == 9000
+        assert pending(db) == []
+    finally:
+        history.close()
