@@ -13,7 +13,7 @@ from anvilfs.storage import GitHistory, PrivateDir, StorageError
 from anvilfs.storage.gitrepo import GitRepository
 from anvilfs.storage.history import RECOVERED, commit_message
 from anvilfs.storage.history_import import JOURNAL
-from harness.git_history import (DEADLINE, git, make_history, messages_in_history, pending, reporter, subjects,
+from harness.git_history import (DEADLINE, git, make_history, messages_in_history, pending, subjects,
                                  within_real_seconds, write_bead)
 
 # ------------------------------------------------------------------ committing
@@ -247,17 +247,31 @@ async def test_a_record_cut_off_by_a_crash_does_not_swallow_the_next_one(started
 
 
 async def test_a_failing_git_is_reported_retried_and_loses_no_message(started, state, db, autojump_clock):
-    errors, reported, on_error = reporter()
+    errors, woken = [], [trio.Event()]
+
+    def on_error(text):
+        errors.append(text)
+        woken[0].set()
+
+    async def reports(count: int) -> None:
+        while len(errors) < count:
+            woken[0] = trio.Event()
+            if len(errors) < count:
+                await woken[0].wait()
+
     root, history = await started(on_error=on_error, retry_delay=1.0)
     lock = state / ".git" / "index.lock"
     lock.write_bytes(b"")  # another git's lock: every add fails, as on a full disk
     write_bead(root, "a")
     history.record("Created: a")
-    await within_real_seconds(DEADLINE, "the error report", reported.wait)
+    await within_real_seconds(DEADLINE, "the error report", lambda: reports(1))
     assert "git add failed" in errors[0] and "index.lock" in errors[0]
     assert pending(db) == ["Created: a"]  # kept for the retry
     write_bead(root, "b")
     history.record("Created: b")  # recorded while the first batch waits
+    # A retry may be under way already (virtual time: its second passes at once), its rows read before b's:
+    # the lock goes only after a round that began after the next report, so after b, has failed too.
+    await within_real_seconds(DEADLINE, "two more reports", lambda: reports(len(errors) + 2))
     lock.unlink()
     await within_real_seconds(DEADLINE, "the retried commit", history.wait_committed)
     assert subjects(state) == ["2 changes: Created: a, Created: b"]  # the retry takes all that waits, in order
