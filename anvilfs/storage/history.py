@@ -253,7 +253,8 @@ class GitHistory:
             # set before the scan: a failed job's file may land while it runs, and its ask for the next
             # round to scan (_scanned_at = None, from lost or _kept) must outlive this one
             self._scanned_at = trio.current_time()
-            await self._repo.git("add", "--all", "--", *self._tracked, _NOT_STATE)
+            # --force: a .gitignore a person put in the state directory (or .git/info/exclude) hides no bead
+            await self._repo.git("add", "--all", "--force", "--", *self._tracked, _NOT_STATE)
         elif paths:  # on stdin: a burst's thousands of paths would pass the command line's limit
             await self._repo.git("update-index", "--add", "--remove", "-z", "--stdin",
                                  stdin=b"".join(os.fsencode(path) + b"\0" for path in paths))

@@ -214,3 +214,17 @@ async def test_a_round_of_more_paths_than_a_command_line_holds_is_staged_whole(s
         assert pending(db) == []
     finally:
         history.close()
+
+
+async def test_ignore_rules_a_person_left_in_the_state_directory_hide_no_bead_from_history(started, state):
+    """core.excludesFile is /dev/null, but a .gitignore in the state directory or .git/info/exclude still
+    applied to the whole scans: a bead file they matched never reached history. They hold nothing now."""
+    root, history = await started()
+    (state / ".gitignore").write_text("*.toml\n")
+    (state / ".git" / "info").mkdir(exist_ok=True)
+    (state / ".git" / "info" / "exclude").write_text("beads/\n")
+    write_bead(root, "a")
+    history.record("Created: a")  # no file named: the round scans everything
+    await history.flush()
+    assert git(state, "ls-tree", "--name-only", "HEAD", "beads/").split() == ["beads/a.toml"]
+    assert subjects(state) == ["Created: a"]
