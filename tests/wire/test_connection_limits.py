@@ -115,8 +115,7 @@ async def test_one_batch_of_big_reads_is_sent_in_bounded_pieces(autojump_clock):
         nursery.cancel_scope.cancel()
 
 
-async def test_small_replies_of_one_batch_still_go_out_in_one_send(autojump_clock, monkeypatch):
-    monkeypatch.setattr(connection, "TURN", float("inf"))  # a loaded machine's pause must not end the turn
+async def test_small_replies_of_one_batch_still_go_out_in_one_send(autojump_clock):
     async with trio.open_nursery() as nursery:
         with trio.fail_after(DEADLINE):
             served = await serve(nursery)
