@@ -22,6 +22,7 @@ import pytest
 import trio
 
 from anvilfs.app import App
+from anvilfs.server import connection
 from harness import prerequisites
 from harness.server import AnvilServer, anvil_server as _anvil_server
 
@@ -34,7 +35,6 @@ def _one_turn_per_batch(monkeypatch):
     batch; on a loaded machine that turn can end between two frames of one send, and a test of what one batch
     does (a flush and a request reusing its tag; replies in one send) met two batches (CI, 2026-12-06). The
     turn is endless in tests; the tests of the turn set their own. A server in a subprocess keeps its 4 ms."""
-    from anvilfs.server import connection
     monkeypatch.setattr(connection, "TURN", float("inf"))
 
 

@@ -60,8 +60,9 @@ class UsageFiles:
         for row, account in ledger.sessions.items():
             if row not in live:
                 removed = removed + account.total
-        for row in [row for row in kept if row not in live]:
-            del kept[row]
+        if len(kept) > len(live):  # a session removed: its line goes
+            for row in [row for row in kept if row not in live]:
+                del kept[row]
         return "".join(lines) + _line(REMOVED, removed) + _line(TOTAL, ledger.total)
 
     def session_file(self, session: Session) -> Node:

@@ -7,6 +7,7 @@ import os
 import pwd
 import struct
 from bisect import bisect_right
+from collections.abc import Sized
 from functools import cache, lru_cache
 from itertools import accumulate
 
@@ -191,8 +192,7 @@ def pack_stats(nodes: list[Node], start: int, count: int, dialect: Dialect) -> t
         parts += records[:fit]
         index += fit
         if fit < len(records):
-            if not parts:
-                _check_fits(b"", len(records[0]), count)
+            _check_fits(parts, len(records[fit]), count)
             break
         room -= sizes[-1]
     return b"".join(parts), index
@@ -229,7 +229,7 @@ def _entry_parts(node: Node) -> tuple:
     return kept
 
 
-def _check_fits(out: bytearray, size: int, count: int) -> None:
+def _check_fits(out: Sized, size: int, count: int) -> None:
     """An empty answer would read as the end of the directory: refuse a count too small for one entry."""
     if not out:
         raise RequestError(f"directory read of {count} bytes is too small for the next entry: read at least {size} bytes", errno.EINVAL)

@@ -48,8 +48,9 @@ CONFIG = b"""\
 """
 
 # The history is background work: nothing answered waits for it (a change's message is in anvilfs.db
-# first), yet with a change every 50 ms on 10,000 beads its git took half a core of two (a fifth since commit_index), and the server's
-# loop waited for a core behind it, 15-23 ms at a time (issue 32 item 6). Niced (10), the waits were 1-9 ms.
+# first), yet with a change every 50 ms on 10,000 beads its git took half a core of two (a fifth since
+# commit_index), and the server's loop waited for a core behind it, 15-23 ms at a time (issue 32 item 6).
+# Niced (10), the waits were 1-9 ms.
 # SCHED_IDLE (chrt --idle) did better still (0-1.6 ms) but starves git on a machine kept busy: a test
 # suite's workers, or agents building, would hold history, and a test waiting for a commit, for minutes.
 # A clean stop's last commit runs as any task (GitRepository.urgent). Where nice is missing or refused,
@@ -116,8 +117,8 @@ class GitRepository:
     async def git(self, *args: str, stdin: bytes = b"") -> str:
         """Run `git ARGS` without blocking the event loop; its output, or GitFailed with its stderr."""
         result = await trio.run_process(
-            [*(() if self.urgent else background()), "git", *OPTIONS, *args], stdin=stdin, capture_stdout=True, capture_stderr=True,
-            check=False, env=self._env, cwd=self.root.path, pass_fds=(self._lock_fd,))
+            [*(() if self.urgent else background()), "git", *OPTIONS, *args], stdin=stdin, capture_stdout=True,
+            capture_stderr=True, check=False, env=self._env, cwd=self.root.path, pass_fds=(self._lock_fd,))
         if result.returncode:
             raise GitFailed(errno.EIO, f"git {args[0]} failed in {self.root.path} (exit {result.returncode}): "
                                        f"{result.stderr.decode(errors='replace').strip()}")
@@ -140,8 +141,9 @@ class GitRepository:
         Plumbing, not `git commit`, which stats every tracked file again (its refresh of the index) and, for
         each entry of a changed tree, looks for its blob (a stat per loose object): on 10,000 beads 35 of its
         46 ms, each round (issue 32 item 6). The blobs are the ones the `git add` before this wrote, so
-        write-tree is told not to look, but at the run's first commit. The ref moves only from the tip last seen: a commit made by hand
-        meanwhile makes this fail (the messages wait for the next round), never lose it."""
+        write-tree is told not to look, but at the run's first commit. The ref moves only from the tip last
+        seen: a commit made by hand meanwhile makes this fail (the messages wait for the next round), never
+        lose it."""
         # The first commit of a run looks for every blob of a changed tree, as `git commit` did: after a crash
         # the index may name one the disk lost (git flushes no object directory), and a commit naming it
         # would leave a history git can no longer read or gc. The round fails instead, reported.

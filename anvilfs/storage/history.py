@@ -197,7 +197,7 @@ class GitHistory:
                 self._in_round = self._recorded
                 await self._db.call(lambda conn: None, barrier=True).wait()  # those recorded so far are in the table
                 rows = self._db.read("SELECT seq, message FROM history_pending ORDER BY seq")
-                await self._add(self._changed_paths(row[0] for row in rows))
+                await self._add(self._changed_paths([seq for seq, _ in rows]))
                 await self._commit(tuple(m for _, m in rows), f"{self._id}.{rows[-1][0]}" if rows else "")
                 if rows:
                     await self._db.execute("DELETE FROM history_pending WHERE seq <= ?", (rows[-1][0],)).wait()
@@ -235,9 +235,8 @@ class GitHistory:
                 await self._db.execute("DELETE FROM history_pending WHERE seq <= ?", (int(last),)).wait()
         self._head_checked = True
 
-    def _changed_paths(self, seqs) -> tuple[str, ...] | None:
+    def _changed_paths(self, seqs: list[int]) -> tuple[str, ...] | None:
         """The files the rows' changes wrote, or None where a whole scan is due (see SCAN_EVERY)."""
-        seqs = list(seqs)
         if not seqs or self._scanned_at is None or trio.current_time() - self._scanned_at >= SCAN_EVERY:
             return None  # no rows: a round for a job that failed, whose file may be on disk
         with self._paths_lock:
