@@ -45,7 +45,9 @@ def tip(repo, ref: str) -> str:
 
 
 def status(cwd) -> str:
-    return git(cwd, "status", "--porcelain")
+    """Every changed or new file by its own path: a new file in a new directory is that file, not the directory
+    (`work/2.txt`, not `work/` when the worktree's base has no work/ yet)."""
+    return git(cwd, "status", "--porcelain", "--untracked-files=all")
 
 
 def mid_operation(cwd) -> list[str]:

@@ -63,8 +63,9 @@ def _check(client, seed: int, kills: int) -> int:
         tokens_in = int(usage["input_tokens"])
         assert tokens_in <= len(answered), where
         assert int(usage["output_tokens"]) == 2 * tokens_in, where
-        assert abs(float(usage["cost_usd"]) - tokens_in / 2) < 1e-6 or (tokens_in == 0 and usage["cost_usd"] in
-                                                                        ("unknown", "0.000000")), where
+        # no tokens yet: "unknown" (no turn priced) or zero; else the price, checked as a number
+        assert (tokens_in == 0 and usage["cost_usd"] in ("unknown", "0.000000")) or (
+            usage["cost_usd"] != "unknown" and abs(float(usage["cost_usd"]) - tokens_in / 2) < 1e-6), where
         totals[name] = usage
         answered_all += tokens_in
     total = dict(w.split("=") for w in next(line for line in client.read_file("usage").decode().splitlines()
