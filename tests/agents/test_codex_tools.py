@@ -117,6 +117,9 @@ def test_a_bot_claims_works_and_completes_its_own_bead_and_a_second_claim_names_
         said = turn(srv, "bot1", "finish it")
         status = cli(srv, "read", f"agent/beads/{bead}/status").strip()
         result = cli(srv, "read", f"agent/beads/{bead}/result")
+        # history commits in rounds after the answer (SPEC §6): wait for the round, do not race it
+        wait_until(lambda: f"Claimed: {bead} by bot1" in messages_in_history(srv.base / "state"),
+                   f"the history's message that bot1 claimed {bead}")
         history = messages_in_history(srv.base / "state")
     assert status == "completed" and result.strip() == "the auth code keeps sessions in cookies", (status, result, said)
     [ready] = outputs(stub, "ready", "do your work")
@@ -267,6 +270,8 @@ def test_research_then_development_with_two_codex_bots_and_no_one_writing_their_
         turn(srv, "dev-bot", "build on the research")
         beads = cli(srv, "read", "agent/beads/list")
         progress = cli(srv, "read", f"agent/convoys/{convoy}/progress")
+        claims = {f"Claimed: {research} by research-bot", f"Claimed: {impl} by dev-bot"}
+        wait_until(lambda: claims <= set(messages_in_history(srv.base / "state")), "the history's messages of both claims")
         history = messages_in_history(srv.base / "state")
     assert f"{research} completed researcher research-bot Research auth system" in beads, beads
     assert f"{impl} in_progress developer dev-bot Implement OAuth" in beads, beads
