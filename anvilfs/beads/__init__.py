@@ -1,6 +1,7 @@
 """Beads (git-backed work units) and convoys (groups of them): the rules of SPEC §6, no 9P here."""
 
-from .board import Board, Who, find_cycles
+from .board import Board, Who
+from .checks import find_cycles
 from .convoys import Convoys
 from .graph import render as render_graph
 from .model import Bead, Convoy, ConvoyStatus

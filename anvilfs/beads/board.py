@@ -11,7 +11,6 @@ changes through the event bus.
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -20,16 +19,16 @@ import trio
 
 from ..domain_events import BeadChanged, EventBus, SessionEnded, SessionRenamed
 from ..errors import AnvilError, Busy, InvalidRequest, NotFound, NotPermitted
-from ..journal import has_line_breakers, timestamp
+from ..journal import timestamp
 from ..storage import TomlObjects
 from ..waitable import Changes
 from . import owns as owns_rules
 from .collection import Collection
-from .model import MAX_TEXT, MAX_TITLE, Bead, bead_from_toml
+from .checks import check_label, check_reason, check_text, check_title, find_cycles
+from .model import Bead, bead_from_toml
 from .states import HELD, Status, Verb, advance
 from .view import BoardView, Replacements
 
-LABEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}\Z")  # roles and holder names: they name files (ready.<role>)
 MAX_LEASE = 7 * 24 * 3600
 
 
@@ -128,9 +127,9 @@ class Board:
 
     def new(self, title: str, role: str, description: str, depends_on: Iterable[str] = (), *,
             requires_approval: bool = False, owns: Iterable[str] = (), convoy: str = "") -> Bead:
-        _check_title(title)
-        _check_label("role", role)
-        _check_text("description", description)
+        check_title(title)
+        check_label("role", role)
+        check_text("description", description)
         deps = list(dict.fromkeys(depends_on))
         for dep in deps:
             if dep not in self._beads:
@@ -161,7 +160,7 @@ class Board:
         if not holder:
             raise InvalidRequest(f"claim: you ({who.name}) are not a session: name who claims, "
                                  f"`claim NAME` (a session) or `claim NAME lease=SECONDS`")
-        _check_label("claim: holder", holder)
+        check_label("claim: holder", holder)
         if lease is not None and not 0 < lease <= MAX_LEASE:
             raise InvalidRequest(f"claim: lease={lease}: give 1 to {MAX_LEASE} seconds")
         if lease is None and not self.is_session(holder):
@@ -208,7 +207,7 @@ class Board:
         status = advance(bead_id, bead.status, verb)
         changes = {"status": status, "lease_until": 0.0}
         if result is not None:
-            _check_text("result", result)
+            check_text("result", result)
             changes["result"] = result
         word = "Submitted for approval" if bead.requires_approval else "Completed"
         return self._save(bead.copy(**changes), f"{word}: {bead.title} ({bead_id}){_by(by)}", "complete", bead.assigned_to)
@@ -216,7 +215,7 @@ class Board:
     def fail(self, bead_id: str, reason: str, *, by: str = "") -> Bead:
         bead = self.get(bead_id)
         status = advance(bead_id, bead.status, Verb.FAIL)
-        _check_reason("fail", reason)
+        check_reason("fail", reason)
         return self._save(bead.copy(status=status, result=reason, lease_until=0.0),
                           f"Failed: {bead.title} ({bead_id}){_by(by)}: {reason}", "fail", reason)
 
@@ -227,7 +226,7 @@ class Board:
 
     def reject(self, bead_id: str, reason: str, who: Who) -> Bead:
         bead, status = self.check_decision(bead_id, False, who)
-        _check_reason("reject", reason)
+        check_reason("reject", reason)
         return self._save(bead.copy(status=status, review=reason),
                           f"Rejected: {bead.title} ({bead_id}) by {who.name}: {reason}", "reject", f"by {who.name}: {reason}")
 
@@ -259,7 +258,7 @@ class Board:
     def set_text(self, bead_id: str, field: str, text: str, *, by: str = "") -> Bead:
         """Write `description` or `result` (the files of the same names)."""
         bead = self.get(bead_id)
-        _check_text(field, text)
+        check_text(field, text)
         return self._save(bead.copy(**{field: text}), f"Updated {field}: {bead_id}{_by(by)}", f"set-{field}")
 
     def set_convoy(self, bead_id: str, convoy: str) -> Bead:
@@ -349,54 +348,3 @@ def _no_convoys(convoy: str) -> None:
 def _by(session: str) -> str:
     """Who did it, in a history message, when it was a session (a person's writes say nothing, as before)."""
     return f" by {session}" if session else ""
-
-
-def find_cycles(beads: dict[str, Bead]) -> list[list[str]]:
-    """Each dependency cycle once, as the ids around it (first id repeated at the end).
-
-    A depth-first walk with its own stack, not Python's: a chain of beads as long as a client likes
-    (1,100 made one after the other) must not reach the recursion limit at load (issue 32)."""
-    cycles: list[list[str]] = []
-    state: dict[str, int] = {}  # 1 on the current path, 2 done
-    for root in sorted(beads):
-        if root in state:
-            continue
-        path, stack = [root], [iter(beads[root].depends_on)]
-        state[root] = 1
-        while stack:
-            dep = next(stack[-1], None)
-            if dep is None:  # every dependency of the bead on top seen: it is done
-                stack.pop()
-                state[path.pop()] = 2
-            elif dep in beads and state.get(dep) == 1:
-                cycles.append(path[path.index(dep):] + [dep])
-            elif dep in beads and dep not in state:
-                state[dep] = 1
-                path.append(dep)
-                stack.append(iter(beads[dep].depends_on))
-    return cycles
-
-
-def _check_title(title: str) -> None:
-    if not title.strip():
-        raise InvalidRequest("new: the title is empty; give one in quotes: new \"Research auth\" researcher \"what to do\"")
-    if len(title) > MAX_TITLE:
-        raise InvalidRequest(f"new: the title is {len(title)} characters; at most {MAX_TITLE} (put the rest in the description)")
-    if has_line_breakers(title):
-        raise InvalidRequest("new: the title contains a control character; titles are one line")
-
-
-def _check_label(what: str, value: str) -> None:
-    if not LABEL.match(value):
-        raise InvalidRequest(f"{what} {value!r}: use 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit")
-
-
-def _check_text(what: str, text: str) -> None:
-    if len(text.encode()) > MAX_TEXT:
-        raise InvalidRequest(f"{what} is {len(text.encode())} bytes; at most {MAX_TEXT}")
-
-
-def _check_reason(verb: str, reason: str) -> None:
-    if not reason.strip():
-        raise InvalidRequest(f"{verb}: say why: {verb} <reason>")
-    _check_text(f"{verb}: the reason", reason)

@@ -23,7 +23,8 @@ from ..errors import AnvilError, Busy, InvalidRequest, NotFound
 from ..journal import timestamp
 from ..storage import TomlObjects
 from ..waitable import Settles, answer_after, collecting
-from .board import Board, _check_label, _check_text, _check_title
+from .board import Board
+from .checks import check_label, check_text, check_title
 from .collection import Collection
 from .model import Convoy, ConvoyStatus as CS, convoy_from_toml
 from .states import Status
@@ -80,8 +81,8 @@ class Convoys:
     # ------------------------------------------------------------ changing
 
     def new(self, title: str, goal: str) -> Convoy:
-        _check_title(title)
-        _check_text("goal", goal)
+        check_title(title)
+        check_text("goal", goal)
         now = timestamp()
         convoy = Convoy(id=self._store.new_id(title), title=title, goal=goal,
                         created=now, updated=now)
@@ -120,12 +121,12 @@ class Convoys:
 
     def set_coordinator(self, convoy_id: str, session: str) -> Convoy:
         convoy = self.get(convoy_id)
-        _check_label("coordinator", session)
+        check_label("coordinator", session)
         return self._save(convoy.copy(coordinator=session), f"Convoy {convoy_id}: coordinator {session}", "coordinator", session)
 
     def set_context(self, convoy_id: str, text: str) -> Convoy:
         convoy = self.get(convoy_id)
-        _check_text("context", text)
+        check_text("context", text)
         return self._save(convoy.copy(context=text), f"Convoy {convoy_id}: context updated", "context")
 
     def complete(self, convoy_id: str) -> Convoy:
