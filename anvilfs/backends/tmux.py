@@ -24,12 +24,9 @@ per anvilfs session, on the default tmux server, so a person can
                pane has been unchanged for quiet_seconds; the pane's text is
                the answer. With hooks, the first prompt after the program
                started whose Enter the hook's `running` has not answered in
-               ENTER_AGAIN seconds gets Enter again (a program whose input was
-               not ready yet drops it), ENTERS in all at most, and only while
-               the cursor's line still ends with the prompt's last line: an
-               Enter then finds the prompt still waiting in the program's
-               input, never a question the program asked (a permission prompt
-               whose default an Enter would choose).
+               time gets Enter again, a few times at most, and only while the
+               cursor's line still ends with the prompt's last line
+               (tmux_enter.py says when and why).
     follow     a turn the previous server left running: from its marked
                row, to the hook's answer or `await`, or to quiet. A hook
                that found no server leaves `await` in the pane's option
@@ -55,7 +52,6 @@ from __future__ import annotations
 
 import os
 import shutil
-from dataclasses import dataclass
 
 import trio
 
@@ -64,20 +60,16 @@ from ..hookwords import ANSWER_BUFFER, AWAIT, RUNNING  # what the hook's client 
 from ..sessions.backend import Agent, AgentExited, AgentFailed, Backend, Output, PromptNotSent, SessionInfo
 from ..sessions.turns import Outcome
 from .tmuxpane import (HOOK_OPTION, PANE_FORMAT, Pane, Tmux, TurnStart, forget_answer, kept_word, last_line,
-                       pane_lines, still_typed, write_lines)
+                       pane_lines, write_lines)
 from .agent_tools import Wiring, wire, wiring_for, with_tools
 from .claude_transcript import TurnSpending, transcript_dir
+from .tmux_enter import Unheard
 
 POLL = 0.1  # seconds between looks at the pane during a turn
 EXIT_POLL = 0.5  # seconds between looks for a pane that went away
 STOP_GRACE = 1.0  # seconds a stopped agent gets after Ctrl-C before its window is killed
 ANCHOR_ROWS = 3  # rows above a turn's start that find it again after the history was trimmed
 TURN_OPTION = "@anvilfs-turn"  # pane option: where the current turn began (JSON), set before its prompt is typed
-# A prompt typed into a program whose input is not ready (Claude Code's, in its first seconds) keeps its
-# text and drops its Enter: without the hook's `running` this long after an Enter, Enter is pressed again,
-# on the program's first prompt only, and only while the prompt's text is still on the cursor's line.
-ENTER_AGAIN = 5.0  # seconds
-ENTERS = 3  # at most, in all
 
 
 class TmuxBackend(Backend):
@@ -125,7 +117,7 @@ class TmuxAgent(Agent):
         self._await_for = hook_await  # the turn whose hook said await (kept in saved(): a new server follows it no more)
         self.begun = begun  # a prompt went into the conversation: a new program resumes it (resume_argv)
         self._fresh = False  # the program was started here and no prompt has gone in yet: its input may not be ready
-        self._unheard: _Unheard | None = None  # the Enters the hook's running has not answered
+        self._unheard: Unheard | None = None  # the Enters the hook's running has not answered
         self._spending: tuple[TurnSpending, Output] | None = None  # the turn's usage, read as it goes (config usage)
 
     # ------------------------------------------------------------ lifecycle
@@ -246,7 +238,7 @@ class TmuxAgent(Agent):
         # and an await that came while no turn was armed would be taken for a person's (lost).
         self._arm(output.number)
         if self._fresh and prompt.strip() and self._turn_done is not None:
-            self._unheard = _Unheard(trio.current_time(), last_line(prompt))  # before typing: running may come first
+            self._unheard = Unheard(trio.current_time(), last_line(prompt))  # before typing: running may come first
         self._fresh = False
         if self.config.usage == "claude-transcript":  # before typing: the turn's lines come after this
             env = {**os.environ, **self.config.env, **self.session.env}
@@ -339,23 +331,15 @@ class TmuxAgent(Agent):
         write_lines(output, pane_lines("\n".join(lines)), written)
 
     async def _enter_again_if_unheard(self, pane: Pane, cursor_line: str, output: Output) -> None:
-        """Enter again if the hook has not said `running` (to us, or to the pane) for ENTER_AGAIN seconds and
-        the prompt is still where it was typed: at the end of the cursor's line."""
-        unheard = self._unheard
-        if unheard is None or kept_word(pane) in (Outcome.HEARD, Outcome.AGENT_ENDS):
+        """Enter again when tmux_enter.py says it is due for the turn's unheard prompt."""
+        if self._unheard is None:
+            return
+        due = self._unheard.due(pane, cursor_line, trio.current_time())
+        if due is None:
             self._unheard = None
-            return
-        if trio.current_time() - unheard.when < ENTER_AGAIN:
-            return
-        if unheard.enters >= ENTERS:
-            self._unheard = None
-            return
-        if not still_typed(cursor_line, unheard.last_line):
-            return  # not now: the program took the prompt, asks something an Enter would answer, or is redrawing
-        unheard.when, unheard.enters = trio.current_time(), unheard.enters + 1
-        await self._run("send-keys", "-t", pane.id, "Enter")
-        output.note(f"no `running` from the hook {ENTER_AGAIN:g} s after Enter, the prompt still on the cursor's line: "
-                    f"Enter pressed again ({unheard.enters} of {ENTERS})")
+        elif due:
+            await self._run("send-keys", "-t", pane.id, "Enter")
+            output.note(self._unheard.note())
 
     async def _take_kept_answer(self, pane_id: str, output: Output) -> None:
         """The answer the hook kept in tmux when no server took it (client/hook.py) is the turn's, if there is one."""
@@ -397,11 +381,3 @@ class TmuxAgent(Agent):
             raise AgentExited(await self._gone() or f"tmux {args[0]}: {result.stderr.decode().strip()}")
         return result.stdout.decode(errors="replace")
 
-
-@dataclass(slots=True)
-class _Unheard:
-    """The Enters of a turn's prompt that the hook's `running` has not answered."""
-
-    when: float  # the last one
-    last_line: str  # the prompt's last line (tmuxpane.last_line), which the cursor's line ends with while the prompt waits
-    enters: int = 1

@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 import trio
 
-from anvilfs.backends import tmux as tmux_backend
+from anvilfs.backends import tmux_enter
 from anvilfs.backends.tmux import TmuxAgent, TmuxBackend
 from anvilfs.backends.tmuxpane import last_line, still_typed
 from anvilfs.config.model import TmuxBackendConfig
@@ -35,7 +35,7 @@ pytestmark = pytest.mark.needs("tmux")
 
 TUI = Path(__file__).parent.parent / "fakes" / "tui_agent.py"
 NEVER = 1e9  # ENTER_AGAIN while the test gets the program where it wants it
-LOOKS = 4 * tmux_backend.ENTERS  # looks at the pane, each of which would press Enter again (ENTER_AGAIN = 0)
+LOOKS = 4 * tmux_enter.ENTERS  # looks at the pane, each of which would press Enter again (ENTER_AGAIN = 0)
 GUARD = 30  # seconds a test's turns may take before it is called a hang
 
 
@@ -85,7 +85,7 @@ def test_the_prompt_is_still_typed_while_the_cursors_line_ends_with_its_last_lin
 
 
 async def test_a_first_prompt_whose_enter_was_dropped_gets_enter_again(tmux_socket, tmp_path, monkeypatch):
-    monkeypatch.setattr(tmux_backend, "ENTER_AGAIN", NEVER)
+    monkeypatch.setattr(tmux_enter, "ENTER_AGAIN", NEVER)
     async with hook_words() as (env, words):
         tui = tui_backend(tmux_socket, tmp_path, env, "--drop", "1")
         agent = await tui_started(tmux_socket, tui, tmp_path)
@@ -94,20 +94,20 @@ async def test_a_first_prompt_whose_enter_was_dropped_gets_enter_again(tmux_sock
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(agent.turn, "hello", output)
                 await until(lambda: enters_read(tmp_path) == ["dropped"])
-                monkeypatch.setattr(tmux_backend, "ENTER_AGAIN", 0)
+                monkeypatch.setattr(tmux_enter, "ENTER_AGAIN", 0)
                 await take_words(agent, words, "await")
     assert "answer to hello" in output.text()
     read = enters_read(tmp_path)
     # the Enter that got through may have had one more behind it before the program left its input line: empty
     assert read[:2] == ["dropped", "taken: hello"] and set(read[2:]) <= {"empty"}, read
-    assert 2 <= enters.count <= tmux_backend.ENTERS
+    assert 2 <= enters.count <= tmux_enter.ENTERS
 
 
 async def test_no_enter_answers_a_question_of_a_program_whose_hooks_never_say_running(tmux_socket, tmp_path,
                                                                                      monkeypatch):
     """The program's first prompt, taken: its hooks report only the turn's end, and it asks a permission-like
     question whose default (yes) an Enter would choose. No Enter goes to it after the prompt's own."""
-    monkeypatch.setattr(tmux_backend, "ENTER_AGAIN", NEVER)
+    monkeypatch.setattr(tmux_enter, "ENTER_AGAIN", NEVER)
     async with hook_words() as (env, words):
         tui = tui_backend(tmux_socket, tmp_path, env, "--no-running")
         agent = await tui_started(tmux_socket, tui, tmp_path)
@@ -116,7 +116,7 @@ async def test_no_enter_answers_a_question_of_a_program_whose_hooks_never_say_ru
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(agent.turn, "please edit notes.txt", output)
                 await until(lambda: "Allow the edit? [Y/n]" in cursor_line(tmux_socket, agent))
-                monkeypatch.setattr(tmux_backend, "ENTER_AGAIN", 0)
+                monkeypatch.setattr(tmux_enter, "ENTER_AGAIN", 0)
                 await looks.wait_more(LOOKS)
                 assert enters.count == 1 and enters_read(tmp_path) == ["taken: please edit notes.txt"]
                 tmux(tmux_socket, "send-keys", "-t", agent.saved()["pane"], "n", "Enter")  # a person answers it
@@ -130,7 +130,7 @@ async def test_an_enter_dropped_after_the_programs_first_prompt_is_not_pressed_a
                                                                                     monkeypatch, when):
     """Only a program's first prompt may find its input not ready: on a later turn, or in a program this
     server did not start, the backend presses no Enter again even where the prompt still waits."""
-    monkeypatch.setattr(tmux_backend, "ENTER_AGAIN", NEVER)
+    monkeypatch.setattr(tmux_enter, "ENTER_AGAIN", NEVER)
     async with hook_words() as (env, words):
         tui = tui_backend(tmux_socket, tmp_path, env, "--drop", "2" if when == "a-later-turn" else "1")
         agent = await tui_started(tmux_socket, tui, tmp_path)
@@ -143,7 +143,7 @@ async def test_an_enter_dropped_after_the_programs_first_prompt_is_not_pressed_a
             agent = await TmuxBackend("tui", tui.config, tmux_session=TMUX_SESSION,
                                       tmux_socket=tmux_socket).adopt(session(tmp_path), agent.saved())
         enters, looks, output = Enters(agent.tmux), PaneLooks(agent.tmux), Recorder(2)
-        monkeypatch.setattr(tmux_backend, "ENTER_AGAIN", 0)
+        monkeypatch.setattr(tmux_enter, "ENTER_AGAIN", 0)
         with trio.fail_after(GUARD):
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(agent.turn, "and now this", output)
@@ -157,7 +157,7 @@ async def test_an_enter_dropped_after_the_programs_first_prompt_is_not_pressed_a
 
 async def test_no_enter_is_pressed_again_once_the_hook_said_running(tmux_socket, tmp_path, monkeypatch):
     """The program keeps the prompt on its line while it works (--hold): `running` alone tells it was taken."""
-    monkeypatch.setattr(tmux_backend, "ENTER_AGAIN", NEVER)
+    monkeypatch.setattr(tmux_enter, "ENTER_AGAIN", NEVER)
     gate = tmp_path / "gate"
     async with hook_words() as (env, words):
         tui = tui_backend(tmux_socket, tmp_path, env, "--hold", str(gate))
@@ -167,7 +167,7 @@ async def test_no_enter_is_pressed_again_once_the_hook_said_running(tmux_socket,
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(agent.turn, "hello", output)
                 await take_words(agent, words, "running")
-                monkeypatch.setattr(tmux_backend, "ENTER_AGAIN", 0)
+                monkeypatch.setattr(tmux_enter, "ENTER_AGAIN", 0)
                 await looks.wait_more(LOOKS)
                 assert cursor_line(tmux_socket, agent).endswith("tui> hello")  # an Enter would still find it
                 gate.touch()
@@ -176,7 +176,7 @@ async def test_no_enter_is_pressed_again_once_the_hook_said_running(tmux_socket,
 
 
 async def test_enters_the_hook_never_answers_stop_at_enters_in_all(tmux_socket, tmp_path, monkeypatch):
-    monkeypatch.setattr(tmux_backend, "ENTER_AGAIN", NEVER)
+    monkeypatch.setattr(tmux_enter, "ENTER_AGAIN", NEVER)
     tui = tui_backend(tmux_socket, tmp_path, {}, "--drop", "all")  # and no hook: nothing ever says running
     agent = await tui_started(tmux_socket, tui, tmp_path)
     enters, looks = Enters(tui.tmux), PaneLooks(tui.tmux)
@@ -184,8 +184,8 @@ async def test_enters_the_hook_never_answers_stop_at_enters_in_all(tmux_socket, 
         async with trio.open_nursery() as nursery:
             nursery.start_soon(agent.turn, "hello", Recorder())
             await until(lambda: enters_read(tmp_path) == ["dropped"])
-            monkeypatch.setattr(tmux_backend, "ENTER_AGAIN", 0)
+            monkeypatch.setattr(tmux_enter, "ENTER_AGAIN", 0)
             await looks.wait_more(LOOKS)
             scope.cancel()
-    assert enters.count == tmux_backend.ENTERS
-    await until(lambda: enters_read(tmp_path) == ["dropped"] * tmux_backend.ENTERS)  # each reached the program
+    assert enters.count == tmux_enter.ENTERS
+    await until(lambda: enters_read(tmp_path) == ["dropped"] * tmux_enter.ENTERS)  # each reached the program
