@@ -5,6 +5,9 @@ Run with the python of the p9fs venv (tests/harness/venvs.py)::
     python -I p9fs_driver.py --unix /path/to/sock --dialect 9P2000.L < ops
     python -I p9fs_driver.py --tcp 127.0.0.1:5640 --dialect 9P2000 < ops
 
+One file, past the project's 400 lines on purpose: ``-I`` keeps the script's own directory off
+sys.path, so in p9fs's venv nothing beside it could be imported.
+
 p9fs's Client takes any connected socket, so UNIX sockets work (only the
 fsspec layer, ``p9fs.P9FileSystem``, dials TCP itself; fsspec_write runs it on
 the driver's connection instead).
