@@ -11,11 +11,13 @@ clients (issue 32). So:
              `list` line changed (a prompt queued, a turn begun or ended, a stop: each says so there)
     Backends whether a backend is simulated, read once from a session's `backend` file (NAME[ simulated]:
              a backend name has no space), never from the tail of a `list` line that ends in a cwd
+    Kept     a row of the view made from a line (and what else it shows) is made again only when one of
+             these changed (rows.py, waves.py)
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Hashable, Iterable
 
 from ..aioclient import AsyncClient, ServerError
 
@@ -92,3 +94,29 @@ class Backends:
 
     def simulated(self) -> dict[str, bool]:
         return dict(self._simulated)
+
+
+_UNKNOWN = object()
+
+
+class Kept:
+    """make(key) for each key of a view, those of the view before kept; only the last view's are."""
+
+    def __init__(self, make: Callable[[Hashable], object]):
+        self._make = make
+        self._kept: dict = {}
+
+    def all(self, keys: Iterable[Hashable]) -> list:
+        before, now, make = self._kept, {}, self._make
+        values = []
+        for key in keys:
+            value = before.get(key, _UNKNOWN)
+            if value is _UNKNOWN:
+                value = make(key)
+            now[key] = value
+            values.append(value)
+        self._kept = now
+        return values
+
+    def __len__(self) -> int:
+        return len(self._kept)

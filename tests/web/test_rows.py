@@ -95,6 +95,7 @@ def shown(files: dict[str, list[str]], kept: view.Reading) -> dict:
 
 def test_a_kept_view_is_the_view_made_afresh_whatever_changed() -> None:
     rng = random.Random(32)
+    views = [0, 0]  # views made, views made through every line
     for trial in range(40):
         if trial % 2:  # any lines at all: ids twice, beads before a heading
             files = {path: [make(rng) for _ in range(rng.randint(0, 15))] for path, make in MAKERS.items()}
@@ -107,8 +108,12 @@ def test_a_kept_view_is_the_view_made_afresh_whatever_changed() -> None:
             fresh = shown(files, view.Reading())
             assert again == fresh, files
             assert json.dumps(again) == json.dumps(fresh), files  # the keys in the same order too
+            views[0] += 1
             for _ in range(rng.randint(1, 3)):
                 (change if trial % 2 or rng.random() < 0.05 else well_made_change)(files, rng)
+        views[1] += kept.rows.bead_waves.whole_views
+    # both ways were compared: through every line, and only the changed beads (waves.py)
+    assert 0 < views[1] < views[0] * 0.9, views
 
 
 GRAPH = "wave 1\n  a-001 pending  A\n  b-002 pending  B  <- a-001\ndone\n  c-003 completed  C\n"
@@ -154,3 +159,48 @@ def test_the_last_of_an_ids_list_lines_counts_whichever_comes_last() -> None:
     rows.waves(graph, "a-001 pending dev - A\n", {})
     for listing in ("a-001 pending dev s1 A\na-001 pending dev s2 A\n", "a-001 pending dev s2 A\na-001 pending dev s1 A\n"):
         assert rows.waves(graph, listing, {}) == Rows().waves(graph, listing, {})  # the same lines, not the same last
+
+
+def chain_files(beads: int, waves: int) -> tuple[list[str], list[str]]:
+    """beads/graph and beads/list as the server writes them: `waves` chains side by side, bead i waiting on
+    bead i - waves."""
+    graph, listing = [], []
+    for wave in range(1, beads // waves + 1):
+        graph.append(f"wave {wave}")
+        for i in range((wave - 1) * waves, wave * waves):
+            arrow = f"  <- t-{i - waves:04d}" if i >= waves else ""
+            graph.append(f"  t-{i:04d} pending  Task {i}{arrow}")
+            listing.append(f"t-{i:04d} pending dev - Task {i}")
+    return graph, listing
+
+
+def test_claims_remake_only_their_beads_rows_and_a_moved_wave_goes_through_every_line() -> None:
+    """What `anvilfs web` sees most: a claim or unclaim changes one bead's line in each file. Each view is
+    the one made afresh; only the claimed bead's row is new; no view but the first and the one where a
+    bead left its wave goes through every line."""
+    graph, listing = chain_files(400, 40)
+    rows, cells = Rows(), {}
+    text = lambda lines: "".join(line + "\n" for line in lines)  # noqa: E731
+    before = {b["id"]: b for g in rows.waves(text(graph), text(listing), cells) for b in g["beads"]}
+    rng = random.Random(6)
+    for step in range(60):
+        i = rng.randrange(40)  # a bead of the first wave: claimed, unclaimed, or its cell changed
+        how = rng.choice(["claim", "unclaim", "cell"])
+        if how == "cell":
+            cells = dict(cells, **{f"t-{i:04d}": f"${step}.00"})
+        else:
+            status, who = ("in_progress", "s1") if how == "claim" else ("pending", "-")
+            graph[1 + i] = f"  t-{i:04d} {status}  Task {i}"
+            listing[i] = f"t-{i:04d} {status} dev {who} Task {i}"
+        groups = rows.waves(text(graph), text(listing), cells)
+        assert groups == Rows().waves(text(graph), text(listing), cells), step
+        now = {b["id"]: b for g in groups for b in g["beads"]}
+        assert [ident for ident in now if now[ident] is not before[ident]] in ([], [f"t-{i:04d}"]), step
+        before = now
+    assert rows.bead_waves.whole_views == 1
+    del graph[1]  # t-0000 completes: it leaves wave 1 for `done`
+    graph.append("done")
+    graph.append("  t-0000 completed  Task 0")
+    listing[0] = "t-0000 completed dev s1 Task 0"
+    assert rows.waves(text(graph), text(listing), cells) == Rows().waves(text(graph), text(listing), cells)
+    assert rows.bead_waves.whole_views == 2
