@@ -35,13 +35,19 @@ class StallLog(trio.abc.Instrument):
     """Times each task step; the ones over `threshold` seconds go to `path`, one line each.
 
     It runs at every step, so after a step it reads the clock alone, and the thread's CPU time and its wait
-    on a run queue only after a long one. (schedstat's CPU field is not used: Linux updates it at a tick
-    or a switch, up to 4 ms behind, where thread_time asks for the time now.)"""
+    on a run queue only after a long one. Before a step it reads them only if it last did BASELINE seconds
+    ago or more: each read is a system call or two (in this VM, a fifth of the loop's time in reads.py when
+    read at every step), and a step's CPU and wait then count at most BASELINE of the steps just before it.
+    (schedstat's CPU field is not used: Linux updates it at a tick or a switch, up to 4 ms behind, where
+    thread_time asks for the time now.)"""
+
+    BASELINE = 0.0005  # seconds
 
     def __init__(self, path: str, threshold: float):
         self.path, self.threshold = path, threshold
         self._began = self._gc_began = self._gc_cpu = 0.0
         self._began_cpu = self._began_queued = 0  # nanoseconds
+        self._baseline_at = float("-inf")  # when they were read
         self._clock = time.perf_counter
         self._schedstat: int | None = None  # opened at the first step, in the loop's own thread
 
@@ -66,16 +72,22 @@ class StallLog(trio.abc.Instrument):
                 out.write(f"{time.time():.3f} {took * 1000:.1f} gc.generation{info['generation']} {cpu * 1000:.1f} -\n")
 
     def before_task_step(self, task) -> None:
-        self._began_cpu, self._began_queued = self._sched()
-        self._began = self._clock()
+        began = self._clock()
+        if began - self._baseline_at >= self.BASELINE:
+            self._began_cpu, self._began_queued = self._sched()
+            self._baseline_at = began
+        self._began = began
 
     def after_task_step(self, task) -> None:
-        took = self._clock() - self._began
+        ended = self._clock()
+        took = ended - self._began
         if took > self.threshold:
             cpu, queued = self._sched()
             runq = "-" if queued < 0 else f"{(queued - self._began_queued) / 1e6:.1f}"
+            line = f"{time.time():.3f} {took * 1000:.1f} {task.name} {(cpu - self._began_cpu) / 1e6:.1f} {runq}\n"
+            self._began_cpu, self._began_queued, self._baseline_at = cpu, queued, ended  # the next step's, fresh
             with open(self.path, "a") as out:
-                out.write(f"{time.time():.3f} {took * 1000:.1f} {task.name} {(cpu - self._began_cpu) / 1e6:.1f} {runq}\n")
+                out.write(line)
 
 
 def from_environment() -> list[trio.abc.Instrument]:

@@ -44,3 +44,26 @@ def test_a_step_over_the_threshold_is_logged_with_its_task_its_cpu_and_its_wait_
     asleep_took, asleep_cpu = float(lines["asleep"][1]), float(lines["asleep"][3])
     assert asleep_took >= 30 and asleep_cpu < asleep_took, lines["asleep"]
     assert all(fields[4] == "-" or float(fields[4]) >= 0 for fields in lines.values()), lines  # the run-queue wait
+
+
+def test_quick_steps_read_the_threads_clocks_once_a_baseline_not_once_a_step(tmp_path):
+    """Before a step the CPU and run-queue figures are read only when the last read is BASELINE old: 200 steps
+    of a microsecond each (a fake clock) read them once or twice, not 200 times. (A long step refreshes
+    them at its end: the test above has a step right after a long one count only its own CPU.)"""
+    reads = []
+    log = StallLog(str(tmp_path / "stalls"), 0.02)
+    ticks = iter(range(10**9))
+    log._clock = lambda: next(ticks) * 1e-6
+    real_sched = log._sched
+
+    def counted():
+        reads.append(1)
+        return real_sched()
+    log._sched = counted
+
+    async def main():
+        for _ in range(200):
+            await trio.lowlevel.checkpoint()
+
+    trio.run(main, instruments=[log])
+    assert 1 <= len(reads) <= 2, len(reads)
