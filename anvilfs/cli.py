@@ -177,6 +177,9 @@ def _add_web(sub) -> None:
                        "(pip install 'anvilfs[web]'). docs/web.md says more.",
                        ["anvilfs web", "anvilfs web --port 8641", "anvilfs -a 'tcp!127.0.0.1!5640' web"])
     web.add_argument("--port", type=int, default=0, metavar="N", help="the loopback port (default: one the system picks)")
+    web.add_argument("--nice", type=int, default=10, metavar="N",
+                     help="run N nicer than the shell (default %(default)s: the page yields the CPU to the server and "
+                          "its agents; 0 keeps the shell's priority)")
 
 
 def _add_mcp(sub) -> None:
@@ -265,6 +268,8 @@ def _dispatch(parser: argparse.ArgumentParser, args) -> int:
         except AddressError as exc:
             return _fail(str(exc))
     if args.command == "web":
+        if args.nice < 0:
+            parser.error(f"--nice {args.nice}: give 0 or more (a priority above the shell's is root's to give)")
         from .web import main as web  # noqa: PLC0415 - trio and the web libraries, for this command alone
 
         return web(args)

@@ -5,6 +5,7 @@
     .venv/bin/python benchmarks/reads.py --tree DIR      # measure on a copy of a kept tree: no build
     .venv/bin/python benchmarks/reads.py --stalls-to FILE  # and keep the server's stall log
     .venv/bin/python benchmarks/reads.py --pin             # the server on a CPU of its own (a diagnosis)
+    .venv/bin/python benchmarks/reads.py --web-nice 0      # `anvilfs web` not niced (its default is 10)
 
 Starts a real `anvilfs serve` with ANVILFS_STALLS set (anvilfs/server/stalls.py: every trio task
 step over 2 ms is logged, from inside the server) and builds its tree through the files, over one
@@ -56,6 +57,7 @@ STALL_MS = 2  # what the server logs: steps longer than this
 TARGET_MS = 20.0
 
 
+WEB_NICE: int | None = None  # --web-nice: `anvilfs web --nice N` (None: the web's own default, 10)
 PIN: set[int] | None = None  # --pin: the CPU the server (and its git) runs on; everything else has the others
 
 
@@ -239,7 +241,8 @@ def read_phase(base: Path, client: Client, paths: list[str], changer: Changer, t
 
 def web_phase(base: Path, server: subprocess.Popen, client: Client, paths: list[str], changer: Changer) -> None:
     env = os.environ | {"XDG_CONFIG_HOME": str(base / "xdg")}
-    web = subprocess.Popen([sys.executable, "-m", "anvilfs", "-a", f"unix!{base / 'ns' / 'agent'}", "web"], env=env,
+    web = subprocess.Popen([sys.executable, "-m", "anvilfs", "-a", f"unix!{base / 'ns' / 'agent'}", "web",
+                            *(["--nice", str(WEB_NICE)] if WEB_NICE is not None else [])], env=env,
                            stdout=subprocess.PIPE, stderr=open(base / "web.log", "a"), text=True)
     try:
         if not web.stdout.readline().startswith("http"):
@@ -297,7 +300,11 @@ def main() -> None:
     ap.add_argument("--stalls-to", type=Path, help="copy the server's stall log (every step over 2 ms) here")
     ap.add_argument("--pin", action="store_true", help="the server on the first CPU, the benchmark and the web on "
                     "the others: what is left of a wait when nothing else wants the server's core")
+    ap.add_argument("--web-nice", type=int, metavar="N", help="run `anvilfs web --nice N` (default: the web's own, 10; "
+                    "0: at this benchmark's priority, as before 2026-12-06 22:00)")
     args = ap.parse_args()
+    global WEB_NICE
+    WEB_NICE = args.web_nice
     if args.pin:
         global PIN
         cpus = sorted(os.sched_getaffinity(0))

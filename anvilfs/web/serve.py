@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from functools import partial
 
@@ -23,11 +24,24 @@ EXIT_INTERRUPTED = 130  # as the client commands: Ctrl-C
 def run(args) -> int:
     """The command: its exit status (1 with a one-line reason when the server cannot be reached or goes away)."""
     address = args.address or "agent"
+    _be_nicer(args.nice)
     try:
         trio.run(partial(web, address, args.port, aname=args.aname, token_file=args.token_file))
     except BaseException as exc:  # noqa: BLE001 - sorted out below; what is not ours is raised again
         return _ending(exc, address, args.port)
     return 0
+
+
+def _be_nicer(by: int) -> None:
+    """The page is for watching: on a machine whose cores the server and its agents use, each view it reads
+    after a burst of events must not take a core from them when they want it (issue 32: with 10,000 beads a
+    view is milliseconds of CPU, right after each change, exactly when the server and its clients work)."""
+    if by > 0:
+        try:
+            os.nice(by)
+        except OSError as exc:  # refused (a sandbox's seccomp, say): the page works as it is
+            print(f"anvilfs: web: --nice {by}: {exc.strerror or exc}; running at the shell's priority",
+                  file=sys.stderr)
 
 
 def _ending(exc: BaseException, address: str, port: int) -> int:
