@@ -6,10 +6,8 @@ import errno
 import os
 import pwd
 import struct
-from bisect import bisect_right
 from collections.abc import Sized
 from functools import cache, lru_cache
-from itertools import accumulate
 
 from ..ninep import Dialect, Qid, RequestError, Stat, encode_stat
 from ..ninep import consts as c
@@ -175,29 +173,6 @@ def warm(node: Node) -> None:
     _entry_parts(node)
 
 
-_RUN = 128  # entries taken at a time by pack_stats
-
-
-def pack_stats(nodes: list[Node], start: int, count: int, dialect: Dialect) -> tuple[bytes, int]:
-    """9P2000 directory read: whole stat records from entry `start` that fit in count. Taken a run of
-    entries at a time, their records in one comprehension and as many as fit joined: an entry at a time,
-    a listing of 10,000 beads cost the loop 1.4 ms in-process (issue 32)."""
-    parts: list[bytes] = []
-    index, end, room = start, len(nodes), count
-    while index < end:
-        records = [kept[4] if (kept := node.record) is not None and kept[5] and kept[0] is dialect
-                   else stat_record(node, dialect) for node in nodes[index:index + _RUN]]
-        sizes = list(accumulate(map(len, records)))
-        fit = bisect_right(sizes, room)
-        parts += records[:fit]
-        index += fit
-        if fit < len(records):
-            _check_fits(parts, len(records[fit]), count)
-            break
-        room -= sizes[-1]
-    return b"".join(parts), index
-
-
 def pack_dirents(nodes: list[Node], start: int, count: int) -> bytes:
     """9P2000.L Treaddir: entries from index `start`; each entry's offset is the next index."""
     out = bytearray()
@@ -208,7 +183,7 @@ def pack_dirents(nodes: list[Node], start: int, count: int) -> bytes:
             kept = _entry_parts(node)
         entry = kept[0] + _OFFSET(index + 1) + kept[1]
         if len(out) + len(entry) > count:
-            _check_fits(out, len(entry), count)
+            check_fits(out, len(entry), count)
             break
         out += entry
     return bytes(out)
@@ -229,7 +204,7 @@ def _entry_parts(node: Node) -> tuple:
     return kept
 
 
-def _check_fits(out: Sized, size: int, count: int) -> None:
+def check_fits(out: Sized, size: int, count: int) -> None:
     """An empty answer would read as the end of the directory: refuse a count too small for one entry."""
     if not out:
         raise RequestError(f"directory read of {count} bytes is too small for the next entry: read at least {size} bytes", errno.EINVAL)

@@ -36,7 +36,8 @@ from ..ninep.dialect import MIN_MSIZE, UNKNOWN
 from ..ninep.fids import FidTable
 from ..waitable import collecting, on_disk
 from ..tree import Caller, Directory, Handle, Node, SnapshotBudget, SnapshotReads
-from .attrs import pack_dirents, pack_stats, packed_qid, qid_of
+from .attrs import pack_dirents, packed_qid, qid_of
+from .listings import listing_records, pack_records
 from .attr_requests import AttributeRequests
 from .refusals import Refusals
 from .handlers import handler_table
@@ -251,12 +252,13 @@ class Dispatcher(AttributeRequests, Refusals):
         assert isinstance(fid.node, Directory)
         if offset == 0:
             listing, index = fid.node.children(), 0
+            records = listing_records(fid.node, listing, self.dialect)
         elif offset == fid.list_offset:
-            listing, index = fid.listing, fid.list_index
+            listing, records, index = fid.listing, fid.records, fid.list_index
         else:
             raise RequestError(f"directory read at offset {offset}: continue at {fid.list_offset} or restart at 0", errno.EINVAL)
-        data, next_index = pack_stats(listing, index, count, self.dialect)  # may refuse: the fid is unchanged
-        fid.listing, fid.list_index, fid.list_offset = listing, next_index, offset + len(data)
+        data, next_index = pack_records(records, index, count)  # may refuse: the fid is unchanged
+        fid.listing, fid.records, fid.list_index, fid.list_offset = listing, records, next_index, offset + len(data)
         return data
 
     def readdir(self, tag: int, fid: int, offset: int, count: int) -> m.Message:

@@ -92,7 +92,7 @@ class Directory(Node):
     """
 
     is_dir = True
-    __slots__ = ("_made", "_make", "_more", "_find", "_remove", "on_made")
+    __slots__ = ("_made", "_make", "_more", "_find", "_remove", "on_made", "listed")
 
     def __init__(
         self,
@@ -112,6 +112,7 @@ class Directory(Node):
         self._find = find
         self._remove = remove
         self.on_made: Callable[[Directory], None] | None = None
+        self.listed: tuple | None = None  # the server's: its last listing's nodes and their stat records
 
     @property
     def _fixed(self) -> dict[str, Node]:
@@ -130,6 +131,7 @@ class Directory(Node):
         its file (the file reads the domain, not the directory), and a new one has the same qid."""
         if self._make is not None:
             self._made = None
+            self.listed = None  # it holds the entries too
 
     @property
     def entries_made(self) -> bool:

@@ -14,7 +14,8 @@ from anvilfs.fs import beads_dir
 from anvilfs.fs.stamps import Follows
 from anvilfs.journal import Journal
 from anvilfs.ninep import Dialect
-from anvilfs.server.attrs import length_of, pack_stats
+from anvilfs.server.attrs import length_of
+from anvilfs.server.listings import listing_records, pack_records
 from anvilfs.tree import Caller
 
 
@@ -85,7 +86,7 @@ def test_a_listing_shows_each_entry_as_it_is_now_though_records_are_kept():
     convoy = directory.children()[-1]
 
     def progress_entry() -> tuple[int, int]:
-        data, _ = pack_stats(convoy.children(), 0, 1 << 16, Dialect.P2000U)
+        data, _ = pack_records(listing_records(convoy, convoy.children(), Dialect.P2000U), 0, 1 << 16)
         (entry,) = [e for e in directory_entries(data, Dialect.P2000U) if e.name == "progress"]
         return entry.qid.version, entry.length
 
@@ -141,7 +142,7 @@ def test_a_listing_kept_between_reads_shows_each_bead_directory_as_a_walk_finds_
     assert [n.name for n in beads] == [b.id for b in board.all()]
     assert all(directory.lookup(n.name) is n for n in beads)
     assert [n.name for n in first if n.name in made] == made[:40]  # the first listing, as it was handed out
-    records = pack_stats(again, 0, 1 << 20, Dialect.P2000U)[0]
+    records = pack_records(listing_records(directory, again, Dialect.P2000U), 0, 1 << 20)[0]
     assert [e.name for e in directory_entries(records, Dialect.P2000U)] == [n.name for n in again]
 
 

@@ -6,6 +6,7 @@ import pytest
 
 from anvilfs.ninep import Dialect, RequestError, encode_stat
 from anvilfs.server import attrs
+from anvilfs.server.listings import listing_records, pack_records
 from anvilfs.tree import Directory, TextFile
 
 
@@ -21,7 +22,8 @@ def test_a_record_is_what_the_codec_encodes_for_the_same_stat(dialect):
     for node in nodes():
         assert attrs.stat_record(node, dialect) == encode_stat(attrs.stat_of(node), dialect), node
         node.record = None
-        assert attrs.pack_stats([node, node], 0, 1 << 20, dialect)[0] == encode_stat(attrs.stat_of(node), dialect) * 2
+        listed = listing_records(Directory("d", "d"), [node, node], dialect)
+        assert pack_records(listed, 0, 1 << 20)[0] == encode_stat(attrs.stat_of(node), dialect) * 2
 
 
 def test_a_readdir_entry_is_laid_out_as_9p2000_L_says_and_follows_its_qid():
@@ -48,20 +50,25 @@ def test_a_readdir_entry_is_laid_out_as_9p2000_L_says_and_follows_its_qid():
 
 @pytest.mark.parametrize("dialect", list(Dialect))
 def test_a_directory_read_takes_the_whole_records_that_fit_from_its_entry_on_and_refuses_a_count_too_small(dialect):
-    """pack_stats takes a run of entries at a time (faster than one by one): what it answers is still each read's
+    """pack_records takes a run of entries at a time (faster than one by one): what it answers is still each read's
     whole records from `start` while they fit, the index to go on from, and an error for a count smaller than
     the next record, over listings longer than a run and every count around the records' edges."""
-    listing = [Directory(f"bead-{i:04d}{'x' * (i % 7)}", f"bead/{i}") for i in range(300)] + nodes()
+    listing = [Directory(f"bead-{i:04d}{'x' * (i % 7)}", f"bead/{i}") for i in range(1200)] + nodes()
     records = [encode_stat(attrs.stat_of(node), dialect) for node in listing]
+    listed = listing_records(Directory("beads", "beads"), listing, dialect)
+    assert listed == records
+    ends = [0]
+    for record in records:
+        ends.append(ends[-1] + len(record))
     for start in (0, 1, 127, 128, 129, 299, 300, len(listing) - 1):
-        edges = [sum(len(r) for r in records[start:start + n]) for n in (1, 2, 128, 129, 250)]
+        edges = [sum(len(r) for r in records[start:start + n]) for n in (1, 2, 128, 129, 250, 511, 512, 513)]
         for count in sorted({c + d for c in edges for d in (-1, 0, 1)} | {1 << 20}):
             fit = start
-            while fit < len(records) and sum(len(r) for r in records[start:fit + 1]) <= count:
+            while fit < len(records) and ends[fit + 1] - ends[start] <= count:
                 fit += 1
             if fit == start:
                 with pytest.raises(RequestError, match="too small for the next entry"):
-                    attrs.pack_stats(listing, start, count, dialect)
+                    pack_records(listed, start, count)
                 continue
-            assert attrs.pack_stats(listing, start, count, dialect) == (b"".join(records[start:fit]), fit), (start, count)
-    assert attrs.pack_stats(listing, len(listing), 100, dialect) == (b"", len(listing))
+            assert pack_records(listed, start, count) == (b"".join(records[start:fit]), fit), (start, count)
+    assert pack_records(listed, len(listing), 100) == (b"", len(listing))

@@ -1,0 +1,84 @@
+"""A directory's listing records kept from one listing to the next (anvilfs/server/listings.py): each listing
+is byte for byte the codec's, whatever changed, and only new nodes and nodes whose record can move are
+encoded again."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from anvilfs.ninep import Dialect, encode_stat
+from anvilfs.server import attrs, listings
+from anvilfs.server.listings import listing_records
+from anvilfs.tree import Directory, TextFile
+
+
+def fresh(nodes, dialect) -> list[bytes]:
+    return [encode_stat(attrs.stat_of(node), dialect) for node in nodes]
+
+
+def moving_file(name: str, version: list[int]) -> TextFile:
+    """A file whose record moves while the node stays (a drawn file: `list`, `graph`)."""
+    node = TextFile(name, f"beads/{name}", lambda: "x" * version[0])
+    node.stamp = lambda: (version[0], 1_796_000_000 + version[0])
+    return node
+
+
+def test_every_listing_is_the_codecs_whatever_changed_between_them() -> None:
+    rng, version = random.Random(32), [1]
+    directory = Directory("beads", "beads")
+    nodes = [moving_file("list", version), moving_file("graph", version)]
+    nodes += [Directory(f"b-{i:03d}", f"bead/{i}") for i in range(300)]
+    dialects = [Dialect.P2000] * 6 + list(Dialect)
+    for _ in range(200):
+        nodes = list(nodes)  # each listing is a list of its own, never changed once handed out (Directory.children)
+        how = rng.choice(["replace", "append", "remove", "move", "none"])
+        if how == "replace":
+            at = rng.randrange(2, len(nodes))
+            nodes[at] = Directory(nodes[at].name, nodes[at].key)  # a bead changed: its directory anew
+        elif how == "append":
+            nodes.append(Directory(f"n-{rng.randrange(10**6)}", f"bead/n{rng.randrange(10**6)}"))
+        elif how == "remove" and len(nodes) > 3:
+            del nodes[rng.randrange(2, len(nodes))]
+        elif how == "move":
+            version[0] += 1
+        dialect = rng.choice(dialects)
+        assert listing_records(directory, nodes, dialect) == fresh(nodes, dialect), how
+
+
+def test_a_bead_replaced_encodes_its_record_and_the_moving_files_only(monkeypatch) -> None:
+    version = [1]
+    directory = Directory("beads", "beads")
+    nodes = [moving_file("list", version), moving_file("graph", version)]
+    nodes += [Directory(f"b-{i:04d}", f"bead/{i}") for i in range(1000)]
+    first = listing_records(directory, nodes, Dialect.P2000)
+    held = list(first)
+    encoded = []
+    real = listings.stat_record
+    monkeypatch.setattr(listings, "stat_record", lambda node, dialect: (encoded.append(node.name), real(node, dialect))[1])
+    nodes = list(nodes)
+    nodes[500] = Directory("b-0498", "bead/498")  # the bead at 500 made anew (another name: its record differs)
+    version[0] += 1
+    again = listing_records(directory, nodes, Dialect.P2000)
+    assert sorted(encoded) == ["b-0498", "graph", "list"]
+    assert again == fresh(nodes, Dialect.P2000)
+    assert first == held  # the listing a fid holds is not changed by the next one
+
+
+def test_a_directory_whose_entries_are_dropped_drops_its_kept_listing_too() -> None:
+    """tree/objects.py drops the files of all but the last bead directories walked into: the kept listing
+    must not hold them."""
+    made = Directory("b-1", "bead/1", lambda: [TextFile("status", "bead/1/status", lambda: "pending\n")])
+    listing_records(made, made.children(), Dialect.P2000)
+    assert made.listed is not None
+    made.forget_entries()
+    assert made.listed is None
+
+
+@pytest.mark.parametrize("dialect", list(Dialect))
+def test_a_shorter_listing_is_encoded_whole(dialect) -> None:
+    directory = Directory("beads", "beads")
+    nodes = [Directory(f"b-{i}", f"bead/{i}") for i in range(10)]
+    listing_records(directory, nodes, dialect)
+    assert listing_records(directory, nodes[3:], dialect) == fresh(nodes[3:], dialect)
