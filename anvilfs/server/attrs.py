@@ -173,20 +173,12 @@ def warm(node: Node) -> None:
     _entry_parts(node)
 
 
-def pack_dirents(nodes: list[Node], start: int, count: int) -> bytes:
-    """9P2000.L Treaddir: entries from index `start`; each entry's offset is the next index."""
-    out = bytearray()
-    for index in range(start, len(nodes)):
-        node = nodes[index]
-        kept = node.entry
-        if kept is None or not kept[2]:
-            kept = _entry_parts(node)
-        entry = kept[0] + _OFFSET(index + 1) + kept[1]
-        if len(out) + len(entry) > count:
-            check_fits(out, len(entry), count)
-            break
-        out += entry
-    return bytes(out)
+def dirent(node: Node, index: int) -> bytes:
+    """The 9P2000.L Treaddir entry of `node` at `index` of its listing: its offset is the next index."""
+    kept = node.entry
+    if kept is None or not kept[2]:
+        kept = _entry_parts(node)
+    return kept[0] + _OFFSET(index + 1) + kept[1]
 
 
 _OFFSET = struct.Struct("<Q").pack

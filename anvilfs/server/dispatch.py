@@ -36,8 +36,8 @@ from ..ninep.dialect import MIN_MSIZE, UNKNOWN
 from ..ninep.fids import FidTable
 from ..waitable import collecting, on_disk
 from ..tree import Caller, Directory, Handle, Node, SnapshotBudget, SnapshotReads
-from .attrs import pack_dirents, packed_qid, qid_of
-from .listings import listing_records, pack_records
+from .attrs import packed_qid, qid_of
+from .listings import listing_entries, listing_records, pack_records
 from .attr_requests import AttributeRequests
 from .refusals import Refusals
 from .handlers import handler_table
@@ -265,9 +265,13 @@ class Dispatcher(AttributeRequests, Refusals):
         fid = self._fid(fid)
         if fid.listing is None:
             raise RequestError("Treaddir needs a directory fid opened with Tlopen", errno.ENOTDIR if fid.handle else errno.EBADF)
-        listing = fid.node.children() if offset == 0 else fid.listing
-        data = pack_dirents(listing, offset, min(count, self.iounit))  # may refuse: nothing kept yet
-        fid.listing = listing
+        if offset == 0 or fid.records is None:
+            listing = fid.node.children() if offset == 0 else fid.listing
+            entries = listing_entries(fid.node, listing)
+        else:
+            listing, entries = fid.listing, fid.records
+        data, _ = pack_records(entries, offset, min(count, self.iounit))  # may refuse: nothing kept yet
+        fid.listing, fid.records = listing, entries
         return m.Rreaddir(tag=tag, data=data)
 
     def write(self, tag: int, fid: int, offset: int, data: bytes) -> m.Message | Deferred:

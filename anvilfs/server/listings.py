@@ -10,7 +10,8 @@ stamp, such as `list` or `graph`; attrs.stat_record says whether a record is fix
 its directory anew (tree/objects.py), so a claim encodes one record again, not 10,000.
 
 The records are taken at the listing's first read (offset 0): a client reading a big directory in several
-reads sees each entry as it was then, as it already saw which entries there were.
+reads sees each entry as it was then, as it already saw which entries there were. A 9P2000.L Treaddir's
+entries (Linux v9fs: `ls` on a mount) are kept the same way, each with its offset (the next index).
 """
 
 from __future__ import annotations
@@ -19,40 +20,58 @@ from bisect import bisect_right
 from itertools import accumulate, compress
 from operator import is_not
 
+from collections.abc import Callable
+
 from ..ninep import Dialect
 from ..tree import Directory, Node
-from .attrs import check_fits, stat_record
+from .attrs import check_fits, dirent, stat_record
 
 _RUN = 512  # records taken at a time by pack_records: more than a 64 KiB read of bead directories holds
+_ENTRIES = "Treaddir"  # the key of a directory's kept Treaddir entries (its stat records are kept by dialect)
 
 
 def listing_records(directory: Directory, nodes: list[Node], dialect: Dialect) -> list[bytes]:
-    """Each of `nodes`' stat record (the listing `directory` gave now), the last listing's kept where they hold.
+    """Each of `nodes`' stat record (the listing `directory` gave now), the last listing's kept where they hold."""
+    def record(node: Node, at: int) -> bytes:  # a fixed record without a call (attrs.stat_record keeps them)
+        kept = node.record
+        return kept[4] if kept is not None and kept[5] and kept[0] is dialect else stat_record(node, dialect)
+    return _kept(directory, nodes, dialect, record, lambda node: node.record[5])
+
+
+def listing_entries(directory: Directory, nodes: list[Node]) -> list[bytes]:
+    """Each of `nodes`' 9P2000.L Treaddir entry (its offset the next one's index), kept in the same way."""
+    return _kept(directory, nodes, _ENTRIES, dirent, lambda node: node.entry[2])
+
+
+def _kept(directory: Directory, nodes: list[Node], key: object, encode: Callable[[Node, int], bytes],
+          fixed: Callable[[Node], bool]) -> list[bytes]:
+    """encode(node, its index) for each of `nodes`, the last listing's under `key` kept where they hold: for a
+    node that is the last listing's at its place and whose encoding is `fixed` (checked once encoded).
     A listing is never changed once handed out (Directory.children makes a list each time): the last one's
     nodes are what it listed."""
-    kept = directory.listed
-    if kept is None or kept[0] is not dialect or len(nodes) < len(kept[1]):
-        records = [kept[4] if (kept := node.record) is not None and kept[5] and kept[0] is dialect
-                   else stat_record(node, dialect) for node in nodes]  # a fixed record without a call
-        loose = {at for at, node in enumerate(nodes) if not node.record[5]}
+    listed = directory.listed if directory.listed is not None else {}
+    kept = listed.get(key)
+    if kept is None or len(nodes) < len(kept[0]):
+        items = [encode(node, at) for at, node in enumerate(nodes)]
+        loose = {at for at, node in enumerate(nodes) if not fixed(node)}
     else:
-        _, old_nodes, old_records, loose = kept
-        records = old_records + [b""] * (len(nodes) - len(old_nodes))  # a copy: a fid may hold the last one
+        old_nodes, old_items, loose = kept
+        items = old_items + [b""] * (len(nodes) - len(old_nodes))  # a copy: a fid may hold the last one
         loose = set(loose)
         new = list(compress(range(len(old_nodes)), map(is_not, nodes, old_nodes)))  # stops at the shorter
         new += range(len(old_nodes), len(nodes))  # added at the end (tree/objects.py adds objects there)
         for at in new:
-            records[at] = stat_record(nodes[at], dialect)
-            (loose.discard if nodes[at].record[5] else loose.add)(at)
+            items[at] = encode(nodes[at], at)
+            (loose.discard if fixed(nodes[at]) else loose.add)(at)
         for at in loose.difference(new):
-            records[at] = stat_record(nodes[at], dialect)
-    directory.listed = (dialect, nodes, records, frozenset(loose))
-    return records
+            items[at] = encode(nodes[at], at)
+    directory.listed = listed | {key: (nodes, items, frozenset(loose))}
+    return items
 
 
 def pack_records(records: list[bytes], start: int, count: int) -> tuple[bytes, int]:
-    """The whole records from `start` that fit in `count` bytes, and the index to go on from; refused (EINVAL)
-    if not even the next one fits (an empty answer would read as the directory's end)."""
+    """The whole records (or Treaddir entries) from `start` that fit in `count` bytes, and the index to go on
+    from; refused (EINVAL) if not even the next one fits (an empty answer would read as the directory's end)."""
     parts: list[bytes] = []
     index, end, room = start, len(records), count
     while index < end:

@@ -112,7 +112,7 @@ class Directory(Node):
         self._find = find
         self._remove = remove
         self.on_made: Callable[[Directory], None] | None = None
-        self.listed: tuple | None = None  # the server's: its last listing's nodes and their stat records
+        self.listed: dict | None = None  # the server's: its last listing's nodes and their records, by kind
 
     @property
     def _fixed(self) -> dict[str, Node]:

@@ -1,21 +1,28 @@
-"""A directory's listing records kept from one listing to the next (anvilfs/server/listings.py): each listing
-is byte for byte the codec's, whatever changed, and only new nodes and nodes whose record can move are
-encoded again."""
+"""A directory's listing records and Treaddir entries kept from one listing to the next (anvilfs/server/
+listings.py): each listing is byte for byte the codec's, whatever changed, and only new nodes and nodes
+whose record can move are encoded again."""
 
 from __future__ import annotations
 
 import random
+import struct
 
 import pytest
 
 from anvilfs.ninep import Dialect, encode_stat
 from anvilfs.server import attrs, listings
-from anvilfs.server.listings import listing_records
+from anvilfs.server.listings import listing_entries, listing_records
 from anvilfs.tree import Directory, TextFile
 
 
 def fresh(nodes, dialect) -> list[bytes]:
     return [encode_stat(attrs.stat_of(node), dialect) for node in nodes]
+
+
+def fresh_entry(node, at: int) -> bytes:
+    """A Treaddir entry as 9P2000.L lays it out: qid[13] offset[8] type[1] name[s], the offset the next index."""
+    qid, raw = attrs.qid_of(node), node.name.encode()
+    return struct.pack("<BIQQBH", qid.type, qid.version, qid.path, at + 1, 4 if node.is_dir else 8, len(raw)) + raw
 
 
 def moving_file(name: str, version: list[int]) -> TextFile:
@@ -45,6 +52,7 @@ def test_every_listing_is_the_codecs_whatever_changed_between_them() -> None:
             version[0] += 1
         dialect = rng.choice(dialects)
         assert listing_records(directory, nodes, dialect) == fresh(nodes, dialect), how
+        assert listing_entries(directory, nodes) == [fresh_entry(node, at) for at, node in enumerate(nodes)], how
 
 
 def test_a_bead_replaced_encodes_its_record_and_the_moving_files_only(monkeypatch) -> None:
@@ -52,18 +60,21 @@ def test_a_bead_replaced_encodes_its_record_and_the_moving_files_only(monkeypatc
     directory = Directory("beads", "beads")
     nodes = [moving_file("list", version), moving_file("graph", version)]
     nodes += [Directory(f"b-{i:04d}", f"bead/{i}") for i in range(1000)]
-    first = listing_records(directory, nodes, Dialect.P2000)
+    first, first_entries = listing_records(directory, nodes, Dialect.P2000), listing_entries(directory, nodes)
     held = list(first)
-    encoded = []
-    real = listings.stat_record
+    encoded, entered = [], []
+    real, real_dirent = listings.stat_record, listings.dirent
     monkeypatch.setattr(listings, "stat_record", lambda node, dialect: (encoded.append(node.name), real(node, dialect))[1])
+    monkeypatch.setattr(listings, "dirent", lambda node, at: (entered.append(node.name), real_dirent(node, at))[1])
     nodes = list(nodes)
-    nodes[500] = Directory("b-0498", "bead/498")  # the bead at 500 made anew (another name: its record differs)
+    nodes[500] = Directory("b-new", "bead/new")  # another bead at 500 (its record and entry differ)
     version[0] += 1
     again = listing_records(directory, nodes, Dialect.P2000)
-    assert sorted(encoded) == ["b-0498", "graph", "list"]
+    assert sorted(encoded) == ["b-new", "graph", "list"]
     assert again == fresh(nodes, Dialect.P2000)
     assert first == held  # the listing a fid holds is not changed by the next one
+    assert listing_entries(directory, nodes) == [fresh_entry(node, at) for at, node in enumerate(nodes)]
+    assert sorted(entered) == ["b-new", "graph", "list"] and first_entries[500] != fresh_entry(nodes[500], 500)
 
 
 def test_a_directory_whose_entries_are_dropped_drops_its_kept_listing_too() -> None:

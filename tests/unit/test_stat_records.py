@@ -6,7 +6,7 @@ import pytest
 
 from anvilfs.ninep import Dialect, RequestError, encode_stat
 from anvilfs.server import attrs
-from anvilfs.server.listings import listing_records, pack_records
+from anvilfs.server.listings import listing_entries, listing_records, pack_records
 from anvilfs.tree import Directory, TextFile
 
 
@@ -42,10 +42,15 @@ def test_a_readdir_entry_is_laid_out_as_9p2000_L_says_and_follows_its_qid():
             out += struct.pack("<H", len(raw)) + raw
         return out
 
-    assert attrs.pack_dirents(listing, 0, 1 << 16) == expected(0)
-    assert attrs.pack_dirents(listing, 1, 1 << 16) == expected(1)
-    moving.stamp = lambda: (7, 1_796_000_001)  # its version moved: its entry with it
-    assert attrs.pack_dirents(listing, 0, 1 << 16) == expected(0)
+    directory = Directory("d", "d")
+
+    def readdir(start: int) -> bytes:  # a listing from the directory, as a Treaddir at `start` packs it
+        return pack_records(listing_entries(directory, list(listing)), start, 1 << 16)[0]
+
+    assert readdir(0) == expected(0)
+    assert readdir(1) == expected(1)
+    moving.stamp = lambda: (7, 1_796_000_001)  # its version moved: its entry with it, the listing kept or not
+    assert readdir(0) == expected(0)
 
 
 @pytest.mark.parametrize("dialect", list(Dialect))
