@@ -16,6 +16,10 @@ from ..ninep import messages as m
 from .errors import ConnectionLost, ServerError, lost
 from .protocol import DEFAULT_MSIZE, ClientProtocol, Reply, check, directory_entries
 
+# Bytes asked of the socket at a time: a whole 64 KiB read's reply and more. At 64 KiB (what it was), every
+# full Rread took two receives and a copy to join them (10-25 µs more a reply, benchmarks/history.md).
+RECEIVE_SIZE = 1 << 17
+
 __all__ = ["Client", "ConnectionLost", "ServerError"]
 
 
@@ -69,7 +73,7 @@ class Client:
         what send() pipelined."""
         while not self._replies:
             try:
-                data = self.sock.recv(1 << 16)
+                data = self.sock.recv(RECEIVE_SIZE)
             except OSError as exc:
                 raise lost(exc) from None
             if not data:
