@@ -198,10 +198,16 @@ class _Graph:
         self._members: dict[int, list[str]] = {}  # group -> its beads, sorted by id
         self._lines: dict[str, str] = {}  # bead -> its line of `graph`
         self._texts: dict[int, str] = {}  # group -> its lines joined (dropped when one of them changes)
+        # The whole text's parts (each wave's heading and lines, then done's and blocked's) and where each
+        # group's lines are in them: a change that keeps every group redoes only its groups' parts (a chain
+        # of 1,000 beads has 1,000 waves: going through them all at each claim was half of a listing's work)
+        self._parts: list[str] | None = None
+        self._part_of: dict[int, int] = {}
+        self._stale: set[int | None] = set()  # the groups whose lines changed since the parts were last brought up to date
 
     def whole(self) -> None:
         levels, done, blocked = waves(self._beads)
-        self._group, self._members, self._texts = {}, {}, {}
+        self._group, self._members, self._texts, self._parts = {}, {}, {}, None
         for number, level in enumerate(levels, 1):
             self._place(level, number)
         self._place(done, _DONE)
@@ -220,7 +226,7 @@ class _Graph:
         beads = self._beads
         for bead_id in touched:
             self._lines[bead_id] = graph_line(beads[bead_id], beads)
-            self._texts.pop(self._group.get(bead_id), None)
+            self._drop(self._group.get(bead_id))
         # Each bead's group is the one its dependencies' groups give it (_wave_of): redone for the flipped
         # beads, then for the dependents of each bead whose group moved, until none moves. Without a cycle
         # those rules have one answer, waves()'s; a cycle only has a blocked one, or has waves that grow
@@ -260,10 +266,17 @@ class _Graph:
             del members[bisect_left(members, bead_id)]
             if not members:
                 del self._members[old]
-            self._texts.pop(old, None)
+                self._parts = None  # a group gone: the parts are laid out again
+            self._drop(old)
         self._group[bead_id] = group
+        if group not in self._members:
+            self._parts = None  # a group new
         insort(self._members.setdefault(group, []), bead_id)
+        self._drop(group)
+
+    def _drop(self, group: int | None) -> None:
         self._texts.pop(group, None)
+        self._stale.add(group)
 
     def _group_text(self, group: int) -> str:
         text = self._texts.get(group)
@@ -273,15 +286,32 @@ class _Graph:
         return text
 
     def text(self) -> str:
+        parts = self._parts
+        if parts is None:
+            return self._lay_out()
+        part_of, group_text = self._part_of, self._group_text
+        for group in self._stale:
+            if group in part_of:
+                parts[part_of[group]] = group_text(group)
+        self._stale.clear()
+        return "".join(parts)
+
+    def _lay_out(self) -> str:
         last = max((g for g in self._members if g > 0), default=0)
         while len(_WAVE_HEADINGS) <= last:  # a chain of 10,000 beads has 10,000 waves: headings made once
             _WAVE_HEADINGS.append(f"wave {len(_WAVE_HEADINGS)}\n")
         members, group_text = self._members, self._group_text
-        parts = []
+        parts, part_of = [], {}
         for number in range(1, last + 1):
-            parts += [_WAVE_HEADINGS[number], group_text(number) if number in members else ""]
-        if _DONE in self._members:
-            parts += ["done\n", self._group_text(_DONE)]
-        if _BLOCKED in self._members:
-            parts += [BLOCKED_HEADING + "\n", self._group_text(_BLOCKED)]
+            parts.append(_WAVE_HEADINGS[number])
+            if number in members:
+                part_of[number] = len(parts)
+                parts.append(group_text(number))
+        for group, heading in ((_DONE, "done\n"), (_BLOCKED, BLOCKED_HEADING + "\n")):
+            if group in members:
+                parts.append(heading)
+                part_of[group] = len(parts)
+                parts.append(group_text(group))
+        self._parts, self._part_of = parts, part_of
+        self._stale.clear()
         return "".join(parts)
