@@ -17,20 +17,27 @@ entries (Linux v9fs: `ls` on a mount) are kept the same way, each with its offse
 from __future__ import annotations
 
 from bisect import bisect_right
+from collections.abc import Callable
+from dataclasses import dataclass
 from itertools import accumulate, compress
 from operator import is_not
-
-from collections.abc import Callable
 
 from ..ninep import Dialect
 from ..tree import Directory, Node
 from .attrs import check_fits, dirent, stat_record
 
-_RUN = 512  # records taken at a time by pack_records: more than a 64 KiB read of bead directories holds
 _ENTRIES = "Treaddir"  # the key of a directory's kept Treaddir entries (its stat records are kept by dialect)
 
 
-def listing_records(directory: Directory, nodes: list[Node], dialect: Dialect) -> list[bytes]:
+@dataclass(frozen=True, slots=True)
+class Listing:
+    """A listing's encoded entries (stat records, or Treaddir entries) and where each ends in their bytes."""
+
+    items: list[bytes]
+    ends: list[int]  # ends[i]: the bytes of items[:i + 1]
+
+
+def listing_records(directory: Directory, nodes: list[Node], dialect: Dialect) -> Listing:
     """Each of `nodes`' stat record (the listing `directory` gave now), the last listing's kept where they hold."""
     def record(node: Node, at: int) -> bytes:  # a fixed record without a call (attrs.stat_record keeps them)
         kept = node.record
@@ -38,15 +45,16 @@ def listing_records(directory: Directory, nodes: list[Node], dialect: Dialect) -
     return _kept(directory, nodes, dialect, record, lambda node: node.record[5])
 
 
-def listing_entries(directory: Directory, nodes: list[Node]) -> list[bytes]:
+def listing_entries(directory: Directory, nodes: list[Node]) -> Listing:
     """Each of `nodes`' 9P2000.L Treaddir entry (its offset the next one's index), kept in the same way."""
     return _kept(directory, nodes, _ENTRIES, dirent, lambda node: node.entry[2])
 
 
 def _kept(directory: Directory, nodes: list[Node], key: object, encode: Callable[[Node, int], bytes],
-          fixed: Callable[[Node], bool]) -> list[bytes]:
+          fixed: Callable[[Node], bool]) -> Listing:
     """encode(node, its index) for each of `nodes`, the last listing's under `key` kept where they hold: for a
-    node that is the last listing's at its place and whose encoding is `fixed` (checked once encoded).
+    node that is the last listing's at its place and whose encoding is `fixed` (checked once encoded). The
+    ends are the last listing's too while every item kept its length (a claim changes no record's length).
     A listing is never changed once handed out (Directory.children makes a list each time): the last one's
     nodes are what it listed."""
     listed = directory.listed if directory.listed is not None else {}
@@ -54,10 +62,11 @@ def _kept(directory: Directory, nodes: list[Node], key: object, encode: Callable
     if kept is None or len(nodes) < len(kept[0]):
         items = [encode(node, at) for at, node in enumerate(nodes)]
         loose = {at for at, node in enumerate(nodes) if not fixed(node)}
+        resized = True
     else:
-        old_nodes, old_items, loose = kept
-        items = old_items + [b""] * (len(nodes) - len(old_nodes))  # a copy: a fid may hold the last one
-        loose = set(loose)
+        old_nodes, old, loose = kept
+        items = old.items + [b""] * (len(nodes) - len(old_nodes))  # a copy: a fid may hold the last one
+        loose, resized = set(loose), len(nodes) > len(old_nodes)
         new = list(compress(range(len(old_nodes)), map(is_not, nodes, old_nodes)))  # stops at the shorter
         new += range(len(old_nodes), len(nodes))  # added at the end (tree/objects.py adds objects there)
         for at in new:
@@ -65,23 +74,19 @@ def _kept(directory: Directory, nodes: list[Node], key: object, encode: Callable
             (loose.discard if fixed(nodes[at]) else loose.add)(at)
         for at in loose.difference(new):
             items[at] = encode(nodes[at], at)
-    directory.listed = listed | {key: (nodes, items, frozenset(loose))}
-    return items
+        resized = resized or any(len(items[at]) != len(old.items[at]) for at in loose.union(new) if at < len(old_nodes))
+    listing = Listing(items, list(accumulate(map(len, items))) if resized else kept[1].ends)
+    directory.listed = listed | {key: (nodes, listing, frozenset(loose))}
+    return listing
 
 
-def pack_records(records: list[bytes], start: int, count: int) -> tuple[bytes, int]:
+def pack_records(listing: Listing, start: int, count: int) -> tuple[bytes, int]:
     """The whole records (or Treaddir entries) from `start` that fit in `count` bytes, and the index to go on
     from; refused (EINVAL) if not even the next one fits (an empty answer would read as the directory's end)."""
-    parts: list[bytes] = []
-    index, end, room = start, len(records), count
-    while index < end:
-        run = records[index:index + _RUN]
-        sizes = list(accumulate(map(len, run)))
-        fit = bisect_right(sizes, room)
-        parts += run[:fit]
-        index += fit
-        if fit < len(run):
-            check_fits(parts, len(run[fit]), count)
-            break
-        room -= sizes[-1]
-    return b"".join(parts), index
+    items, ends = listing.items, listing.ends
+    if start >= len(items):
+        return b"", start
+    stop = bisect_right(ends, (ends[start - 1] if start else 0) + count, lo=start)
+    if stop == start:
+        check_fits([], len(items[start]), count)
+    return b"".join(items[start:stop]), stop

@@ -12,6 +12,7 @@ from ..tree import Caller, Handle, Node
 
 if TYPE_CHECKING:
     from ..waitable import Later
+    from .listings import Listing
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,7 +41,7 @@ class Fid:
     can_read: bool = False
     can_write: bool = False
     listing: list[Node] | None = None  # directory snapshot taken at offset 0
-    records: list[bytes] | None = None  # 9P2000: its entries' stat records, taken with it
+    records: Listing | None = None  # its entries' stat records (9P2000) or Treaddir entries, taken with it
     list_index: int = 0  # 9P2000: next entry; .L uses the offset cookie
     list_offset: int = 0  # 9P2000: byte offset the next read must ask for
     charged: int = 0  # bytes of its handle's held() counted in the connection's CollectBudget

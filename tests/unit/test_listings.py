@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import random
 import struct
+from itertools import accumulate
 
 import pytest
 
@@ -43,7 +44,8 @@ def test_every_listing_is_the_codecs_whatever_changed_between_them() -> None:
         how = rng.choice(["replace", "append", "remove", "move", "none"])
         if how == "replace":
             at = rng.randrange(2, len(nodes))
-            nodes[at] = Directory(nodes[at].name, nodes[at].key)  # a bead changed: its directory anew
+            name = nodes[at].name + rng.choice(["", "x"])  # a bead changed (its directory anew), or another bead
+            nodes[at] = Directory(name, nodes[at].key)
         elif how == "append":
             nodes.append(Directory(f"n-{rng.randrange(10**6)}", f"bead/n{rng.randrange(10**6)}"))
         elif how == "remove" and len(nodes) > 3:
@@ -51,8 +53,11 @@ def test_every_listing_is_the_codecs_whatever_changed_between_them() -> None:
         elif how == "move":
             version[0] += 1
         dialect = rng.choice(dialects)
-        assert listing_records(directory, nodes, dialect) == fresh(nodes, dialect), how
-        assert listing_entries(directory, nodes) == [fresh_entry(node, at) for at, node in enumerate(nodes)], how
+        records, entries = listing_records(directory, nodes, dialect), listing_entries(directory, nodes)
+        assert records.items == fresh(nodes, dialect), how
+        assert entries.items == [fresh_entry(node, at) for at, node in enumerate(nodes)], how
+        assert records.ends == list(accumulate(map(len, records.items))), how  # kept or made again
+        assert entries.ends == list(accumulate(map(len, entries.items))), how
 
 
 def test_a_bead_replaced_encodes_its_record_and_the_moving_files_only(monkeypatch) -> None:
@@ -61,7 +66,7 @@ def test_a_bead_replaced_encodes_its_record_and_the_moving_files_only(monkeypatc
     nodes = [moving_file("list", version), moving_file("graph", version)]
     nodes += [Directory(f"b-{i:04d}", f"bead/{i}") for i in range(1000)]
     first, first_entries = listing_records(directory, nodes, Dialect.P2000), listing_entries(directory, nodes)
-    held = list(first)
+    held = list(first.items)
     encoded, entered = [], []
     real, real_dirent = listings.stat_record, listings.dirent
     monkeypatch.setattr(listings, "stat_record", lambda node, dialect: (encoded.append(node.name), real(node, dialect))[1])
@@ -71,10 +76,11 @@ def test_a_bead_replaced_encodes_its_record_and_the_moving_files_only(monkeypatc
     version[0] += 1
     again = listing_records(directory, nodes, Dialect.P2000)
     assert sorted(encoded) == ["b-new", "graph", "list"]
-    assert again == fresh(nodes, Dialect.P2000)
-    assert first == held  # the listing a fid holds is not changed by the next one
-    assert listing_entries(directory, nodes) == [fresh_entry(node, at) for at, node in enumerate(nodes)]
-    assert sorted(entered) == ["b-new", "graph", "list"] and first_entries[500] != fresh_entry(nodes[500], 500)
+    assert again.items == fresh(nodes, Dialect.P2000)
+    assert again.ends == list(accumulate(map(len, again.items))) != first.ends  # a record one byte shorter
+    assert first.items == held  # the listing a fid holds is not changed by the next one
+    assert listing_entries(directory, nodes).items == [fresh_entry(node, at) for at, node in enumerate(nodes)]
+    assert sorted(entered) == ["b-new", "graph", "list"] and first_entries.items[500] != fresh_entry(nodes[500], 500)
 
 
 def test_a_directory_whose_entries_are_dropped_drops_its_kept_listing_too() -> None:
@@ -92,4 +98,4 @@ def test_a_shorter_listing_is_encoded_whole(dialect) -> None:
     directory = Directory("beads", "beads")
     nodes = [Directory(f"b-{i}", f"bead/{i}") for i in range(10)]
     listing_records(directory, nodes, dialect)
-    assert listing_records(directory, nodes[3:], dialect) == fresh(nodes[3:], dialect)
+    assert listing_records(directory, nodes[3:], dialect).items == fresh(nodes[3:], dialect)
