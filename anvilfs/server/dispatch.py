@@ -265,13 +265,13 @@ class Dispatcher(AttributeRequests, Refusals):
         fid = self._fid(fid)
         if fid.listing is None:
             raise RequestError("Treaddir needs a directory fid opened with Tlopen", errno.ENOTDIR if fid.handle else errno.EBADF)
-        if offset == 0 or fid.records is None:
+        if offset == 0 or fid.entries is None:
             listing = fid.node.children() if offset == 0 else fid.listing
             entries = listing_entries(fid.node, listing)
         else:
-            listing, entries = fid.listing, fid.records
+            listing, entries = fid.listing, fid.entries
         data, _ = pack_records(entries, offset, min(count, self.iounit))  # may refuse: nothing kept yet
-        fid.listing, fid.records = listing, entries
+        fid.listing, fid.entries = listing, entries
         return m.Rreaddir(tag=tag, data=data)
 
     def write(self, tag: int, fid: int, offset: int, data: bytes) -> m.Message | Deferred:

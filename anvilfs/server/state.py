@@ -41,7 +41,8 @@ class Fid:
     can_read: bool = False
     can_write: bool = False
     listing: list[Node] | None = None  # directory snapshot taken at offset 0
-    records: Listing | None = None  # its entries' stat records (9P2000) or Treaddir entries, taken with it
+    records: Listing | None = None  # a Tread's listing's stat records, taken with it
+    entries: Listing | None = None  # a Treaddir's listing's entries: apart, as a 9P2000.L client may do both
     list_index: int = 0  # 9P2000: next entry; .L uses the offset cookie
     list_offset: int = 0  # 9P2000: byte offset the next read must ask for
     charged: int = 0  # bytes of its handle's held() counted in the connection's CollectBudget

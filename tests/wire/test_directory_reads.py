@@ -80,3 +80,34 @@ async def test_a_read_past_the_last_entry_is_still_end_of_directory():
 > Treaddir tag 4 fid 1 offset 6 count 10
 < Rreaddir tag 4 data ""
 """)
+
+
+_DOTL_ROOT_OPENED = """
+> Tversion tag 65535 msize 8192 version 9P2000.L
+< Rversion tag 65535 msize 8192 version 9P2000.L
+> Tattach tag 1 fid 0 afid 4294967295 uname glenda aname "" n_uname 1000
+< Rattach tag 1 *
+> Twalk tag 2 fid 0 newfid 1 wnames []
+< Rwalk tag 2 wqids []
+> Tlopen tag 3 fid 1 flags 0
+< Rlopen tag 3 *"""
+
+
+async def test_a_readdir_after_a_tread_of_the_same_fid_sends_treaddir_entries():
+    """A fid keeps its listing's encoded entries (server/listings.py): a 9P2000.L Tread of a directory keeps
+    stat records, and a Treaddir going on from it must send Treaddir entries, not those records."""
+    async with served() as (app, [peer]):
+        await peer.play(_DOTL_ROOT_OPENED + """
+> Twalk tag 4 fid 0 newfid 2 wnames []
+< Rwalk tag 4 wqids []
+> Tlopen tag 5 fid 2 flags 0
+< Rlopen tag 5 *
+""")
+        await peer.send("Treaddir tag 6 fid 2 offset 0 count 8000")
+        whole = (await peer.receive()).data
+        first = 13 + 8 + 1 + 2 + int.from_bytes(whole[22:24], "little")  # qid offset type name[s]
+        await peer.send("Tread tag 7 fid 1 offset 0 count 8000")
+        assert isinstance(await peer.receive(), m.Rread)
+        await peer.send("Treaddir tag 8 fid 1 offset 1 count 8000")
+        rest = await peer.receive()
+        assert isinstance(rest, m.Rreaddir) and rest.data == whole[first:], rest
