@@ -51,6 +51,8 @@ class ObjectDirectories(Generic[T]):
         known = self._built.get(name)
         if known is None or known[0] is not obj:
             replaced = known is not None and self._with_entries.pop(known[1], False) is None
+            if replaced:  # its files go now: a listing the server keeps (server/listings.py) still holds it
+                known[1].forget_entries()
             known = self._built[name] = (obj, self._build(obj))
             if self._keep is not None:
                 known[1].on_made = self._entries_made
@@ -70,6 +72,7 @@ class ObjectDirectories(Generic[T]):
         if obj is None:
             gone = self._built.pop(name, None)
             if gone is not None and self._with_entries.pop(gone[1], False) is None:
+                gone[1].forget_entries()  # as a replaced one's (_dir)
                 self._forgotten(gone[1])
             return None
         known = self._built.get(name)
@@ -116,6 +119,7 @@ class ObjectDirectories(Generic[T]):
             kept = {known[1] for known in self._built.values()}
             for gone in [d for d in self._with_entries if d not in kept]:
                 del self._with_entries[gone]
+                gone.forget_entries()
                 self._forgotten(gone)
         seen, dirs = self._listed
         if len(objects) < len(seen):

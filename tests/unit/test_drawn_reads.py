@@ -16,7 +16,7 @@ from anvilfs.journal import Journal
 from anvilfs.ninep import Dialect
 from anvilfs.server.attrs import length_of
 from anvilfs.server.listings import listing_records, pack_records
-from anvilfs.tree import Caller
+from anvilfs.tree import Caller, Directory
 
 
 def tree(beads: int = 30):
@@ -217,3 +217,20 @@ def test_a_listing_after_changes_builds_the_changed_beads_in_place_without_a_pas
         assert [n.name for n in listing if n.name in made] == [b.id for b in board.all()]
         assert all(directory.lookup(n.name) is n for n in listing if n.name in made)
     assert passes == [] and [n.name for n in held] == names  # and the first listing, handed out, as it was
+
+
+def test_a_kept_listing_holds_no_files_of_bead_directories_made_anew(monkeypatch):
+    """The server keeps beads/'s last listing (server/listings.py), so a bead's directory replaced since
+    (the bead changed) lives on until the next listing: it must not keep its files with it, else walking
+    into each bead around its change, with no listing between, leaves every bead's files behind."""
+    monkeypatch.setattr(beads_dir, "KEPT_WITH_FILES", 3)
+    board, _, directory, made = tree(12)
+    listing_records(directory, directory.children(), Dialect.P2000)
+    for bead in made:
+        look(directory.lookup(bead).lookup("status"))
+        board.claim(bead, Who("tester"), "someone", lease=60)  # its directory made anew at the next walk
+        look(directory.lookup(bead).lookup("status"))
+        board.complete(bead)  # the next one is ready (a chain)
+    gc.collect()
+    with_files = [o for o in gc.get_objects() if isinstance(o, Directory) and o.name in made and o.entries_made]
+    assert len(with_files) == 3, sorted(o.name for o in with_files)
