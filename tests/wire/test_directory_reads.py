@@ -111,3 +111,19 @@ async def test_a_readdir_after_a_tread_of_the_same_fid_sends_treaddir_entries():
         await peer.send("Treaddir tag 8 fid 1 offset 1 count 8000")
         rest = await peer.receive()
         assert isinstance(rest, m.Rreaddir) and rest.data == whole[first:], rest
+
+
+async def test_a_tread_going_on_after_a_treaddir_of_the_same_fid_sends_stat_records():
+    """The other way round: a Tread that goes on where the fid's last Tread stopped, after a Treaddir."""
+    async with served() as (app, [peer]):
+        await peer.play(_DOTL_ROOT_OPENED)
+        await peer.send("Tread tag 4 fid 1 offset 0 count 8000")
+        whole = (await peer.receive()).data
+        first = int.from_bytes(whole[:2], "little") + 2
+        await peer.send(f"Tread tag 5 fid 1 offset 0 count {first}")
+        assert (await peer.receive()).data == whole[:first]
+        await peer.send("Treaddir tag 6 fid 1 offset 0 count 8000")
+        assert isinstance(await peer.receive(), m.Rreaddir)
+        await peer.send(f"Tread tag 7 fid 1 offset {first} count 8000")
+        rest = await peer.receive()
+        assert isinstance(rest, m.Rread) and rest.data == whole[first:], rest
