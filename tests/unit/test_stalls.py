@@ -16,7 +16,9 @@ def _spin(seconds: float) -> None:
         pass
 
 
-def test_a_step_over_the_threshold_is_logged_with_its_task_its_cpu_and_its_wait_and_a_short_one_is_not(tmp_path):
+def test_a_step_over_the_threshold_is_logged_with_its_task_its_cpu_and_its_wait(tmp_path):
+    """(Whether a short step is left out is the fake clock's test below: on a loaded machine any step, even a
+    checkpoint's, can take 20 ms of wall time, as one did in a CI run.)"""
     path = tmp_path / "stalls"
 
     async def busy():
@@ -27,18 +29,14 @@ def test_a_step_over_the_threshold_is_logged_with_its_task_its_cpu_and_its_wait_
         time.sleep(0.03)  # blocked in a system call, the loop held all the same
         await trio.lowlevel.checkpoint()
 
-    async def quick():
-        await trio.lowlevel.checkpoint()
-
     async def main():
         async with trio.open_nursery() as nursery:
             nursery.start_soon(busy, name="busy")
             nursery.start_soon(asleep, name="asleep")
-            nursery.start_soon(quick, name="quick")
 
     trio.run(main, instruments=[StallLog(str(path), 0.02)])
     lines = {fields[2]: fields for fields in (line.split() for line in path.read_text().splitlines())}
-    assert set(lines) == {"busy", "asleep"}, lines
+    assert {"busy", "asleep"} <= set(lines), lines
     busy_took, busy_cpu = float(lines["busy"][1]), float(lines["busy"][3])
     assert busy_took >= 30 and busy_cpu >= 30, lines["busy"]  # its CPU time is the step's own
     asleep_took, asleep_cpu = float(lines["asleep"][1]), float(lines["asleep"][3])
@@ -46,10 +44,11 @@ def test_a_step_over_the_threshold_is_logged_with_its_task_its_cpu_and_its_wait_
     assert all(fields[4] == "-" or float(fields[4]) >= 0 for fields in lines.values()), lines  # the run-queue wait
 
 
-def test_quick_steps_read_the_threads_clocks_once_a_baseline_not_once_a_step(tmp_path):
-    """Before a step the CPU and run-queue figures are read only when the last read is BASELINE old: 200 steps
-    of a microsecond each (a fake clock) read them once or twice, not 200 times. (A long step refreshes
-    them at its end: the test above has a step right after a long one count only its own CPU.)"""
+def test_quick_steps_are_not_logged_and_read_the_threads_clocks_once_a_baseline(tmp_path):
+    """Steps under the threshold leave no line; and before a step the CPU and run-queue figures are read only
+    when the last read is BASELINE old: 200 steps of a microsecond each (a fake clock) read them once or
+    twice, not 200 times. (A long step refreshes them at its end: the test above has a step right after a
+    long one count only its own CPU.)"""
     reads = []
     log = StallLog(str(tmp_path / "stalls"), 0.02)
     ticks = iter(range(10**9))
@@ -67,3 +66,4 @@ def test_quick_steps_read_the_threads_clocks_once_a_baseline_not_once_a_step(tmp
 
     trio.run(main, instruments=[log])
     assert 1 <= len(reads) <= 2, len(reads)
+    assert not (tmp_path / "stalls").exists()  # no step over the threshold: not a line
