@@ -1,9 +1,10 @@
-"""A 9P2000 directory read (Tread of a directory): its entries' stat records, each directory's last kept.
+"""A directory read (a 9P2000 Tread, a 9P2000.L Treaddir): its entries' encodings, each directory's last kept.
 
 `ls beads/` with 10,000 beads sends 10,000 records. Taken through each node at every listing (its record
 is kept with it, attrs.stat_record, but each had to be looked at) they cost the loop 2-4 ms a listing, a
 third of its time in benchmarks/reads.py right after changes (issue 32, item 6). So a directory keeps its
-last listing's nodes and records (Directory.listed; one listing a directory, dropped with its entries),
+last listing's nodes and records (Directory.listed; one listing a directory and kind of encoding,
+dropped with its entries: a directory replaced drops them at once, tree/objects.py),
 and the next listing compares its nodes with those by identity, in C, and encodes again only the records
 of nodes new at their place, and of the few whose record can move while the node stays (a file with a
 stamp, such as `list` or `graph`; attrs.stat_record says whether a record is fixed). A bead's change makes
@@ -12,6 +13,7 @@ its directory anew (tree/objects.py), so a claim encodes one record again, not 1
 The records are taken at the listing's first read (offset 0): a client reading a big directory in several
 reads sees each entry as it was then, as it already saw which entries there were. A 9P2000.L Treaddir's
 entries (Linux v9fs: `ls` on a mount) are kept the same way, each with its offset (the next index).
+Where each encoding ends in the listing's bytes is kept with them (Listing.ends): a read is a bisect.
 """
 
 from __future__ import annotations
