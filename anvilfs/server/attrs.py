@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import errno
 import os
 import pwd
 import struct
-from collections.abc import Sized
 from functools import cache, lru_cache
 
-from ..ninep import Dialect, Qid, RequestError, Stat, encode_stat
+from ..ninep import Dialect, Qid, Stat, encode_stat
 from ..ninep import consts as c
 from ..tree import Handle, Node
 
@@ -194,9 +192,3 @@ def _entry_parts(node: Node) -> tuple:
         raw = node.name.encode()
         kept = node.entry = (qid, _ENTRY_TAIL(_DT_DIR if node.is_dir else _DT_REG, len(raw)) + raw, node.stamp is None)
     return kept
-
-
-def check_fits(out: Sized, size: int, count: int) -> None:
-    """An empty answer would read as the end of the directory: refuse a count too small for one entry."""
-    if not out:
-        raise RequestError(f"directory read of {count} bytes is too small for the next entry: read at least {size} bytes", errno.EINVAL)

@@ -18,15 +18,16 @@ Where each encoding ends in the listing's bytes is kept with them (Listing.ends)
 
 from __future__ import annotations
 
+import errno
 from bisect import bisect_right
 from collections.abc import Callable
 from dataclasses import dataclass
 from itertools import accumulate, compress
 from operator import is_not
 
-from ..ninep import Dialect
+from ..ninep import Dialect, RequestError
 from ..tree import Directory, Node
-from .attrs import check_fits, dirent, stat_record
+from .attrs import dirent, stat_record
 
 _ENTRIES = "Treaddir"  # the key of a directory's kept Treaddir entries (its stat records are kept by dialect)
 
@@ -89,6 +90,7 @@ def pack_records(listing: Listing, start: int, count: int) -> tuple[bytes, int]:
     if start >= len(items):
         return b"", start
     stop = bisect_right(ends, (ends[start - 1] if start else 0) + count, lo=start)
-    if stop == start:
-        check_fits([], len(items[start]), count)
+    if stop == start:  # an empty answer would read as the end of the directory
+        raise RequestError(f"directory read of {count} bytes is too small for the next entry: "
+                           f"read at least {len(items[start])} bytes", errno.EINVAL)
     return b"".join(items[start:stop]), stop
