@@ -6,6 +6,16 @@ from anvilfs.ninep import Dialect, decode_stat
 from anvilfs.ninep import messages as m
 from harness.transcript import served
 
+_DOTL_ROOT_OPENED = """
+> Tversion tag 65535 msize 8192 version 9P2000.L
+< Rversion tag 65535 msize 8192 version 9P2000.L
+> Tattach tag 1 fid 0 afid 4294967295 uname glenda aname "" n_uname 1000
+< Rattach tag 1 *
+> Twalk tag 2 fid 0 newfid 1 wnames []
+< Rwalk tag 2 wqids []
+> Tlopen tag 3 fid 1 flags 0
+< Rlopen tag 3 *"""  # a 9P2000.L session, fid 1 the root opened with Tlopen
+
 
 async def test_9p2000u_stat_read_too_small_is_einval_and_changes_nothing():
     async with served() as (app, [peer]):
@@ -49,15 +59,7 @@ def _names(records: bytes) -> list[str]:
 
 async def test_9p2000l_readdir_too_small_is_einval():
     async with served() as (app, [peer]):
-        await peer.play("""
-> Tversion tag 65535 msize 8192 version 9P2000.L
-< Rversion tag 65535 msize 8192 version 9P2000.L
-> Tattach tag 1 fid 0 afid 4294967295 uname glenda aname "" n_uname 1000
-< Rattach tag 1 *
-> Twalk tag 2 fid 0 newfid 1 wnames []
-< Rwalk tag 2 wqids []
-> Tlopen tag 3 fid 1 flags 0
-< Rlopen tag 3 *
+        await peer.play(_DOTL_ROOT_OPENED + """
 > Treaddir tag 4 fid 1 offset 0 count 10
 < Rlerror tag 4 ecode 22
 > Treaddir tag 5 fid 1 offset 0 count 8000
@@ -68,29 +70,10 @@ async def test_9p2000l_readdir_too_small_is_einval():
 
 async def test_a_read_past_the_last_entry_is_still_end_of_directory():
     async with served() as (app, [peer]):
-        await peer.play("""
-> Tversion tag 65535 msize 8192 version 9P2000.L
-< Rversion tag 65535 msize 8192 version 9P2000.L
-> Tattach tag 1 fid 0 afid 4294967295 uname glenda aname "" n_uname 1000
-< Rattach tag 1 *
-> Twalk tag 2 fid 0 newfid 1 wnames []
-< Rwalk tag 2 wqids []
-> Tlopen tag 3 fid 1 flags 0
-< Rlopen tag 3 *
+        await peer.play(_DOTL_ROOT_OPENED + """
 > Treaddir tag 4 fid 1 offset 6 count 10
 < Rreaddir tag 4 data ""
 """)
-
-
-_DOTL_ROOT_OPENED = """
-> Tversion tag 65535 msize 8192 version 9P2000.L
-< Rversion tag 65535 msize 8192 version 9P2000.L
-> Tattach tag 1 fid 0 afid 4294967295 uname glenda aname "" n_uname 1000
-< Rattach tag 1 *
-> Twalk tag 2 fid 0 newfid 1 wnames []
-< Rwalk tag 2 wqids []
-> Tlopen tag 3 fid 1 flags 0
-< Rlopen tag 3 *"""
 
 
 async def test_a_readdir_after_a_tread_of_the_same_fid_sends_treaddir_entries():
