@@ -380,4 +380,3 @@ class TmuxAgent(Agent):
         if result.returncode != 0:
             raise AgentExited(await self._gone() or f"tmux {args[0]}: {result.stderr.decode().strip()}")
         return result.stdout.decode(errors="replace")
-

@@ -16,6 +16,7 @@ from ..client import spent
 from .kept import Kept
 from .waves import Waves
 
+
 class Spending:
     """A `usage` file's lines (client/spent.py) as NAME -> figures and NAME -> cell; the same dicts
     while the text is the same (the file not read again: kept.Files)."""
