@@ -64,9 +64,10 @@ class Waves:
         dirty: dict[str, None] = {}
         for at in compress(range(len(graph_lines)), map(ne, graph_lines, old_graph)):
             new, old = graph_lines[at], old_graph[at]
-            if not (new.startswith("  ") and old.startswith("  ")) or _graph_id(new) != _graph_id(old):
+            ident = _graph_id(old)
+            if not (new.startswith("  ") and old.startswith("  ")) or _graph_id(new) != ident:
                 return None  # a heading changed, or the line is another bead's: beads moved between waves
-            dirty[_graph_id(old)] = None
+            dirty[ident] = None
         for at in compress(range(len(list_lines)), map(ne, list_lines, old_list)):
             ident = old_list[at].partition(" ")[0]
             if list_lines[at].partition(" ")[0] != ident:
@@ -96,8 +97,9 @@ class Waves:
     def _whole(self, graph_lines: list[str], list_lines: list[str], cells: dict[str, str]) -> list[dict]:
         """Every line: the rows of lines that did not change kept (by the graph line, its list line, its cell)."""
         self.whole_views += 1
-        listed = {line.partition(" ")[0]: line for line in list_lines}  # an id twice: the last line
-        list_at = {line.partition(" ")[0]: at for at, line in enumerate(list_lines)}
+        ids = [line.partition(" ")[0] for line in list_lines]
+        listed = dict(zip(ids, list_lines))  # an id twice: the last line
+        list_at = dict(zip(ids, range(len(ids))))
         before, now, groups, beads = self._rows, {}, [], None
         kept_of, pop, cell_of = before.get, listed.pop, cells.get
         places: dict[str, tuple[int, int, int, int | None]] = {}
