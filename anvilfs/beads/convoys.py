@@ -70,7 +70,16 @@ class Convoys:
         return [beads[i] for i in self._members.of(convoy_id)]
 
     def progress(self, convoy_id: str) -> str:
-        return f"{self._members.done(convoy_id)}/{len(self._members.of(convoy_id))} completed"
+        return "{}/{} completed".format(*self.counts(convoy_id))
+
+    def counts(self, convoy_id: str) -> tuple[int, int]:
+        """How many of its beads are completed, and how many it has."""
+        return self._members.counts(convoy_id)
+
+    def tallies(self) -> tuple[dict[str, int], dict[str, list[str]]]:
+        """Every convoy's count of completed beads and its beads, as of now (one look for 1,000 convoys, where
+        counts() looks once each): dicts to read, not to keep, that the next change of the board changes."""
+        return self._members.tallies()
 
     def _check_open(self, convoy_id: str) -> None:
         """A bead may join: the convoy exists and is not closed."""
@@ -238,10 +247,14 @@ class _Members:
             self._look()
         return self._members.get(convoy_id, [])
 
-    def done(self, convoy_id: str) -> int:
-        """How many of its beads are completed."""
-        self.of(convoy_id)
-        return self._done.get(convoy_id, 0)
+    def counts(self, convoy_id: str) -> tuple[int, int]:
+        """How many of its beads are completed, and how many it has."""
+        members = self.of(convoy_id)
+        return self._done.get(convoy_id, 0), len(members)
+
+    def tallies(self) -> tuple[dict[str, int], dict[str, list[str]]]:
+        self.of("")
+        return self._done, self._members
 
     def _look(self) -> None:
         changed = self._replaced.look()

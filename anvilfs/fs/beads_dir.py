@@ -19,6 +19,7 @@ from ..beads.view import Replaced
 from ..errors import InvalidRequest, NotPermitted
 from ..tree import Args, Caller, CollectFile, Command, CommandTable, CtlFile, Directory, TextFile, decoded_text
 from ..tree.objects import ObjectDirectories
+from .kept_lines import KeptLines
 from .stamps import Stamps, epoch, follows, now
 
 BEAD_NEW = "new <title> <role> <description> [dep-id ...] [requires_approval=true] [owns=GLOB ...] [convoy=ID]"
@@ -282,10 +283,18 @@ def convoys_directory(convoys: Convoys, objects: list[ObjectDirectories] | None 
     from its beads (`beads`, `progress`, its line of `list`) at a change of the board."""
     board, stamps = convoys.board, Stamps()  # a convoy's directory is built again at each change of the convoy
 
+    tally: list[dict] = [{}, {}]  # convoys.tallies() of the listing being made: read once, not once a convoy
+
+    def shows(c: Convoy) -> tuple:
+        return c.id, c.status, c.coordinator, c.title, tally[0].get(c.id, 0), len(tally[1].get(c.id, ()))
+
+    def line(c: Convoy) -> str:
+        return f"{c.id} {c.status} {tally[0].get(c.id, 0)}/{len(tally[1].get(c.id, ()))} {c.coordinator or '-'} {c.title}\n"
+    lines = KeptLines(shows, line)  # a convoy's line made again only when it or its beads' counts changed
+
     def listing() -> str:
-        lines = [f"{c.id} {c.status} {convoys.progress(c.id).split()[0]} {c.coordinator or '-'} {c.title}\n"
-                 for c in convoys.all()]
-        return "".join(lines + [f"{i} broken - - {why}\n" for i, why in convoys.broken.items()])
+        tally[:] = convoys.tallies()
+        return lines.text(convoys.all()) + "".join(f"{i} broken - - {why}\n" for i, why in convoys.broken.items())
 
     dirs = ObjectDirectories(convoys.find, convoys.all, lambda c: c.id,
                              lambda c: _convoy_directory(convoys, c.id, stamps, extras),

@@ -10,7 +10,7 @@ from ..beads import Board, Convoys
 from ..errors import InvalidRequest, NotPermitted
 from ..journal import Journal
 from ..mail import PostOffice
-from ..sessions import Sessions
+from ..sessions import Session, Sessions
 from ..sessions.acting import check_create, is_worker
 from ..spending import Spending
 from ..teamwork import Teamwork
@@ -19,6 +19,7 @@ from ..tree.objects import ObjectDirectories
 from ..usage.budgets import parse_tokens, parse_usd
 from .beads_dir import BeadVerbs, Extras, beads_directory, convoys_directory
 from .cursors import JournalCursor
+from .kept_lines import KeptLines
 from .mail_dir import Report, human_directory, mailbox_entries
 from .session_dir import session_directory
 from .worktrees_dir import merges_directory, session_files, worktrees_file
@@ -42,6 +43,8 @@ class AgentTree:
             sessions, s, lambda: mailbox_entries(post, s.name, report) + session_files(teamwork, s.name)
             + [usage.session_file(s)], usage.session_commands))
         self._objects = [self._sessions]  # the directories of sessions, beads, convoys: built ahead (build_ahead)
+        # `list`: a session's line is made again when its state, definition or backend is another
+        self._list_lines = KeptLines(lambda s: (s, s.state, s.definition, s.backend), _list_line)
         files = [
             CtlFile("ctl", "ctl", CommandTable([
                 Command("new", self._new, NEW_USAGE, min_words=2, max_words=2,
@@ -113,17 +116,18 @@ class AgentTree:
         return self.sessions.new(backend, cwd, name=args.options.get("name", ""), **options).name
 
     def _list(self) -> str:
-        lines = []
-        for s in self.sessions.all():
-            line = f"{s.name} {s.backend.name} {s.state.value} {s.definition.role or '-'} {s.definition.cwd}"
-            lines.append(line + (" simulated\n" if s.simulated else "\n"))
-        return "".join(lines)
+        return self._list_lines.text(self.sessions.all())
 
     def _backends(self) -> str:
         return "".join(
             f"{b.name} {b.kind} {b.availability()}{' simulated' if b.simulated else ''}\n"
             for b in self.sessions.backends.values()
         )
+
+
+def _list_line(s: Session) -> str:
+    line = f"{s.name} {s.backend.name} {s.state.value} {s.definition.role or '-'} {s.definition.cwd}"
+    return line + (" simulated\n" if s.simulated else "\n")
 
 
 def _journal(node: Node, journal: Journal) -> Node:

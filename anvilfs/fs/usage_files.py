@@ -36,6 +36,9 @@ class UsageFiles:
     # the session's total is another object (the ledger replaces a total when it counts a turn): a turn
     # counted rendered 1,000 lines again, 3.5 ms of the loop at each change a benchmark made (issue 32)
     _lines: dict[int, tuple[str, Usage, str]] = field(default_factory=dict, compare=False, repr=False)
+    # [roster, {row: name}]: the live sessions sorted by name as of sessions.roster (_roster); building and
+    # sorting them was half of a render (issue 32)
+    _sorted: list = field(default_factory=lambda: [None, {}], compare=False, repr=False)
 
     def _follows(self, node: TextFile) -> Node:
         ledger, budgets = self.spending.ledger, self.spending.budgets
@@ -48,10 +51,19 @@ class UsageFiles:
         # not sessions.version, which moves with every state: 1,000 lines rendered again at each turn's start
         return follows(TextFile("usage", "usage", self._all), lambda: (ledger.version, sessions.roster))
 
+    def _roster(self) -> dict[int, str]:
+        """Each live session's row and name, sorted by name: made again only when a session was made or
+        removed (a live session keeps its name; restore renames before serving)."""
+        sessions = self.spending.sessions
+        if self._sorted[0] != sessions.roster:
+            self._sorted[:] = [sessions.roster, dict(sorted(((s.row, s.name) for s in sessions.all()),
+                                                            key=lambda item: item[1]))]
+        return self._sorted[1]
+
     def _all(self) -> str:
-        ledger, live = self.spending.ledger, {s.row: s.name for s in self.spending.sessions.all()}
+        ledger, live = self.spending.ledger, self._roster()
         lines, removed, kept = [], ZERO, self._lines
-        for row, name in sorted(live.items(), key=lambda item: item[1]):
+        for row, name in live.items():
             total = ledger.session(row)[0]
             line = kept.get(row)
             if line is None or line[1] is not total or line[0] != name:
