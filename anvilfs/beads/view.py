@@ -25,6 +25,9 @@ from .states import Status
 T = TypeVar("T")
 _DONE, _BLOCKED = 0, -1  # graph groups: a wave's number for the open beads, these for the rest
 _WHOLE = 1000  # at least this many changed beads (and an eighth of them all): redo it all, in one go
+# `ready` texts: while fewer than one bead in SPARSE is ready, they are made from the ready beads alone (their
+# ids kept in the board's order), not from a pass over every bead (ready.<role>: 0.23 ms of 10,000 at each change)
+SPARSE = 16
 
 
 class Replacements(Generic[T]):
@@ -100,6 +103,9 @@ class BoardView:
         self._looked: object = None
         self._lines: dict[str, str] = {}  # bead -> its line of `list`, in the board's order
         self._ready: dict[str, bool] = {}  # bead -> whether it is ready, in the same order
+        self._ready_ids: set[str] = set()  # the ready ones
+        self._place: dict[str, int] = {}  # bead -> its place in the board's order
+        self._ready_order: list[str] | None = None  # the ready ones by place, made at the first ready text of a look
         self._roles: dict[str, tuple[int, list[bool]]] = {}  # role -> (beads then, whether each has it)
         self._role_names: list[str] = []  # sorted: the roles some bead has
         self._dependents: dict[str, list[str]] = {}  # bead -> the beads that depend on it
@@ -111,6 +117,7 @@ class BoardView:
         if now == self._looked:
             return
         self._looked = now
+        self._ready_order = None
         changed = self._replaced.look()
         if changed is None or not self._lines or len(changed) >= max(_WHOLE, len(self._beads) // 8):
             self._whole()
@@ -129,13 +136,15 @@ class BoardView:
                     self._role_names.remove(old.role)
             if old is None:
                 self._ready[new.id] = False  # its place, in the board's order: the loop below says whether
+                self._place[new.id] = len(self._place)
                 for dep in dict.fromkeys(new.depends_on):
                     self._dependents.setdefault(dep, []).append(new.id)
         touched = {new.id for _, new in changed}
         for bead_id in flipped:
             touched.update(self._dependents.get(bead_id, ()))
         for bead_id in touched:
-            self._ready[bead_id] = self._is_ready(self._beads[bead_id])
+            ready = self._ready[bead_id] = self._is_ready(self._beads[bead_id])
+            (self._ready_ids.add if ready else self._ready_ids.discard)(bead_id)
         if not self._graph.update(flipped, touched, self._dependents):
             self._graph.whole()
 
@@ -143,6 +152,8 @@ class BoardView:
         beads = self._beads
         self._lines = {i: bead_line(b) for i, b in beads.items()}
         self._ready = {i: self._is_ready(b) for i, b in beads.items()}
+        self._ready_ids = {i for i, ready in self._ready.items() if ready}
+        self._place = {i: at for at, i in enumerate(beads)}
         self._roles.clear()
         self._role_names = sorted({b.role for b in beads.values()})
         self._dependents = {}
@@ -170,6 +181,13 @@ class BoardView:
 
     def ready_text(self, role: str | None = None) -> str:
         self.look()
+        if len(self._ready_ids) * SPARSE < len(self._lines):
+            if self._ready_order is None:
+                self._ready_order = sorted(self._ready_ids, key=self._place.__getitem__)
+            lines, beads = self._lines, self._beads
+            if role is None:
+                return "".join([lines[i] for i in self._ready_order])
+            return "".join([lines[i] for i in self._ready_order if beads[i].role == role])
         if role is None:
             return "".join(compress(self._lines.values(), self._ready.values()))
         kept = self._roles.get(role)

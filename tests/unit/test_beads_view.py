@@ -63,8 +63,10 @@ def change(board: Board, rng: random.Random) -> None:
         pass
 
 
+@pytest.mark.parametrize("sparse", [view_module.SPARSE, 10**9, 0])  # as set; never, always from the ready alone
 @pytest.mark.parametrize("seed", range(12))
-def test_kept_texts_are_the_whole_renders_after_random_changes(seed):
+def test_kept_texts_are_the_whole_renders_after_random_changes(seed, sparse, monkeypatch):
+    monkeypatch.setattr(view_module, "SPARSE", sparse)
     rng = random.Random(seed)
     board = new_board()
     for step in range(400):
