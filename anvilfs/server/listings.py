@@ -5,7 +5,7 @@ is kept with it, attrs.stat_record, but each had to be looked at) they cost the 
 third of its time in benchmarks/reads.py right after changes (issue 32, item 6). So a directory keeps its
 last listing's nodes and records (Directory.listed; one listing a directory and kind of encoding,
 dropped with its entries: a directory replaced drops them at once, tree/objects.py),
-and the next listing compares its nodes with those by identity, in C, and encodes again only the records
+and the next listing compares its nodes with those by identity, in C (_not_same), and encodes again only the records
 of nodes new at their place, and of the few whose record can move while the node stays (a file with a
 stamp, such as `list` or `graph`; attrs.stat_record says whether a record is fixed). A bead's change makes
 its directory anew (tree/objects.py), so a claim encodes one record again, not 10,000.
@@ -22,13 +22,13 @@ import errno
 from bisect import bisect_right
 from collections.abc import Callable
 from dataclasses import dataclass
-from itertools import accumulate, compress
-from operator import is_not
+from itertools import accumulate
 
 from ..ninep import Dialect, RequestError
 from ..tree import Directory, Node
 from .attrs import dirent, stat_record
 
+_SCAN = 64  # _not_same: nodes compared one by one below this
 _ENTRIES = "Treaddir"  # the key of a directory's kept Treaddir entries (its stat records are kept by dialect)
 
 
@@ -70,7 +70,7 @@ def _kept(directory: Directory, nodes: list[Node], key: object, encode: Callable
         old_nodes, old, loose = kept
         items = old.items + [b""] * (len(nodes) - len(old_nodes))  # a copy: a fid may hold the last one
         loose, resized = set(loose), len(nodes) > len(old_nodes)
-        new = list(compress(range(len(old_nodes)), map(is_not, nodes, old_nodes)))  # stops at the shorter
+        new = _not_same(nodes, old_nodes, 0, min(len(nodes), len(old_nodes)))
         new += range(len(old_nodes), len(nodes))  # added at the end (tree/objects.py adds objects there)
         for at in new:
             items[at] = encode(nodes[at], at)
@@ -81,6 +81,19 @@ def _kept(directory: Directory, nodes: list[Node], key: object, encode: Callable
     listing = Listing(items, list(accumulate(map(len, items))) if resized else kept[1].ends)
     directory.listed = listed | {key: (nodes, listing, frozenset(loose))}
     return listing
+
+
+def _not_same(nodes: list[Node], old: list[Node], lo: int, hi: int) -> list[int]:
+    """The places in [lo, hi) where `nodes` holds another node than `old`. A node has no __eq__ (a test
+    says so), so list equality is identity, compared in C: halving the lists that differ finds a claim's
+    one new bead among 10,000 in about 30 compares of slices, where a pass calling is_not on each took
+    0.4 ms a listing (issue 32). Slices of _SCAN nodes or fewer are looked at node by node."""
+    if (nodes == old if lo == 0 and hi == len(nodes) == len(old) else nodes[lo:hi] == old[lo:hi]):
+        return []
+    if hi - lo <= _SCAN:
+        return [at for at in range(lo, hi) if nodes[at] is not old[at]]
+    mid = (lo + hi) // 2
+    return _not_same(nodes, old, lo, mid) + _not_same(nodes, old, mid, hi)
 
 
 def pack_records(listing: Listing, start: int, count: int) -> tuple[bytes, int]:

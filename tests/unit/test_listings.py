@@ -99,3 +99,28 @@ def test_a_shorter_listing_is_encoded_whole(dialect) -> None:
     nodes = [Directory(f"b-{i}", f"bead/{i}") for i in range(10)]
     listing_records(directory, nodes, dialect)
     assert listing_records(directory, nodes[3:], dialect).items == fresh(nodes[3:], dialect)
+
+
+def test_the_nodes_not_the_same_are_found_by_identity_at_every_size() -> None:
+    rng = random.Random(5)
+    for _ in range(400):
+        old = [Directory(f"d{i}", f"d/{i}") for i in range(rng.choice((0, 1, 63, 64, 65, 300, 2000)))]
+        nodes = list(old) + [Directory("more", "more")] * rng.randrange(3)
+        for at in rng.sample(range(len(old)), min(len(old), rng.choice((0, 1, 2, 5, 200)))):
+            nodes[at] = Directory(old[at].name, old[at].key)  # another node, named the same
+        stop = min(len(nodes), len(old))
+        assert listings._not_same(nodes, old, 0, stop) == [at for at in range(stop) if nodes[at] is not old[at]]
+
+
+def _subclasses(cls: type) -> list[type]:
+    return [cls] + [sub for direct in cls.__subclasses__() for sub in _subclasses(direct)]
+
+
+def test_no_node_compares_equal_to_another_node_as_listings_assume() -> None:
+    """_not_same compares lists of nodes with ==, which is identity only while no node class has an __eq__."""
+    import anvilfs.app  # noqa: F401, PLC0415 - every kind of node the server makes, defined
+    from anvilfs.tree import Node  # noqa: PLC0415
+
+    kinds = _subclasses(Node)
+    assert len(kinds) > 5
+    assert [kind for kind in kinds if kind.__eq__ is not object.__eq__] == []
