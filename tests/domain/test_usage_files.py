@@ -46,7 +46,7 @@ async def test_a_turn_counted_renders_its_sessions_line_of_agent_usage_again_and
     """1,000 sessions' lines rendered at each turn counted held the loop 3.5 ms a change (issue 32)."""
     rendered = []
     real = usage_files._line
-    monkeypatch.setattr(usage_files, "_line", lambda name, usage: rendered.append(name) or real(name, usage))
+    monkeypatch.setattr(usage_files, "_line", lambda name, usage, *words: rendered.append(name) or real(name, usage, *words))
     async with started(None, backends={"sim": SimBackend(step_delay=0.01)}) as app:
         node = app.root.lookup("usage")
         sessions = [app.sessions.new("sim", str(tmp_path), name=name) for name in ("a", "b", "c")]
@@ -65,3 +65,18 @@ async def test_a_turn_counted_renders_its_sessions_line_of_agent_usage_again_and
         rendered.clear()
         assert [line.split()[0] for line in node.render().splitlines()] == ["a", "b", "(removed)", "(total)"]
         assert sorted(rendered) == ["(removed)", "(total)"], rendered
+
+
+async def test_the_sessions_without_a_turn_share_one_making_of_their_figures(autojump_clock, tmp_path, monkeypatch):
+    """A start's first render of 1,000 sessions' lines formatted each one's figures, most of them ZERO's: 4-5
+    ms of the first `ls /` (issue 32). Within a render a total's figures are made once."""
+    made = []
+    real = usage_files.figures
+    monkeypatch.setattr(usage_files, "figures", lambda usage: made.append(usage) or real(usage))
+    async with started(None, backends={"sim": SimBackend(step_delay=0.01)}) as app:
+        sessions = [app.sessions.new("sim", str(tmp_path), name=f"s{n}") for n in range(5)]
+        await until(lambda: all(s.state is State.IDLE for s in sessions))
+        text = app.root.lookup("usage").render()
+        assert [line.split()[0] for line in text.splitlines()] == ["s0", "s1", "s2", "s3", "s4", "(removed)", "(total)"]
+        assert text.splitlines()[0].split()[1:] == text.splitlines()[4].split()[1:]  # the same figures
+        assert len(made) == 3, made  # the sessions' one ZERO, then (removed) and (total)
