@@ -222,7 +222,7 @@ class App:
                 self._state.close()  # every store's directory is one of its subdirs
 
     async def _build_ahead(self) -> None:
-        await self.tree.build_ahead(1000, self.warm)
+        await self.tree.build_ahead(warm=self.warm)
         self.built()
 
     async def _flush_history(self) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 
 import trio
@@ -72,25 +73,35 @@ class AgentTree:
         self.root = Directory("/", "/", files, more=self._sessions.children, find=self._sessions.lookup,
                               remove=self._remove_session)
 
-    async def build_ahead(self, slice_size: int = 1000, warm: Callable[[Node], None] | None = None) -> None:
-        """Build the directories of every session, bead and convoy a slice at a time, letting other tasks run
-        between slices, so that no first listing (10,000 beads) builds them all while a client waits. A
-        slice of 1,000 is about 3 ms of CPU; smaller ones, each waiting its turn on a loaded machine, left
-        a listing in the first seconds after a start to build the rest itself (issue 32). `warm` is the
-        server's: what a first listing sends of each directory, encoded with it (issue 32: the first `ls
-        beads/` after a start encoded 10,000 records, 20 ms)."""
+    async def build_ahead(self, slice_size: int = 100, warm: Callable[[Node], None] | None = None) -> None:
+        """Build the directories of every session, bead and convoy a slice at a time, ending the loop's step
+        once it has run STEP (_Steps), so that no first listing (10,000 beads) builds them all while a client
+        waits. `warm` is the server's: what a first listing sends of each directory, encoded with it (the
+        first `ls beads/` after a start encoded 10,000 records, 20 ms).
+
+        Steps were counts, slices of 1,000 objects: 4-7 ms of beads, but 21 ms of sessions, a stall after
+        each start (issue 32, item 6). A step is a time now, the same on a slow machine as on a fast one, and
+        each kind's listing is a step of its own. A request that comes during a step waits for it (trio
+        looks at the sockets between steps), and for the next one half the time (trio runs a batch of
+        tasks in either order): reads in the tenth of a second after a start pay a step or two a round trip
+        (benchmarks/history.md, 2026-12-07). Shorter steps spread that over more of them (2 and 3 ms: a cold
+        `beads/list` of 7 reads 27-41 ms), and waiting for the clients to be quiet starved the building
+        while one read without a pause, until a listing built the rest itself (53-69 ms)."""
+        step = _Steps()
         for objects in self._objects:
             objects.warm = warm
             while objects.build_some(slice_size):
-                await trio.sleep(0)
+                await step.end_if_long()
+            await step.end()
+            objects.children()  # the listing too, so that the first a client asks for finds it kept (6 ms of
+            await step.end()  # 10,000 beads: a step of its own)
         # Each session's files too (a bead's are made when walked to): every client that shows sessions
         # reads some of each one's (the web opening on 1,000 sessions walked to every `queue`, making 1,000
         # directories' files at once, and the collector then went through them all: 94 ms). Made here, they
-        # are frozen with the rest of the start's (serve.py). A slice of 50 is a few ms.
-        for i, directory in enumerate(self._sessions.children(), 1):
+        # are frozen with the rest of the start's (serve.py).
+        for directory in self._sessions.children():
             directory.build_entries()
-            if i % 50 == 0:
-                await trio.sleep(0)
+            await step.end_if_long()
 
     def _remove_session(self, node: Node, caller: Caller) -> None:
         """rm of a session's directory is its ctl's `remove` (a stopped or exited session)."""
@@ -128,6 +139,24 @@ class AgentTree:
 def _list_line(s: Session) -> str:
     line = f"{s.name} {s.backend.name} {s.state.value} {s.definition.role or '-'} {s.definition.cwd}"
     return line + (" simulated\n" if s.simulated else "\n")
+
+
+class _Steps:
+    """Ends a task's step (a checkpoint) once it has run STEP seconds: work done in many small calls yields
+    as often as a time says, not a count."""
+
+    STEP = 0.005
+
+    def __init__(self) -> None:
+        self._ends = time.perf_counter() + self.STEP
+
+    async def end_if_long(self) -> None:
+        if time.perf_counter() >= self._ends:
+            await self.end()
+
+    async def end(self) -> None:
+        await trio.lowlevel.checkpoint()
+        self._ends = time.perf_counter() + self.STEP
 
 
 def _journal(node: Node, journal: Journal) -> Node:

@@ -101,8 +101,7 @@ class ObjectDirectories(Generic[T]):
                 if built == most:
                     return True
         self._pending = None
-        self.children()  # all built: the listing too, so that the first a client asks for finds it kept
-        return False
+        return False  # all built: the caller makes the listing too (children()), in a step of its own
 
     def children(self) -> list[Node]:
         """A directory for each object, in the domain's order. The last listing's are kept and only those

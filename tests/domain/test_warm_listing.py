@@ -28,6 +28,8 @@ async def test_a_start_encodes_each_beads_listing_record_and_entry_ahead(tmp_pat
         for d in dirs:
             assert d.record[0] is Dialect.P2000 and d.record[4] == attrs.stat_record(d, Dialect.P2000)
             assert d.entry == attrs._entry_parts(d)
+        # and the listing of each kind, made after its last slice (a step of its own): the first ls finds it
+        assert [len(objects._listed[1]) for objects in app.tree._objects] == [0, 30, 0]
         nursery.cancel_scope.cancel()
 
 
