@@ -53,9 +53,10 @@ class UsageFiles:
 
     def _roster(self) -> dict[int, str]:
         """Each live session's row and name, sorted by name: made again only when a session was made or
-        removed (a live session keeps its name; restore renames before serving)."""
+        removed (a live session keeps its name; restore renames before serving), or when one had no row yet
+        (0: made in the step that saves it, so never seen here; if it were, the next look makes it anew)."""
         sessions = self.spending.sessions
-        if self._sorted[0] != sessions.roster:
+        if self._sorted[0] != sessions.roster or 0 in self._sorted[1]:
             self._sorted[:] = [sessions.roster, dict(sorted(((s.row, s.name) for s in sessions.all()),
                                                             key=lambda item: item[1]))]
         return self._sorted[1]

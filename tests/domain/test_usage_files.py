@@ -80,3 +80,21 @@ async def test_the_sessions_without_a_turn_share_one_making_of_their_figures(aut
         assert [line.split()[0] for line in text.splitlines()] == ["s0", "s1", "s2", "s3", "s4", "(removed)", "(total)"]
         assert text.splitlines()[0].split()[1:] == text.splitlines()[4].split()[1:]  # the same figures
         assert len(made) == 3, made  # the sessions' one ZERO, then (removed) and (total)
+
+
+def test_a_session_seen_before_its_row_is_seen_with_it_at_the_next_look():
+    """The sorted roster is kept until a session is made or removed; one taken while a session had no row yet
+    (0) would name the wrong row's totals for ever, so it is made again."""
+    from types import SimpleNamespace  # noqa: PLC0415
+
+    from anvilfs.usage.ledger import Ledger, TurnRecord  # noqa: PLC0415
+    from anvilfs.usage.model import Usage  # noqa: PLC0415
+
+    ledger = Ledger()
+    ledger.count(TurnRecord(session=7, turn=1, name="dev", at="2026-12-07T00:00:00Z", usage=Usage(input_tokens=5)))
+    dev = SimpleNamespace(row=0, name="dev")
+    sessions = SimpleNamespace(roster=1, all=lambda: [dev])
+    files = usage_files.UsageFiles(SimpleNamespace(ledger=ledger, sessions=sessions))
+    assert files._all().startswith("dev turns=0 ")
+    dev.row = 7  # saved: the roster did not move
+    assert files._all().startswith("dev turns=1 input_tokens=5 ")
