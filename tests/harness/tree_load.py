@@ -173,9 +173,16 @@ def inboxes(srv: AnvilServer, people: list[str]) -> dict[str, list[dict]]:
 
 def _lost_prompts(srv: AnvilServer, prompts: list[tuple[str, str]]) -> list[str]:
     with srv.connect("load", timeout=20) as client:
-        seen = {name: client.read_file(f"{name}/log").decode() + client.read_file(f"{name}/queue").decode()
-                for name in {name for name, _ in prompts}}
+        seen = {name: queue_then_log(client, name) for name in {name for name, _ in prompts}}
     return [f"prompt {text!r} (to {name})" for name, text in prompts if text not in seen[name]]
+
+
+def queue_then_log(client, name: str) -> str:
+    """A session's queued prompts, then its transcript. In this order: the server just started runs the
+    queued prompts, and a prompt leaves the queue as its turn's header enters the log, which only grows.
+    Read the other way round, a prompt that moved between the two reads was in neither (a CI run of
+    test_power_cuts: "prompt 'r0-s2-29 please' (to s2)" lost, while the server had it)."""
+    return client.read_file(f"{name}/queue").decode() + client.read_file(f"{name}/log").decode()
 
 
 def _lost_beads(srv: AnvilServer, state: Path, beads: list[tuple[str, str, str]]) -> list[str]:

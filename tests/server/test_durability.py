@@ -25,6 +25,7 @@ import pytest
 
 from anvilfs.client import ServerError
 from harness.server import AnvilServer, start_server
+from harness.tree_load import queue_then_log
 
 ROUNDS = 20
 SESSIONS = 80  # with 20 rounds, over 1,000 acknowledged prompts (issue 33: 0 of 1,000 lost)
@@ -49,7 +50,7 @@ def missing_prompts(srv: AnvilServer, acked: list[tuple[str, str]]) -> list[str]
     with srv.connect("durability", timeout=20) as client:
         seen = {}
         for name in {name for name, _ in acked}:
-            seen[name] = client.read_file(f"{name}/log").decode() + client.read_file(f"{name}/queue").decode()
+            seen[name] = queue_then_log(client, name)  # not log then queue: a prompt may move between
     return [token for name, token in acked if f"{token} please" not in seen[name]]
 
 
