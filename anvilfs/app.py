@@ -208,7 +208,10 @@ class App:
                 self.agree_on_approvals()
                 await nursery.start(self.workspaces.run, lambda: {s.name: s.definition.cwd for s in self.sessions.all()})
                 self.teamwork.agree()
-                nursery.start_soon(self._build_ahead)
+                # before the server accepts a client: built while clients read, each of their round trips waited
+                # for a build step or two, and a read of 7 chunks in the first tenth of a second took up to 42 ms;
+                # the restart (to the first `list`) took as long either way (issue 32, item 6: history.md)
+                await self._build_ahead()
                 task_status.started()
         finally:
             if self.history is not None:

@@ -79,14 +79,13 @@ class AgentTree:
         waits. `warm` is the server's: what a first listing sends of each directory, encoded with it (the
         first `ls beads/` after a start encoded 10,000 records, 20 ms).
 
-        Steps were counts, slices of 1,000 objects: 4-7 ms of beads, but 21 ms of sessions, a stall after
-        each start (issue 32, item 6). A step is a time now, the same on a slow machine as on a fast one, and
-        each kind's listing is a step of its own. A request that comes during a step waits for it (trio
-        looks at the sockets between steps), and for the next one half the time (trio runs a batch of
-        tasks in either order): reads in the tenth of a second after a start pay a step or two a round trip
-        (benchmarks/history.md, 2026-12-07). Shorter steps spread that over more of them (2 and 3 ms: a cold
-        `beads/list` of 7 reads 27-41 ms), and waiting for the clients to be quiet starved the building
-        while one read without a pause, until a listing built the rest itself (53-69 ms)."""
+        The app runs this before the server accepts a client (App.run). Run beside the first clients, a
+        request that came during a step waited for it (trio looks at the sockets between steps) and, half
+        the time, for the next (trio runs a batch of tasks in either order): a read of 7 chunks in the
+        first tenth of a second after a start took up to 42 ms. Steps were counts, slices of 1,000 objects:
+        4-7 ms of beads, but 21 ms of sessions, a stall after each start (issue 32, item 6). A step is a
+        time now, the same on a slow machine as on a fast one, and each kind's listing is a step of its
+        own: the tasks a start runs beside it (history, the sessions' runners) go on between steps."""
         step = _Steps()
         for objects in self._objects:
             objects.warm = warm
