@@ -70,15 +70,11 @@ class Convoys:
         return [beads[i] for i in self._members.of(convoy_id)]
 
     def progress(self, convoy_id: str) -> str:
-        return "{}/{} completed".format(*self.counts(convoy_id))
-
-    def counts(self, convoy_id: str) -> tuple[int, int]:
-        """How many of its beads are completed, and how many it has."""
-        return self._members.counts(convoy_id)
+        return "{}/{} completed".format(*self._members.counts(convoy_id))
 
     def tallies(self) -> tuple[dict[str, int], dict[str, list[str]]]:
         """Every convoy's count of completed beads and its beads, as of now (one look for 1,000 convoys, where
-        counts() looks once each): dicts to read, not to keep, that the next change of the board changes."""
+        progress() looks once each): dicts to read, not to keep, that the next change of the board changes."""
         return self._members.tallies()
 
     def _check_open(self, convoy_id: str) -> None:
@@ -241,10 +237,7 @@ class _Members:
         self._done: dict[str, int] = {}  # convoy -> how many of them are completed
 
     def of(self, convoy_id: str) -> list[str]:
-        now = (self._board.changes.version, len(self._board.by_id()))
-        if now != self._looked:
-            self._looked = now
-            self._look()
+        self._look_if_changed()
         return self._members.get(convoy_id, [])
 
     def counts(self, convoy_id: str) -> tuple[int, int]:
@@ -253,8 +246,14 @@ class _Members:
         return self._done.get(convoy_id, 0), len(members)
 
     def tallies(self) -> tuple[dict[str, int], dict[str, list[str]]]:
-        self.of("")
+        self._look_if_changed()
         return self._done, self._members
+
+    def _look_if_changed(self) -> None:
+        now = (self._board.changes.version, len(self._board.by_id()))
+        if now != self._looked:
+            self._looked = now
+            self._look()
 
     def _look(self) -> None:
         changed = self._replaced.look()

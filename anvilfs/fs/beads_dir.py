@@ -289,7 +289,8 @@ def convoys_directory(convoys: Convoys, objects: list[ObjectDirectories] | None 
         return c.id, c.status, c.coordinator, c.title, tally[0].get(c.id, 0), len(tally[1].get(c.id, ()))
 
     def line(c: Convoy) -> str:
-        return f"{c.id} {c.status} {tally[0].get(c.id, 0)}/{len(tally[1].get(c.id, ()))} {c.coordinator or '-'} {c.title}\n"
+        ident, status, coordinator, title, done, total = shows(c)  # what it shows, and nothing else
+        return f"{ident} {status} {done}/{total} {coordinator or '-'} {title}\n"
     lines = KeptLines(shows, line)  # a convoy's line made again only when it or its beads' counts changed
 
     def listing() -> str:

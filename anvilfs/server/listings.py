@@ -4,10 +4,10 @@
 is kept with it, attrs.stat_record, but each had to be looked at) they cost the loop 2-4 ms a listing, a
 third of its time in benchmarks/reads.py right after changes (issue 32, item 6). So a directory keeps its
 last listing's nodes and records (Directory.listed; one listing a directory and kind of encoding,
-dropped with its entries: a directory replaced drops them at once, tree/objects.py),
-and the next listing compares its nodes with those by identity, in C (_not_same), and encodes again only the records
-of nodes new at their place, and of the few whose record can move while the node stays (a file with a
-stamp, such as `list` or `graph`; attrs.stat_record says whether a record is fixed). A bead's change makes
+dropped with its entries: a directory replaced drops them at once, tree/objects.py), and the next
+listing compares its nodes with those by identity, in C (_not_same), and encodes again only the
+records of nodes new at their place, and of the few whose record can move while the node stays (a
+file with a stamp, such as `list` or `graph`; attrs.stat_record says whether a record is fixed). A bead's change makes
 its directory anew (tree/objects.py), so a claim encodes one record again, not 10,000.
 
 The records are taken at the listing's first read (offset 0): a client reading a big directory in several
