@@ -9,13 +9,16 @@
 
 The input is the JSON Claude Code gives its Stop hook: `last_assistant_message`,
 else the last assistant text in the transcript at `transcript_path` (after
-the turn's prompt: never an earlier turn's; its last TRANSCRIPT_TAIL bytes, of a
-regular file only). Other agents' hooks, whose input
+its last prompt, in its last TRANSCRIPT_TAIL bytes, of a regular file only). Other agents' hooks, whose input
 is not that (or a terminal, or nothing), end the turn with `await` alone.
 Before either, it waits up to TRANSCRIPT_SETTLE seconds for the transcript to
 show the turn's last message (settle): Claude Code may run the Stop hook
 first, and the server reads what the turn spent from there as the answer
-comes (backends/claude_transcript.py).
+comes (backends/claude_transcript.py). It may run it before even the turn's
+prompt is there, and then the transcript's last answer is the previous
+turn's: settle waits for last_assistant_message's text, where the input has
+it (the pinned 2.1.332 does), and for any answer where it has not (an older
+Claude Code, whose answer may then be the previous turn's in that case).
 
 No `await` follows an answer the server took: the answer ended the turn, and a
 second word could arrive after the next prompt was typed and end that turn.
@@ -182,12 +185,22 @@ def settle(event: dict) -> None:
     """Wait, up to TRANSCRIPT_SETTLE seconds, for the transcript to show the turn's end (its last message).
 
     Claude Code may run the Stop hook before it has written the turn's last message there, and the server
-    reads what the turn spent from it when the answer comes (backends/claude_transcript.py)."""
+    reads what the turn spent from it when the answer comes (backends/claude_transcript.py). Nor may this
+    turn's prompt be there yet, and then the transcript's last answer is the previous turn's: with the
+    input's last_assistant_message (Claude Code's own text blocks of that message, joined by newlines and
+    trimmed, as transcript_answer joins them), the transcript must show that text; without it, any end."""
     import time  # noqa: PLC0415 - as in read_input
 
     path = _transcript(event)
+    expected = event.get("last_assistant_message")
+    expected = expected.strip() if isinstance(expected, str) else ""
+
+    def shown() -> bool:
+        answer = transcript_answer(path)
+        return answer.strip() == expected if expected and answer else bool(answer)
+
     deadline = time.monotonic() + TRANSCRIPT_SETTLE
-    while path and not transcript_answer(path) and time.monotonic() < deadline:
+    while path and not shown() and time.monotonic() < deadline:
         time.sleep(TRANSCRIPT_POLL)
 
 

@@ -93,12 +93,40 @@ def test_await_waits_for_the_transcript_to_show_the_turns_last_message(tmp_path,
             f.write(entry("assistant", [{"type": "text", "text": "Fixed."}], "m2") + "\n")
 
     monkeypatch.setattr("time.sleep", written_meanwhile)
-    hook.settle(STOP | {"transcript_path": path})
+    stop = STOP | {"transcript_path": path, "last_assistant_message": "Fixed."}
+    hook.settle(stop)
     assert polls == [hook.TRANSCRIPT_POLL], "it looked again once, and found the turn's end"
-    hook.settle(STOP | {"transcript_path": path})
+    hook.settle(stop)
     assert len(polls) == 1, "a transcript that shows the end is not waited for"
+    hook.settle(stop | {"last_assistant_message": ""})
+    assert len(polls) == 1, "without the input's text, any end of a turn will do"
     monkeypatch.setattr(hook, "TRANSCRIPT_SETTLE", 0)
     hook.settle(STOP | {"transcript_path": transcript(tmp_path, entry("user", "never answered"))})
+    assert len(polls) == 1, "past TRANSCRIPT_SETTLE it waits no more"
+
+
+def test_await_waits_for_this_turns_message_not_the_previous_turns_answer(tmp_path, monkeypatch):
+    """Claude Code may run the Stop hook before even the turn's prompt is in the transcript, which then ends
+    with the previous turn's whole answer: the hook waits until the transcript shows last_assistant_message
+    (a CI run's turn was counted with none of its requests when it did not)."""
+    path = transcript(tmp_path, entry("user", "read the notes"),
+                      entry("assistant", [{"type": "text", "text": "tool done"}], "m1"))
+    polls = []
+
+    def written_meanwhile(seconds):  # this turn's prompt and answer, a text block a line
+        polls.append(seconds)
+        with open(path, "a") as f:
+            f.write(entry("user", "and again") + "\n")
+            f.write(entry("assistant", [{"type": "text", "text": "turn 2:"}], "m2") + "\n")
+            f.write(entry("assistant", [{"type": "text", "text": "you said and again"}], "m2") + "\n")
+
+    monkeypatch.setattr("time.sleep", written_meanwhile)
+    hook.settle(STOP | {"transcript_path": path, "last_assistant_message": "turn 2:\nyou said and again\n"})
+    assert polls == [hook.TRANSCRIPT_POLL], "it looked again once, and found this turn's message"
+    hook.settle(STOP | {"transcript_path": path, "last_assistant_message": " turn 2:\nyou said and again"})
+    assert len(polls) == 1, "the message shown is not waited for (both texts trimmed, as Claude Code trims)"
+    monkeypatch.setattr(hook, "TRANSCRIPT_SETTLE", 0)
+    hook.settle(STOP | {"transcript_path": path, "last_assistant_message": "never written"})
     assert len(polls) == 1, "past TRANSCRIPT_SETTLE it waits no more"
 
 
