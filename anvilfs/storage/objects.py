@@ -1,8 +1,9 @@
 """A directory of objects, one TOML file each, that people may read and annotate by hand.
 
 Files are read with the standard library's tomllib; a start parses only
-those changed since the last, what the others parsed to is kept in the
-database (parsed.py). A change is rendered in the event loop
+those changed by someone else since the last: what each file parsed to is
+kept in the database (parsed.py), by the start that read it or by the
+writer that wrote it. A change is rendered in the event loop
 and written (atomically, fsynced) by the database's writer thread, in order
 with everything else queued there, its history message kept in the same job
 right after the file (history.py says the order and what a restart does);
@@ -33,7 +34,7 @@ from ..waitable import answer_after
 from . import tomlwrite
 from .database import Commit, Database
 from .history import GitHistory
-from .parsed import ParsedFiles
+from .parsed import ParsedFiles, remember_written
 from .private import PrivateDir, StorageError
 
 
@@ -143,6 +144,9 @@ class TomlObjects:
             for item in writes:
                 if item.put and item.message:
                     self._history.keep(conn, item.message, f"{self.dir.path}/{item.name}")
+        for item in writes:
+            if item.put:  # on disk: the next start compares it with the row rather than parse it
+                remember_written(conn, self.table, self.dir, item.name, item.raw, self._parse)
 
     def _settled(self, object_id: str, raw: bytes, message: str, error: OSError | None, written: bool,
                  settled: Callable[[OSError | None], None]) -> None:
