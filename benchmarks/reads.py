@@ -15,10 +15,10 @@ convoy i mod C; then the first tenth of each chain is claimed and completed. The
 
 - restart: SIGTERM, start again on the same state, time to the first `list` that has every session
   and the server's CPU time to then
-  (with --tree, the copy's first start is waited for and printed first, and held to the same target:
-  its files have other inodes and times than the parse cache's rows in STATE/anvilfs.db say, so each
-  is checked against its row by its bytes, anvilfs/storage/parsed.py; before 2026-12-07 04:00 each
-  was parsed, and that start was not held to the target), and with --tree a second restart
+  (with --tree, the copy's first start is waited for and printed first, held to no target, as it is
+  no restart: its files have other inodes and times than the parse cache's rows in STATE/anvilfs.db
+  say, so each is checked against its row by its bytes, anvilfs/storage/parsed.py; before 2026-12-07
+  04:00 each was parsed), and with --tree a second restart
   (`restart again`): at the first, the rows of the files the copy wrote less than 2 s before the first
   start's look are racy and checked against the files' bytes; at the second, none is (a server's
   restart after it ran a while, for the files it did not change). Without --tree, `restart` follows
@@ -369,10 +369,8 @@ def main() -> None:
             with connect(base, time.monotonic() + 30) as client:
                 beads, convoys = build(client, args)
         else:  # up first, as after a build: what is restarted is a server that ran on this state
-            took = up(base, args.sessions, t0)  # a start on a state it did not write: a restart's target too
-            _worst("restart", took, "first start on the copy")
-            print(f"first start on the copy: {took:.2f} s, {cpu_s(proc):.2f} s of CPU (its files new to this "
-                  f"state){'' if took < 2 else '   MISS'}")
+            print(f"first start on the copy: {up(base, args.sessions, t0):.2f} s, {cpu_s(proc):.2f} s of CPU "
+                  "(its files new to this state; a start on a copy, not a restart: held to no target)")
         # kept while no server runs: a copy of a live anvilfs.db is torn (docs/using.md: never cp it), and
         # the kept trees of 2026-12-07 before 04:00 were, their parse cache's rows unreadable in part
         proc, took = restart(base, proc, args.sessions, lambda: keep(base, args.keep, beads, convoys, args.sessions))
