@@ -186,7 +186,8 @@ def remember_written(conn: sqlite3.Connection, kind: str, directory: PrivateDir,
     (benchmarks/history.md). The row is made the moment its file changed, so it is racy by its making: a
     start reads the file and takes the row only if the bytes are these, and a person's edit, whenever it
     came, is parsed. What cannot be made a row (a file not plain, a value JSON cannot hold) drops the
-    file's old row; so does any error here, which never fails the write."""
+    file's old row. An error here leaves the old row, made from other bytes than the file's now (so it
+    gives a parse), and does not fail the write, unless SQLite rolled back the whole transaction."""
     seen = time.time_ns()  # before the look at the file, as a start's rows are dated
     try:
         info = directory.lstat(name)
@@ -201,7 +202,9 @@ def remember_written(conn: sqlite3.Connection, kind: str, directory: PrivateDir,
         else:
             conn.execute(f"INSERT OR REPLACE INTO {TABLE} (kind, {_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                          _row(kind, name, _key(info), seen, _digest(raw), text))
-    except (OSError, sqlite3.Error) as exc:  # no table yet (it is made by the first start's finish), a full disk
+    except (OSError, sqlite3.Error) as exc:  # no table yet (the first start's finish makes it), a full disk
+        if not conn.in_transaction:
+            raise  # SQLite rolled the whole group back (a full disk): its jobs fail, as they would have (database.py)
         log.debug("no parse-cache row for %s/%s: %s", kind, name, exc)
 
 

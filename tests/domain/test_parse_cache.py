@@ -154,6 +154,30 @@ def test_a_copy_of_the_state_is_checked_by_its_bytes_not_parsed(state, tmp_path,
     assert len(parses) == 1 and "failed!" in parses[0]
 
 
+def test_a_row_that_cannot_be_made_never_fails_the_write_unless_sqlite_rolled_it_all_back(state, tmp_path):
+    """remember_written runs inside the writer's group transaction: no table yet is no row and no error, but
+    a full disk that made SQLite roll back the whole group must fail it, not leave the job running unsaved."""
+    beads = state.subdir("beads")
+    conn = sqlite3.connect(str(tmp_path / "rows.db"), isolation_level=None)
+    try:
+        conn.execute("CREATE TABLE kv (k TEXT)")
+        conn.execute("BEGIN IMMEDIATE")
+        conn.execute("INSERT INTO kv VALUES ('a change before the row, in the same group')")
+        parsed.remember_written(conn, "bead", beads, "b01.toml", b"", lambda raw: {"id": "b01"})  # no table
+        assert conn.in_transaction
+        conn.execute("COMMIT")
+        conn.execute(parsed._CREATE)
+        pages = conn.execute("PRAGMA page_count").fetchone()[0]
+        conn.execute(f"PRAGMA max_page_count={pages}")  # the database may not grow: SQLITE_FULL
+        conn.execute("BEGIN IMMEDIATE")
+        conn.execute("INSERT INTO kv VALUES ('a change before the row, in the same group')")
+        with pytest.raises(sqlite3.Error, match="full"):
+            parsed.remember_written(conn, "bead", beads, "b01.toml", b"", lambda raw: {"big": "x" * 200_000})
+        assert not conn.in_transaction
+    finally:
+        conn.close()
+
+
 def test_a_file_rewritten_with_the_same_size_and_mtime_is_read_again(state, parses, settled_at_once):
     start(state)
     rewrite_keeping_size_and_mtime(state, "b07.toml", bead(7, "failed!"))  # "pending" and "failed!": 7 bytes
