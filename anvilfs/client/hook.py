@@ -187,8 +187,9 @@ def settle(event: dict) -> None:
     Claude Code may run the Stop hook before it has written the turn's last message there, and the server
     reads what the turn spent from it when the answer comes (backends/claude_transcript.py). Nor may this
     turn's prompt be there yet, and then the transcript's last answer is the previous turn's: with the
-    input's last_assistant_message (Claude Code's own text blocks of that message, joined by newlines and
-    trimmed, as transcript_answer joins them), the transcript must show that text; without it, any end."""
+    input's last_assistant_message (the text of Claude Code's last message, trimmed: its last block, or
+    its blocks joined by newlines as transcript_answer joins them), the transcript's answer must end with
+    that text; without it, any end will do."""
     import time  # noqa: PLC0415 - as in read_input
 
     path = _transcript(event)
@@ -197,7 +198,7 @@ def settle(event: dict) -> None:
 
     def shown() -> bool:
         answer = transcript_answer(path)
-        return answer.strip() == expected if expected and answer else bool(answer)
+        return answer.strip().endswith(expected) if expected and answer else bool(answer)
 
     deadline = time.monotonic() + TRANSCRIPT_SETTLE
     while path and not shown() and time.monotonic() < deadline:

@@ -125,6 +125,8 @@ def test_await_waits_for_this_turns_message_not_the_previous_turns_answer(tmp_pa
     assert polls == [hook.TRANSCRIPT_POLL], "it looked again once, and found this turn's message"
     hook.settle(STOP | {"transcript_path": path, "last_assistant_message": " turn 2:\nyou said and again"})
     assert len(polls) == 1, "the message shown is not waited for (both texts trimmed, as Claude Code trims)"
+    hook.settle(STOP | {"transcript_path": path, "last_assistant_message": "you said and again"})
+    assert len(polls) == 1, "nor is it when the input has the message's last block alone"
     monkeypatch.setattr(hook, "TRANSCRIPT_SETTLE", 0)
     hook.settle(STOP | {"transcript_path": path, "last_assistant_message": "never written"})
     assert len(polls) == 1, "past TRANSCRIPT_SETTLE it waits no more"
