@@ -24,6 +24,7 @@ from __future__ import annotations
 import hashlib
 import sqlite3
 import threading
+import time
 import tomllib
 from collections.abc import Callable
 
@@ -125,6 +126,7 @@ class TomlObjects:
                 item.tmp = self.dir.prepare(item.name, item.raw)
             except OSError as exc:
                 item.error = exc
+        before = time.time_ns()  # the rows' date: a change after any rename, a person's, is later (remember_written)
         for item in writes:
             if item.error is None:
                 try:
@@ -146,7 +148,7 @@ class TomlObjects:
                     self._history.keep(conn, item.message, f"{self.dir.path}/{item.name}")
         for item in writes:
             if item.put:  # on disk: the next start compares it with the row rather than parse it
-                remember_written(conn, self.table, self.dir, item.name, item.raw, self._parse)
+                remember_written(conn, self.table, self.dir, item.name, item.raw, self._parse, before)
 
     def _settled(self, object_id: str, raw: bytes, message: str, error: OSError | None, written: bool,
                  settled: Callable[[OSError | None], None]) -> None:

@@ -179,16 +179,18 @@ def _save(conn: sqlite3.Connection, kind: str, stale: list[str], fresh: list[tup
 
 
 def remember_written(conn: sqlite3.Connection, kind: str, directory: PrivateDir, name: str, raw: bytes,
-                     parse: Callable[[bytes], Any]) -> None:
+                     parse: Callable[[bytes], Any], before: int) -> None:
     """In the writer thread, in the job that put `raw` in place as `name`: its row, so that the next start
     compares the file's bytes with it instead of parsing it. Without this, a restart after the server had
     changed most of its files parsed them all, as a first start does: 0.7 s of a 1.9 s restart with 11,000
-    (benchmarks/history.md). The row is made the moment its file changed, so it is racy by its making: a
-    start reads the file and takes the row only if the bytes are these, and a person's edit, whenever it
-    came, is parsed. What cannot be made a row (a file not plain, a value JSON cannot hold) drops the
+    (benchmarks/history.md). The row is dated `before`, a time_ns taken before the rename that put the
+    file in place, not when the row is made: the stat below may already be of a person's edit made after
+    the rename, and that edit's ctime is then later than the row's date, however long the job took after
+    the rename (its fsync, a big batch), so the row is racy and a start compares the file's bytes with
+    `raw`'s and parses the edit. A file nobody touched since is the temporary file the writer wrote and
+    renamed, so its row is right whatever its date makes of it. What cannot be made a row (a file not plain, a value JSON cannot hold) drops the
     file's old row. An error here leaves the old row, made from other bytes than the file's now (so it
     gives a parse), and does not fail the write, unless SQLite rolled back the whole transaction."""
-    seen = time.time_ns()  # before the look at the file, as a start's rows are dated
     try:
         info = directory.lstat(name)
         text = None
@@ -201,7 +203,7 @@ def remember_written(conn: sqlite3.Connection, kind: str, directory: PrivateDir,
             conn.execute(f"DELETE FROM {TABLE} WHERE kind = ? AND name = ?", (kind, name))
         else:
             conn.execute(f"INSERT OR REPLACE INTO {TABLE} (kind, {_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                         _row(kind, name, _key(info), seen, _digest(raw), text))
+                         _row(kind, name, _key(info), before, _digest(raw), text))
     except (OSError, sqlite3.Error) as exc:  # no table yet (the first start's finish makes it), a full disk
         if not conn.in_transaction:
             raise  # SQLite rolled the whole group back (a full disk): its jobs fail, as they would have (database.py)

@@ -154,6 +154,34 @@ def test_a_copy_of_the_state_is_checked_by_its_bytes_not_parsed(state, tmp_path,
     assert len(parses) == 1 and "failed!" in parses[0]
 
 
+def test_a_persons_edit_after_the_writers_rename_is_parsed_however_long_the_job_takes(state, parses, monkeypatch):
+    """The writer's row is made after the directory's fsync: a person's edit of the file between the rename and
+    that moment must not be taken for the server's bytes. Here the job takes 10 s after the rename (a slow
+    fsync, a starved thread: the clock is moved on, not waited for), the edit coming right after the rename.
+    A row dated when it was made had the edit's stat and the server's value, and was trusted on its stat
+    (found by a review: the start took `running` from the row while the file said `blocked`)."""
+    start(state)
+    path = os.path.join(state.subdir("beads").path, "b04.toml")
+    real_sync, real_clock, ahead = PrivateDir.sync, time.time_ns, [0]
+
+    def edited_then_slow(self):
+        real_sync(self)
+        if self.path == state.subdir("beads").path and not ahead[0]:
+            with open(path, "rb") as f:  # a person's `sed -i` right after the server's rename
+                text = f.read()
+            with open(path, "wb") as f:
+                f.write(text.replace(b'"running"', b'"blocked"'))
+            ahead[0] = 10 * 10**9  # and the rest of the job takes 10 s
+
+    monkeypatch.setattr(PrivateDir, "sync", edited_then_slow)
+    monkeypatch.setattr(time, "time_ns", lambda: real_clock() + ahead[0])
+    written_by_the_server(state, {"b04": "running"})
+    assert ahead[0], "the edit was not made: the test did not test the window"
+    parses.clear()
+    assert start(state)[0]["b04"]["status"] == "blocked"
+    assert len(parses) == 1 and "blocked" in parses[0]
+
+
 def test_a_row_that_cannot_be_made_never_fails_the_write_unless_sqlite_rolled_it_all_back(state, tmp_path):
     """remember_written runs inside the writer's group transaction: no table yet is no row and no error, but
     a full disk that made SQLite roll back the whole group must fail it, not leave the job running unsaved."""
@@ -163,7 +191,7 @@ def test_a_row_that_cannot_be_made_never_fails_the_write_unless_sqlite_rolled_it
         conn.execute("CREATE TABLE kv (k TEXT)")
         conn.execute("BEGIN IMMEDIATE")
         conn.execute("INSERT INTO kv VALUES ('a change before the row, in the same group')")
-        parsed.remember_written(conn, "bead", beads, "b01.toml", b"", lambda raw: {"id": "b01"})  # no table
+        parsed.remember_written(conn, "bead", beads, "b01.toml", b"", lambda raw: {"id": "b01"}, 0)  # no table
         assert conn.in_transaction
         conn.execute("COMMIT")
         conn.execute(parsed._CREATE)
@@ -172,7 +200,7 @@ def test_a_row_that_cannot_be_made_never_fails_the_write_unless_sqlite_rolled_it
         conn.execute("BEGIN IMMEDIATE")
         conn.execute("INSERT INTO kv VALUES ('a change before the row, in the same group')")
         with pytest.raises(sqlite3.Error, match="full"):
-            parsed.remember_written(conn, "bead", beads, "b01.toml", b"", lambda raw: {"big": "x" * 200_000})
+            parsed.remember_written(conn, "bead", beads, "b01.toml", b"", lambda raw: {"big": "x" * 200_000}, 0)
         assert not conn.in_transaction
     finally:
         conn.close()
