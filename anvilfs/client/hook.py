@@ -187,9 +187,12 @@ def settle(event: dict) -> None:
     Claude Code may run the Stop hook before it has written the turn's last message there, and the server
     reads what the turn spent from it when the answer comes (backends/claude_transcript.py). Nor may this
     turn's prompt be there yet, and then the transcript's last answer is the previous turn's: with the
-    input's last_assistant_message (the text of Claude Code's last message, trimmed: its last block, or
-    its blocks joined by newlines as transcript_answer joins them), the transcript's answer must end with
-    that text; without it, any end will do."""
+    input's last_assistant_message (Claude Code 2.1.332 takes its last assistant entry's text blocks,
+    joined by newlines and trimmed; an entry may be one block of a message, as in the transcript), the
+    transcript's answer (every text block of the last message, joined so) must be that text or end with
+    it as its last block; without it, any end will do. An answer that ends the previous turn's as a
+    whole block still passes at once (a turn answering "Done." twice): then, as before, the server
+    notes that the turn was counted in part."""
     import time  # noqa: PLC0415 - as in read_input
 
     path = _transcript(event)
@@ -198,7 +201,8 @@ def settle(event: dict) -> None:
 
     def shown() -> bool:
         answer = transcript_answer(path)
-        return answer.strip().endswith(expected) if expected and answer else bool(answer)
+        answer = answer.strip()
+        return (answer == expected or answer.endswith("\n" + expected)) if expected and answer else bool(answer)
 
     deadline = time.monotonic() + TRANSCRIPT_SETTLE
     while path and not shown() and time.monotonic() < deadline:

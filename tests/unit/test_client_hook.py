@@ -127,8 +127,18 @@ def test_await_waits_for_this_turns_message_not_the_previous_turns_answer(tmp_pa
     assert len(polls) == 1, "the message shown is not waited for (both texts trimmed, as Claude Code trims)"
     hook.settle(STOP | {"transcript_path": path, "last_assistant_message": "you said and again"})
     assert len(polls) == 1, "nor is it when the input has the message's last block alone"
+
+    class Waited(Exception):
+        pass
+
+    def waits(seconds):
+        raise Waited
+
+    monkeypatch.setattr("time.sleep", waits)
+    with pytest.raises(Waited):  # the previous answer "Not done." is no sign of this one, "done."
+        hook.settle(STOP | {"transcript_path": path, "last_assistant_message": "again"})
     monkeypatch.setattr(hook, "TRANSCRIPT_SETTLE", 0)
-    hook.settle(STOP | {"transcript_path": path, "last_assistant_message": "never written"})
+    hook.settle(STOP | {"transcript_path": path, "last_assistant_message": "never written"})  # no Waited
     assert len(polls) == 1, "past TRANSCRIPT_SETTLE it waits no more"
 
 
