@@ -29,30 +29,10 @@ from anvilfs.client import ServerError
 from anvilfs.faults import ENV
 from anvilfs.ninep import consts as c
 from anvilfs.storage.history import RECOVERED
-from harness.server import AnvilServer, start_server
+from harness.bead_churn import stream_changes
+from harness.server import start_server
 
 ROUNDS = 20
-
-
-def stream_changes(srv: AnvilServer, round_no: int, answered: list, stop: threading.Event) -> None:
-    """create, claim, complete, over and over; each change is appended once its reply came."""
-    try:
-        with srv.connect("writer", timeout=20) as client:
-            ctl = client.open("beads/ctl", c.ORDWR)
-            for i in range(100_000):
-                if stop.is_set():
-                    return
-                client.write_chunk(ctl, 0, f'new "Round {round_no} task {i}" worker "d"\n'.encode())
-                bead = client.read_chunk(ctl, 0).decode().strip()
-                answered.append((bead, "pending", f"Created: Round {round_no} task {i} ({bead}"))
-                fid = client.open(f"beads/{bead}/ctl", c.OWRITE)
-                client.write_chunk(fid, 0, b"claim w lease=3600\n")
-                answered.append((bead, "in_progress", f"Claimed: {bead} by w"))
-                client.write_chunk(fid, 0, b"complete\n")
-                answered.append((bead, "completed", f"Completed: Round {round_no} task {i} ({bead})"))
-                client.clunk(fid)
-    except (OSError, ServerError, ConnectionError):
-        return
 
 
 def git(state: Path, *args: str) -> subprocess.CompletedProcess[str]:

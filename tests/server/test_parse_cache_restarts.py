@@ -25,10 +25,10 @@ from pathlib import Path
 
 import pytest
 
-from anvilfs.client import ServerError
 from anvilfs.faults import ENV
 from anvilfs.ninep import consts as c
 from anvilfs.storage import parsed
+from harness.bead_churn import stream_changes
 from harness.server import AnvilServer, start_server
 
 
@@ -113,25 +113,6 @@ def test_a_cache_table_of_another_layout_does_not_stop_the_server(base):
     assert "1 taken from" in srv.trace() or "1 after a look" in srv.trace(), srv.trace()  # made again, used
 
 
-def churn(srv: AnvilServer, round_no: int, answered: list[str], stop: threading.Event) -> None:
-    """Beads made, claimed and completed, over and over, until the server dies or `stop` is set."""
-    try:
-        with srv.connect("writer", timeout=20) as client:
-            ctl = client.open("beads/ctl", c.ORDWR)
-            for i in range(100_000):
-                if stop.is_set():
-                    return
-                client.write_chunk(ctl, 0, f'new "Round {round_no} task {i}" worker "d"\n'.encode())
-                bead = client.read_chunk(ctl, 0).decode().strip()
-                fid = client.open(f"beads/{bead}/ctl", c.OWRITE)
-                for command in (b"claim w lease=3600\n", b"complete\n"):
-                    client.write_chunk(fid, 0, command)
-                    answered.append(bead)
-                client.clunk(fid)
-    except (OSError, ServerError, ConnectionError):
-        return
-
-
 @pytest.mark.timeout(600)
 def test_after_a_sigkill_at_any_point_every_bead_is_what_its_file_says(base):
     """The writer makes a file's row in the job that puts the file (parsed.remember_written): a server SIGKILLed at
@@ -141,9 +122,9 @@ def test_after_a_sigkill_at_any_point_every_bead_is_what_its_file_says(base):
     try:
         srv = start_server(base, trace=False)
         for round_no in range(8):
-            answered: list[str] = []
+            answered: list = []
             stop = threading.Event()
-            writer = threading.Thread(target=churn, args=(srv, round_no, answered, stop))
+            writer = threading.Thread(target=stream_changes, args=(srv, round_no, answered, stop))
             writer.start()
             wanted, deadline = rng.randint(5, 40), time.monotonic() + 60
             while len(answered) < wanted and time.monotonic() < deadline:
