@@ -371,8 +371,8 @@ def main() -> None:
         else:  # up first, as after a build: what is restarted is a server that ran on this state
             print(f"first start on the copy: {up(base, args.sessions, t0):.2f} s, {cpu_s(proc):.2f} s of CPU "
                   "(its files new to this state; a start on a copy, not a restart: held to no target)")
-        # kept while no server runs: a copy of a live anvilfs.db is torn (docs/using.md: never cp it), and
-        # the kept trees of 2026-12-07 before 04:00 were, their parse cache's rows unreadable in part
+        # kept while no server runs: a copy of a live anvilfs.db is torn (docs/using.md: never cp it), as
+        # the trees kept before 2026-12-07 04:00 were (benchmarks/history.md)
         proc, took = restart(base, proc, args.sessions, lambda: keep(base, args.keep, beads, convoys, args.sessions))
         report_restart(base, proc, "restart", took)
         if args.tree:  # the files the copy wrote just before the first start's look were checked by their bytes
