@@ -34,7 +34,10 @@ convoy i mod C; then the first tenth of each chain is claimed and completed. The
   one session's `status` every 2 ms from a process of its own: median, 99th percentile, max and how
   many passed 20 ms), the longest stall, the CPU each process used, and the changed reads again;
 - after each phase, the host meanwhile: the share of CPU time its hypervisor stole, how busy the
-  cores were, the load average (what makes two runs' figures comparable, or not);
+  cores were, the load average, and how long a fixed Python workload took at the phase's two ends
+  (benchmarks/host.py: the host's speed, which changes by half within minutes and which neither steal
+  nor load shows); the speed alone after each restart and at the run's two ends. These make two runs'
+  figures comparable, or not;
 - last, each target with the worst figure of the run and where it was.
 
 Targets (issue 32): every read under 20 ms, no stall over 20 ms, restart under 2 s, with the web too.
@@ -58,6 +61,7 @@ from pathlib import Path
 
 from anvilfs.client import Client, ServerError
 from anvilfs.ninep import consts as c
+from host import host_line, host_mark, speed_line  # benchmarks/host.py
 
 CONFIG = "[limits]\nmax_sessions = 100000\n"
 STALL_MS = 2  # what the server logs: steps longer than this
@@ -168,23 +172,6 @@ def _worst(target: str, value: float, where: str) -> None:
         WORST[target] = (value, where)
 
 
-def host_mark() -> list[int]:
-    """The host's CPU time counters so far (/proc/stat's first line: user ... steal), for host_line."""
-    return [int(n) for n in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:9]]
-
-
-def host_line(mark: list[int]) -> str:
-    """What the machine did since `mark`: the share of this VM's CPU time its host took (steal: a vCPU that
-    does not run at all, which no process here can help) and the load average. Figures from two runs are
-    comparable only where these are alike (benchmarks/history.md, 2026-12-06 19:26: the same code missed
-    on a slower host)."""
-    now = host_mark()
-    spent = [b - a for a, b in zip(mark, now)]
-    busy = sum(spent) - spent[3] - spent[4]  # not idle, not waiting for I/O
-    return (f"  the host meanwhile: {100 * spent[7] / max(sum(spent), 1):.1f}% of the CPU time stolen, the cores "
-            f"{100 * busy / max(sum(spent), 1):.0f}% busy, load average {os.getloadavg()[0]:.2f}")
-
-
 def stall_line(base: Path, since: float) -> str:
     ms, task, cpu, runq, most_cpu = stalls(base, since)
     _worst("stall", ms, task)
@@ -216,6 +203,7 @@ def report_restart(base: Path, proc: subprocess.Popen, what: str, took: float) -
           f"CPU{'' if took < 2 else '   MISS'}")
     loads = [line for line in (base / "server.log").read_text().splitlines() if " files: " in line]
     print("".join(f"  {line.removeprefix('anvilfs: ')}\n" for line in loads[-2:]), end="")  # this start's
+    print(f"  {speed_line()}")  # right after the start: the speed it most likely had
 
 
 def cpu_s(proc: subprocess.Popen, children: bool = False) -> float:
@@ -357,6 +345,7 @@ def main() -> None:
             raise SystemExit("--pin needs two CPUs")
         PIN = {cpus[0]}
         os.sched_setaffinity(0, set(cpus[1:]))  # this process and what it starts after (the web, the prober)
+    print(speed_line())
     base = Path(tempfile.mkdtemp(prefix="anvr.", dir="/tmp"))
     if args.tree:  # the tree's figures (its counts) are the kept ones
         shutil.copytree(args.tree / "state", base / "state", symlinks=True)
@@ -404,6 +393,7 @@ def verdict() -> None:
     print(f"  no stall over {TARGET_MS:.0f} ms: {'met' if stall[0] < TARGET_MS else 'MISS'} (the longest {stall[0]:.1f} "
           f"ms, {stall[1]})")
     print(f"  restart under 2 s: {'met' if took[0] < 2 else 'MISS'} (the longest {took[0]:.2f} s, {took[1]})")
+    print(speed_line())
 
 
 if __name__ == "__main__":
