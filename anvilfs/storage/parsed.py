@@ -52,6 +52,8 @@ _CREATE = (f"CREATE TABLE IF NOT EXISTS {TABLE} (kind TEXT NOT NULL, name TEXT N
            "mtime_ns INTEGER NOT NULL, ctime_ns INTEGER NOT NULL, ino INTEGER NOT NULL, seen_ns INTEGER NOT NULL, "
            "digest BLOB NOT NULL, parsed TEXT NOT NULL, seal INTEGER NOT NULL, PRIMARY KEY (kind, name)) WITHOUT ROWID")
 _COLUMNS = "name, size, mtime_ns, ctime_ns, ino, seen_ns, digest, parsed, seal"
+_PUT = f"INSERT OR REPLACE INTO {TABLE} (kind, {_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"  # a _row
+_DROP = f"DELETE FROM {TABLE} WHERE kind = ? AND name = ?"
 RACY_NS = 2_000_000_000  # far above any local filesystem's tick, and a clock a little behind the disk's
 
 
@@ -110,10 +112,7 @@ class ParsedFiles:
             self._db.call(lambda conn: _save(conn, self.kind, stale, fresh, rebuild), answer=False)
 
     def _remember(self, name: str, key: tuple | None, raw: bytes, value: Any, *, had_row: bool) -> None:
-        try:
-            text = json.dumps(value, ensure_ascii=False, allow_nan=False)
-        except (TypeError, ValueError, RecursionError):  # a TOML date, a NaN, arrays nested deep: no row
-            text = None
+        text = _text(value)
         if key is None or text is None:
             if had_row:
                 self._stale.append(name)
@@ -172,10 +171,9 @@ def _save(conn: sqlite3.Connection, kind: str, stale: list[str], fresh: list[tup
         except sqlite3.Error:
             conn.execute(f"DROP TABLE IF EXISTS {TABLE}")
     conn.execute(_CREATE)
-    conn.executemany(f"DELETE FROM {TABLE} WHERE kind = ? AND name = ?", [(kind, name) for name in stale])
+    conn.executemany(_DROP, [(kind, name) for name in stale])
     kill_point("parse-cache")  # tests: a crash in the middle of this write (nothing of it committed)
-    conn.executemany(f"INSERT OR REPLACE INTO {TABLE} (kind, {_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                     fresh)
+    conn.executemany(_PUT, fresh)
 
 
 def remember_written(conn: sqlite3.Connection, kind: str, directory: PrivateDir, name: str, raw: bytes,
@@ -188,22 +186,22 @@ def remember_written(conn: sqlite3.Connection, kind: str, directory: PrivateDir,
     the rename, and that edit's ctime is then later than the row's date, however long the job took after
     the rename (its fsync, a big batch), so the row is racy and a start compares the file's bytes with
     `raw`'s and parses the edit. A file nobody touched since is the temporary file the writer wrote and
-    renamed, so its row is right whatever its date makes of it. What cannot be made a row (a file not plain, a value JSON cannot hold) drops the
-    file's old row. An error here leaves the old row, made from other bytes than the file's now (so it
-    gives a parse), and does not fail the write, unless SQLite rolled back the whole transaction."""
+    renamed, so its row is right whatever its date makes of it. What cannot be made a row (a file not
+    plain, a value JSON cannot hold) drops the file's old row. An error here leaves the old row, made
+    from other bytes than the file's now (so it gives a parse), and does not fail the write, unless
+    SQLite rolled back the whole transaction."""
     try:
         info = directory.lstat(name)
         text = None
         if info is not None and _plain(info):
             try:
-                text = json.dumps(parse(raw), ensure_ascii=False, allow_nan=False)
-            except Exception:  # what the start's parse would refuse too, or JSON cannot hold: no row
+                text = _text(parse(raw))
+            except Exception:  # what the start's parse refuses too: no row
                 text = None
         if text is None:
-            conn.execute(f"DELETE FROM {TABLE} WHERE kind = ? AND name = ?", (kind, name))
+            conn.execute(_DROP, (kind, name))
         else:
-            conn.execute(f"INSERT OR REPLACE INTO {TABLE} (kind, {_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                         _row(kind, name, _key(info), before, _digest(raw), text))
+            conn.execute(_PUT, _row(kind, name, _key(info), before, _digest(raw), text))
     except (OSError, sqlite3.Error) as exc:  # no table yet (the first start's finish makes it), a full disk
         if not conn.in_transaction:
             raise  # SQLite rolled the whole group back (a full disk): its jobs fail, as they would have (database.py)
@@ -227,6 +225,15 @@ def _seal(kind: str, name: str, key: tuple, seen: int, digest: bytes, parsed: st
     """A checksum of the row: a row changed in any field (a bad sector, a hand in the database) is not used."""
     head = f"{kind}\0{name}\0{key}\0{seen}\0".encode()
     return zlib.crc32(parsed.encode(), zlib.crc32(digest, zlib.crc32(head)))
+
+
+def _text(value: Any) -> str | None:
+    """What a row keeps of a parsed table, or None where JSON cannot hold it (a TOML date, a NaN, arrays
+    nested deep): such a file has no row."""
+    try:
+        return json.dumps(value, ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError, RecursionError):
+        return None
 
 
 def _digest(raw: bytes) -> bytes:
