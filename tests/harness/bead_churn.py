@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import signal
 import threading
+import time
 
 from anvilfs.client import ServerError
 from anvilfs.ninep import consts as c
@@ -30,3 +32,22 @@ def stream_changes(srv: AnvilServer, round_no: int, answered: list, stop: thread
                 client.clunk(fid)
     except (OSError, ServerError, ConnectionError):
         return
+
+
+def killed_while_changing(srv: AnvilServer, round_no: int, wanted: int, after: float) -> list:
+    """The server SIGKILLed `after` seconds once `wanted` changes of stream_changes were answered (a random
+    point of its work, the caller's randomness); the changes answered, every one of them before the kill."""
+    answered: list = []
+    stop = threading.Event()
+    writer = threading.Thread(target=stream_changes, args=(srv, round_no, answered, stop))
+    writer.start()
+    deadline = time.monotonic() + 60
+    while len(answered) < wanted and time.monotonic() < deadline:
+        time.sleep(0.001)  # polling another process's progress, bounded by the deadline
+    time.sleep(after)
+    srv.stop(sig=signal.SIGKILL)
+    stop.set()
+    writer.join(timeout=30)
+    assert not writer.is_alive(), "the writer did not end after the server was killed"
+    assert len(answered) >= wanted, f"round {round_no}: only {len(answered)} changes answered in 60 s"
+    return answered

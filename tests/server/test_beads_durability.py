@@ -19,8 +19,6 @@ import shutil
 import signal
 import subprocess
 import tempfile
-import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -29,7 +27,7 @@ from anvilfs.client import ServerError
 from anvilfs.faults import ENV
 from anvilfs.ninep import consts as c
 from anvilfs.storage.history import RECOVERED
-from harness.bead_churn import stream_changes
+from harness.bead_churn import killed_while_changing
 from harness.server import start_server
 
 ROUNDS = 20
@@ -49,20 +47,8 @@ def test_answered_bead_writes_survive_sigkill_on_disk_and_in_history():
     try:
         srv = start_server(base, trace=False)
         for round_no in range(ROUNDS):
-            answered: list = []
-            stop = threading.Event()
-            writer = threading.Thread(target=stream_changes, args=(srv, round_no, answered, stop))
-            writer.start()
             wanted = rng.randint(1, 60)
-            deadline = time.monotonic() + 60
-            while len(answered) < wanted and time.monotonic() < deadline:
-                time.sleep(0.001)  # polling another process's progress, bounded by the deadline
-            time.sleep(rng.uniform(0, 0.03))
-            srv.stop(sig=signal.SIGKILL)
-            stop.set()
-            writer.join(timeout=30)
-            assert not writer.is_alive(), "the writer did not end after the server was killed"
-            assert len(answered) >= wanted, f"round {round_no}: only {len(answered)} changes answered in 60 s"
+            answered = killed_while_changing(srv, round_no, wanted, rng.uniform(0, 0.03))
             srv = start_server(base, trace=False, log_name=f"server{round_no}.trace")  # commits what was pending
             last = {}
             for bead, status, _ in answered:

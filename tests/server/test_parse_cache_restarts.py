@@ -18,8 +18,6 @@ import sqlite3
 import subprocess
 import sys
 import tempfile
-import threading
-import time
 import tomllib
 from pathlib import Path
 
@@ -28,7 +26,7 @@ import pytest
 from anvilfs.faults import ENV
 from anvilfs.ninep import consts as c
 from anvilfs.storage import parsed
-from harness.bead_churn import stream_changes
+from harness.bead_churn import killed_while_changing
 from harness.server import AnvilServer, start_server
 
 
@@ -122,19 +120,8 @@ def test_after_a_sigkill_at_any_point_every_bead_is_what_its_file_says(base):
     try:
         srv = start_server(base, trace=False)
         for round_no in range(8):
-            answered: list = []
-            stop = threading.Event()
-            writer = threading.Thread(target=stream_changes, args=(srv, round_no, answered, stop))
-            writer.start()
-            wanted, deadline = rng.randint(5, 40), time.monotonic() + 60
-            while len(answered) < wanted and time.monotonic() < deadline:
-                time.sleep(0.001)  # polling another process's progress, bounded by the deadline
-            time.sleep(rng.uniform(0, 0.02))  # a random point of the writer's work
-            srv.stop(sig=signal.SIGKILL)
-            stop.set()
-            writer.join(timeout=30)
-            assert not writer.is_alive(), "the writer did not end after the server was killed"
-            assert len(answered) >= wanted, f"round {round_no}: only {len(answered)} changes answered in 60 s"
+            wanted = rng.randint(5, 40)
+            killed_while_changing(srv, round_no, wanted, rng.uniform(0, 0.02))
             srv = start_server(base, trace=False, log_name=f"round{round_no}.log")
             with srv.connect() as client:  # answered once the start has loaded the beads
                 names = [entry.name for entry in client.list_dir("beads") if entry.qid.type & c.QTDIR]
