@@ -9,8 +9,9 @@
 
 The input is the JSON Claude Code gives its Stop hook: `last_assistant_message`,
 else the last assistant text in the transcript at `transcript_path` (after
-its last prompt, in its last TRANSCRIPT_TAIL bytes, of a regular file only). Other agents' hooks, whose input
-is not that (or a terminal, or nothing), end the turn with `await` alone.
+its last prompt, in its last TRANSCRIPT_TAIL bytes, of a regular file only).
+Other agents' hooks, whose input is not that (or a terminal, or nothing),
+end the turn with `await` alone.
 Before either, it waits up to TRANSCRIPT_SETTLE seconds for the transcript to
 show the turn's last message (settle): Claude Code may run the Stop hook
 first, and the server reads what the turn spent from there as the answer
@@ -200,8 +201,7 @@ def settle(event: dict) -> None:
     expected = expected.strip() if isinstance(expected, str) else ""
 
     def shown() -> bool:
-        answer = transcript_answer(path)
-        answer = answer.strip()
+        answer = transcript_answer(path).strip()
         return (answer == expected or answer.endswith("\n" + expected)) if expected and answer else bool(answer)
 
     deadline = time.monotonic() + TRANSCRIPT_SETTLE

@@ -7,8 +7,9 @@ last listing's nodes and records (Directory.listed; one listing a directory and 
 dropped with its entries: a directory replaced drops them at once, tree/objects.py), and the next
 listing compares its nodes with those by identity, in C (_not_same), and encodes again only the
 records of nodes new at their place, and of the few whose record can move while the node stays (a
-file with a stamp, such as `list` or `graph`; attrs.stat_record says whether a record is fixed). A bead's change makes
-its directory anew (tree/objects.py), so a claim encodes one record again, not 10,000.
+file with a stamp, such as `list` or `graph`; attrs.stat_record says whether a record is fixed). A
+bead's change makes its directory anew (tree/objects.py), so a claim encodes one record again, not
+10,000.
 
 The records are taken at the listing's first read (offset 0): a client reading a big directory in several
 reads sees each entry as it was then, as it already saw which entries there were. A 9P2000.L Treaddir's
