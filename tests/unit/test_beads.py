@@ -203,6 +203,19 @@ def test_a_file_broken_by_hand_is_reported_and_never_overwritten(tmp_path):
     assert again.get(b.id).title == "Other"
 
 
+def test_beads_read_from_files_each_hold_lists_of_their_own(tmp_path):
+    """A bead is made from its validated model's fields as they are (model.py): a default list shared by
+    two beads would let a change to one show in the other."""
+    make(tmp_path)
+    for bead_id in ("a-001", "b-002"):  # written by a person: no depends_on, no owns (their defaults)
+        (tmp_path / "state" / "beads" / f"{bead_id}.toml").write_text(
+            f'[bead]\nid = "{bead_id}"\ntitle = "T"\nrole = "r"\n')
+    board, _, _, _, problems = make(tmp_path)
+    a, b = board.get("a-001"), board.get("b-002")
+    assert not problems and a.depends_on == b.depends_on == [] and a.owns == b.owns == []
+    assert a.depends_on is not b.depends_on and a.owns is not b.owns
+
+
 def test_a_refused_disk_write_changes_nothing(tmp_path):
     board, *_ = make(tmp_path)
     a = board.new("Research auth", "researcher", "r")
