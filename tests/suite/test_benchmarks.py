@@ -64,6 +64,16 @@ def test_the_flush_probe_times_durable_writes(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
+def test_restarts_runs_on_a_small_tree_and_places_each_restart_against_the_hosts_speed():
+    """benchmarks/restarts.py end to end: a tree of 40 beads built, two restarts measured (figures not checked)."""
+    proc = subprocess.run([sys.executable, str(BENCHMARKS / "restarts.py"), "--beads", "40", "--convoys", "4",
+                           "--sessions", "3", "--count", "2"], capture_output=True, text=True, timeout=300,
+                          cwd=BENCHMARKS.parent)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    for words in ("restart   1: ", "restart   2: ", "ms before, ", "2 restarts: median ", "restart under 2 s: "):
+        assert words in proc.stdout, proc.stdout
+
+
 def test_reads_runs_on_a_small_tree_and_reads_the_servers_own_stall_log():
     """benchmarks/reads.py end to end on a tree of 40 beads, without the web (its figures are not checked)."""
     proc = subprocess.run([sys.executable, str(BENCHMARKS / "reads.py"), "--beads", "40", "--convoys", "4",
