@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -25,6 +26,8 @@ from .usage.ledger import SCHEMA as USAGE_SCHEMA
 from .workspaces import SCHEMA as WORKSPACES_SCHEMA
 from .workspaces import Records, Workspaces
 from .worktrees import MergeConfig
+
+log = logging.getLogger("anvilfs.app")
 
 # The tables of STATE/anvilfs.db, each domain's own (CREATE ... IF NOT EXISTS), made at start.
 SCHEMA = "\n".join([
@@ -213,6 +216,8 @@ class App:
                 # the restart (to the first `list`) took as long either way (issue 32, item 6: history.md)
                 await self._build_ahead()
                 task_status.started()
+                if self.db is not None:
+                    nursery.start_soon(self._check_database)
         finally:
             if self.history is not None:
                 with trio.move_on_after(10) as cleanup:
@@ -227,6 +232,22 @@ class App:
     async def _build_ahead(self) -> None:
         await self.tree.build_ahead(warm=self.warm)
         self.built()
+
+    async def _check_database(self) -> None:
+        """SQLite's quick_check of the database, in a thread once clients are in (it reads the whole file): a
+        damaged one is said in `errors`. A stop waits for it to end: the database closes after."""
+        problems = await trio.to_thread.run_sync(self.db.check)
+        # the log too: `events` is a stream from its open, and an operator (or a test) may come later
+        log.info("database %s checked (SQLite's quick_check): %s", self.db.path,
+                 "damaged, see errors" if problems else "nothing wrong")
+        if not problems:
+            self.events.append(f"- database: {self.db.path}: SQLite's quick_check found nothing wrong")
+        else:
+            more = f" (and {len(problems) - 3} more)" if len(problems) > 3 else ""
+            self.record_error("database", f"{self.db.path} is damaged: SQLite's quick_check says "
+                                          f"{'; '.join(problems[:3])}{more}. Sessions, mail and approvals kept in it may "
+                                          "be lost or wrong (beads and convoys are files): stop the server and see "
+                                          "docs/using.md, \"A damaged database\"")
 
     async def _flush_history(self) -> None:
         try:

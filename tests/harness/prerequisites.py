@@ -19,6 +19,7 @@ PACKAGES = {  # program -> the Debian package that has it
     "qemu-system-x86_64": "qemu-system-x86",
     "busybox": "busybox-static",
     "rc": "9base",
+    "sqlite3": "sqlite3",  # the recovery of a damaged database that docs/using.md gives
     "setsid": "util-linux",  # Essential on Debian, so .ci/run need not install it
 }
 # programs looked up in one place only: /usr/bin/rc may be another rc (Byron Rakitzis's), not Plan 9's

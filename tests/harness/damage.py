@@ -1,0 +1,20 @@
+"""A database damaged by hand, as a bad sector or a torn copy would leave it, for the tests of its check."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+
+def damage_a_page(db: Path) -> None:
+    """A table of its own, filled over several pages, its root page's header then overwritten."""
+    with sqlite3.connect(db) as conn:
+        conn.execute("CREATE TABLE not_anvilfs (n INTEGER, text TEXT)")
+        conn.executemany("INSERT INTO not_anvilfs VALUES (?, ?)", [(n, "x" * 500) for n in range(200)])
+        root, = conn.execute("SELECT rootpage FROM sqlite_master WHERE name = 'not_anvilfs'").fetchone()
+        page_size, = conn.execute("PRAGMA page_size").fetchone()
+    conn.close()  # the last connection: the write-ahead log is checkpointed into the file, and gone
+    assert not Path(f"{db}-wal").exists() or Path(f"{db}-wal").stat().st_size == 0
+    with open(db, "r+b") as f:
+        f.seek((root - 1) * page_size)
+        f.write(b"\xff" * 16)
