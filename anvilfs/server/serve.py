@@ -9,6 +9,7 @@ import itertools
 import logging
 import os
 import signal
+import sqlite3
 import sys
 from dataclasses import dataclass
 
@@ -20,7 +21,7 @@ from ..config import ConfigError, load_config
 from ..roles import Roles
 from ..mail import MailLimits
 from ..sessions import RestartPolicy, SessionLimits
-from ..storage import StorageError
+from ..storage import StorageError, refusal_text
 from .connection import Connection
 from .dispatch import Limits
 from ..places import default_namespace, mount_commands
@@ -213,19 +214,29 @@ def run_server(options: ServerOptions) -> int:
     try:
         server = Server(build_app(options), options)
         trio.run(server.run, instruments=stalls.from_environment())
-    except (ListenError, ConfigError, StorageError, TokenError) as exc:
-        print(f"anvilfs: {exc}", file=sys.stderr)
+    except _STARTUP_ERRORS as exc:
+        print(f"anvilfs: {_startup_text(exc, options)}", file=sys.stderr)
         return 1
     except BaseExceptionGroup as group:  # raised inside trio's nurseries: the same errors, wrapped
-        startup, rest = group.split((ListenError, ConfigError, StorageError, TokenError))
+        startup, rest = group.split(_STARTUP_ERRORS)
         if startup is None or rest is not None:
             raise
         for exc in _leaves(startup):
-            print(f"anvilfs: {exc}", file=sys.stderr)
+            print(f"anvilfs: {_startup_text(exc, options)}", file=sys.stderr)
         return 1
     finally:
         gc.enable()  # on for whoever goes on after a start that failed
     return 0
+
+
+# what stops a start, said in a line: a database SQLite refuses (a damaged one) too, not as a traceback
+_STARTUP_ERRORS = (ListenError, ConfigError, StorageError, TokenError, sqlite3.DatabaseError)
+
+
+def _startup_text(exc: BaseException, options: ServerOptions) -> str:
+    if isinstance(exc, sqlite3.DatabaseError):
+        return refusal_text(exc, os.path.join(options.state_dir, "anvilfs.db"))
+    return str(exc)
 
 
 def _settle_garbage_collector() -> None:

@@ -301,6 +301,19 @@ def _take_group(jobs: collections.deque[_Job]) -> list[_Job]:
     return group
 
 
+_DAMAGED = (11, 26)  # SQLITE_CORRUPT, SQLITE_NOTADB (an extended code's low byte is its primary code)
+
+
+def refusal_text(exc: sqlite3.DatabaseError, path: str) -> str:
+    """What to tell the user of a database SQLite refused at the server's start (a damaged file: how to go
+    on; anything else, as SQLite says it)."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    if (code & 0xFF in _DAMAGED) if code is not None else ("malformed" in str(exc) or "not a database" in str(exc)):
+        return (f"the database {path} is damaged ({exc}): the server cannot start on it; docs/using.md, "
+                '"A damaged database", says how to keep what can be read')
+    return f"cannot use the database {path}: {exc}"
+
+
 def _connect(path: str) -> sqlite3.Connection:
     # isolation_level=None: the writer says BEGIN and COMMIT itself; check_same_thread: made here, used there
     return sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=30.0)

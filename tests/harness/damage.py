@@ -7,11 +7,19 @@ from pathlib import Path
 
 
 def damage_a_page(db: Path) -> None:
-    """A table of its own, filled over several pages, its root page's header then overwritten."""
+    """A table anvilfs never reads, filled over several pages, its root page then damaged: the start goes as
+    it would, and only a check of the whole file meets the damage."""
     with sqlite3.connect(db) as conn:
         conn.execute("CREATE TABLE not_anvilfs (n INTEGER, text TEXT)")
         conn.executemany("INSERT INTO not_anvilfs VALUES (?, ?)", [(n, "x" * 500) for n in range(200)])
-        root, = conn.execute("SELECT rootpage FROM sqlite_master WHERE name = 'not_anvilfs'").fetchone()
+    conn.close()
+    damage_root(db, "not_anvilfs")
+
+
+def damage_root(db: Path, table: str) -> None:
+    """The header of `table`'s root page overwritten (the server stopped: no other connection)."""
+    with sqlite3.connect(db) as conn:
+        root, = conn.execute("SELECT rootpage FROM sqlite_master WHERE name = ?", (table,)).fetchone()
         page_size, = conn.execute("PRAGMA page_size").fetchone()
     conn.close()  # the last connection: the write-ahead log is checkpointed into the file, and gone
     assert not Path(f"{db}-wal").exists() or Path(f"{db}-wal").stat().st_size == 0

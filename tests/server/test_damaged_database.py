@@ -11,13 +11,14 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
 
 import pytest
 
-from harness.damage import damage_a_page
+from harness.damage import damage_a_page, damage_root
 from harness.prerequisites import require
 from harness.server import REPO_ROOT, AnvilServer, start_server
 
@@ -67,6 +68,23 @@ def test_a_damaged_database_is_said_in_errors_and_the_server_goes_on(base):
         assert bead in read(srv, "beads/list")  # beads are files: the server goes on serving them
     finally:
         srv.stop()
+
+
+def test_a_start_on_a_database_too_damaged_to_read_says_so_in_a_line(base):
+    """Damage where the start reads (the sessions' table): no server, but a line that says why and where to
+    read on, not a traceback."""
+    srv = start_server(base, trace=False)
+    with srv.connect() as client:
+        client.read_back("ctl", b"new sim /tmp name=bot1\n")
+    assert srv.stop() == 0, srv.trace()
+    damage_root(srv.state / "anvilfs.db", "sessions")
+    done = subprocess.run([sys.executable, "-m", "anvilfs", "serve", "--namespace", str(base / "ns"), "--state",
+                           str(srv.state)], capture_output=True, text=True, timeout=60, cwd=REPO_ROOT,
+                          env=os.environ | {"XDG_CONFIG_HOME": str(base / "xdg-config")})
+    assert done.returncode == 1, done.stderr
+    assert "Traceback" not in done.stderr, done.stderr
+    assert (f"anvilfs: the database {srv.state / 'anvilfs.db'} is damaged (database disk image is malformed): the "
+            'server cannot start on it; docs/using.md, "A damaged database"') in done.stderr, done.stderr
 
 
 def test_the_recovery_that_using_md_gives_keeps_every_readable_row(base):

@@ -6,12 +6,13 @@ Real SQLite on a real disk, real threads; every wait has a deadline (the writer 
 from __future__ import annotations
 
 import os
+import sqlite3
 
 import pytest
 import trio
 
 from anvilfs.storage import StorageError
-from anvilfs.storage.database import Database
+from anvilfs.storage.database import Database, refusal_text
 from anvilfs.waitable import collecting
 from harness.deadlines import within
 from harness.stored import KV_SCHEMA, hold_writer
@@ -131,3 +132,23 @@ async def test_settled_in_the_event_loop_with_then_callbacks_first(db):
         await commit.wait()
     order.append("woke")
     assert order == [("then", None, True), "woke"]
+
+
+def test_a_database_refused_for_a_lock_is_not_called_damaged(tmp_path):
+    """refusal_text says "damaged" for SQLite's corrupt and not-a-database codes only: a database another
+    process holds is said as SQLite says it (the damaged case: tests/server/test_damaged_database.py)."""
+    path = tmp_path / "x.db"
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("BEGIN EXCLUSIVE")
+    try:
+        with pytest.raises(sqlite3.OperationalError) as refused:
+            sqlite3.connect(path, timeout=0).execute("SELECT 1 FROM sqlite_master")
+    finally:
+        holder.close()
+    assert refusal_text(refused.value, str(path)) == f"cannot use the database {path}: database is locked"
+    not_one = tmp_path / "not.db"
+    not_one.write_bytes(b"this is no database, and it is longer than SQLite's header of a hundred bytes" * 4)
+    with pytest.raises(sqlite3.DatabaseError) as refused:
+        sqlite3.connect(not_one).execute("SELECT 1 FROM sqlite_master")
+    assert refusal_text(refused.value, str(not_one)).startswith(f"the database {not_one} is damaged (file is not a database)")
+
