@@ -175,7 +175,9 @@ def _worst(target: str, value: float, where: str) -> None:
 def stall_line(base: Path, since: float) -> str:
     ms, task, cpu, runq, most_cpu = stalls(base, since)
     _worst("stall", ms, task)
-    asleep = ms - cpu - runq
+    # CPU and wait may count up to StallLog.BASELINE of the steps before this one (and the wait lags a switch):
+    # where they pass the step's time, it slept for none of it, not for less than none
+    asleep = max(ms - cpu - runq, 0.0)
     return (f"  longest stall of the server's loop: {ms:.1f} ms ({task}: {cpu:.1f} ms of CPU, {runq:.1f} waiting "
             f"for a core, {asleep:.1f} asleep; the most CPU in one step: {most_cpu:.1f} ms)"
             f"{'' if ms < TARGET_MS else '   MISS'}")
