@@ -19,7 +19,7 @@ from .mail import DEFAULT_NOTICE, TOOLS_NOTICE, MailLimits, MailTables, MemoryMa
 from .mail import store as mail_store
 from .mail.imported import import_mail_files
 from .sessions import SERVER_NAMES, SESSIONS_SCHEMA, Backend, RestartPolicy, SessionLimits, Sessions, SessionStore, State
-from .storage import HISTORY_SCHEMA, Database, GitHistory, PrivateDir, TomlObjects
+from .storage import HISTORY_SCHEMA, Database, GitHistory, PrivateDir, QuickCheck, TomlObjects
 from .spending import Spending
 from .teamwork import Teamwork
 from .usage.ledger import SCHEMA as USAGE_SCHEMA
@@ -234,20 +234,32 @@ class App:
         self.built()
 
     async def _check_database(self) -> None:
-        """SQLite's quick_check of the database, in a thread once clients are in (it reads the whole file): a
-        damaged one is said in `errors`. A stop waits for it to end: the database closes after."""
-        problems = await trio.to_thread.run_sync(self.db.check)
-        # the log too: `events` is a stream from its open, and an operator (or a test) may come later
-        log.info("database %s checked (SQLite's quick_check): %s", self.db.path,
-                 "damaged, see errors" if problems else "nothing wrong")
-        if not problems:
+        """SQLite's quick_check of the database (storage.QuickCheck), in a thread once clients are in: a damaged
+        one is said in `errors`, a sound one in `events`, either in the log (`events` is a stream from its
+        open: an operator, or a test, who comes later reads the log). A stop ends the check at SQLite's next
+        look and waits for its thread: the database closes after."""
+        check = QuickCheck(self.db.path)
+        try:
+            problems = await trio.to_thread.run_sync(check.run, abandon_on_cancel=True)
+        except trio.Cancelled:
+            check.stop()
+            # bounded: one that does not end (it looks at stop() every few ms, and waits 5 s at most for a
+            # lock) must not keep the server from stopping; its read-only connection harms nothing left open
+            with trio.CancelScope(shield=True, deadline=trio.current_time() + 10):
+                await trio.to_thread.run_sync(check.done.wait, abandon_on_cancel=True)
+            raise
+        said = "nothing wrong" if problems == [] else "damaged, see errors" if problems else f"not done ({check.failed})"
+        log.info("database %s checked (SQLite's quick_check): %s", self.db.path, said)
+        if problems == []:
             self.events.append(f"- database: {self.db.path}: SQLite's quick_check found nothing wrong")
-        else:
-            more = f" (and {len(problems) - 3} more)" if len(problems) > 3 else ""
+        elif problems:
+            more = " (and more)" if len(problems) > 3 else ""
             self.record_error("database", f"{self.db.path} is damaged: SQLite's quick_check says "
                                           f"{'; '.join(problems[:3])}{more}. Sessions, mail and approvals kept in it may "
                                           "be lost or wrong (beads and convoys are files): stop the server and see "
                                           "docs/using.md, \"A damaged database\"")
+        else:  # never called damage: a locked or unreadable file says nothing of what it holds
+            self.record_error("database", f"could not check {self.db.path} (SQLite's quick_check): {check.failed}")
 
     async def _flush_history(self) -> None:
         try:

@@ -190,7 +190,12 @@ def restart(base: Path, proc: subprocess.Popen, sessions: int,
     while_stopped()
     t0 = time.perf_counter()
     proc = start(base)
-    return proc, up(base, sessions, t0)
+    try:
+        return proc, up(base, sessions, t0)
+    except BaseException:  # the caller holds the stopped one: this one must not outlive the run
+        proc.kill()
+        proc.wait()
+        raise
 
 
 def keep(base: Path, where: Path | None, beads: list[str], convoys: list[str], sessions: int) -> None:

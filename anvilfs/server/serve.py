@@ -21,7 +21,7 @@ from ..config import ConfigError, load_config
 from ..roles import Roles
 from ..mail import MailLimits
 from ..sessions import RestartPolicy, SessionLimits
-from ..storage import StorageError, refusal_text
+from ..storage import StorageError, damaged, damaged_text
 from .connection import Connection
 from .dispatch import Limits
 from ..places import default_namespace, mount_commands
@@ -214,28 +214,36 @@ def run_server(options: ServerOptions) -> int:
     try:
         server = Server(build_app(options), options)
         trio.run(server.run, instruments=stalls.from_environment())
-    except _STARTUP_ERRORS as exc:
-        print(f"anvilfs: {_startup_text(exc, options)}", file=sys.stderr)
+    except _ENDINGS as exc:
+        if not _said(exc):
+            raise
+        print(f"anvilfs: {_ending_text(exc, options)}", file=sys.stderr)
         return 1
     except BaseExceptionGroup as group:  # raised inside trio's nurseries: the same errors, wrapped
-        startup, rest = group.split(_STARTUP_ERRORS)
-        if startup is None or rest is not None:
+        said, rest = group.split(_said)
+        if said is None or rest is not None:
             raise
-        for exc in _leaves(startup):
-            print(f"anvilfs: {_startup_text(exc, options)}", file=sys.stderr)
+        for exc in _leaves(said):
+            print(f"anvilfs: {_ending_text(exc, options)}", file=sys.stderr)
         return 1
     finally:
         gc.enable()  # on for whoever goes on after a start that failed
     return 0
 
 
-# what stops a start, said in a line: a database SQLite refuses (a damaged one) too, not as a traceback
-_STARTUP_ERRORS = (ListenError, ConfigError, StorageError, TokenError, sqlite3.DatabaseError)
+# What ends the server said in a line, not as a traceback: what stops a start (a socket in use, a bad
+# configuration, a state directory refused) and a database SQLite says is damaged, whenever it is met (any
+# other sqlite3 error is a bug's, and keeps its traceback)
+_ENDINGS = (ListenError, ConfigError, StorageError, TokenError, sqlite3.DatabaseError)
 
 
-def _startup_text(exc: BaseException, options: ServerOptions) -> str:
+def _said(exc: BaseException) -> bool:
+    return isinstance(exc, _ENDINGS) and (not isinstance(exc, sqlite3.DatabaseError) or damaged(exc))
+
+
+def _ending_text(exc: BaseException, options: ServerOptions) -> str:
     if isinstance(exc, sqlite3.DatabaseError):
-        return refusal_text(exc, os.path.join(options.state_dir, "anvilfs.db"))
+        return damaged_text(exc, os.path.join(options.state_dir, "anvilfs.db"))
     return str(exc)
 
 

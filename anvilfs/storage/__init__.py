@@ -17,12 +17,12 @@ committed (anvilfs/waitable.py); nothing fsyncs in the event loop.
 """
 
 from .database import Commit as DbCommit
-from .database import Database, refusal_text
+from .database import Database, QuickCheck, damaged, damaged_text
 from .history import SCHEMA as HISTORY_SCHEMA
 from .history import GitHistory
 from .objects import BrokenFile, TomlObjects
 from .private import PrivateDir, StorageError, ensure_private_dir
 
 __all__ = ["BrokenFile", "Database", "DbCommit", "GitHistory", "HISTORY_SCHEMA", "PrivateDir", "StorageError",
-           "refusal_text",
+           "QuickCheck", "damaged", "damaged_text",
            "TomlObjects", "ensure_private_dir"]

@@ -37,8 +37,8 @@ import logging
 import os
 import sqlite3
 import threading
-import urllib.parse
 from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import Any
 
 import trio
@@ -140,6 +140,8 @@ class Database:
         ready.wait()
         if not isinstance(opened[0], sqlite3.Connection):
             self._thread.join()
+            if damaged(opened[0]):  # its first page (the schema): using.md's recovery keeps what can be read
+                raise StorageError(errno.EIO, damaged_text(opened[0], self.path))
             raise StorageError(errno.EIO, f"cannot use the database {self.path}: {opened[0]}; move it away "
                                           "(anvilfs makes a new one) or restore it from a backup")
         self._writer = opened[0]
@@ -178,29 +180,6 @@ class Database:
     def rows(self, sql: str, params: Iterable = ()) -> Iterable[tuple]:
         """The same, as a cursor to iterate over without holding every row at once."""
         return self._reader.execute(sql, tuple(params))
-
-    def check(self, most: int = 10) -> list[str]:
-        """What SQLite's quick_check finds wrong in the file, a line each (`most` rows of them; nothing: []). Blocks
-        while it reads the whole file (44 ms for 6 MB): for a worker thread, once the server is up. Without
-        it a damaged page shows only when a read meets it, as an error that names no cause, and a server
-        ran for hours on a torn copy of a state without a word (benchmarks/history.md, 2026-12-07 03:40).
-        On a read-only connection of its own, closed before it returns: it never writes or checkpoints."""
-        try:
-            # a URI, for mode=ro: the path quoted, as a state directory's name may hold "?", "#" or "%"
-            conn = sqlite3.connect(f"file:{urllib.parse.quote(self.path)}?mode=ro", uri=True, check_same_thread=False,
-                                   timeout=30.0)
-        except sqlite3.Error as exc:
-            return [str(exc)]
-        try:
-            rows = conn.execute(f"PRAGMA quick_check({int(most)})").fetchall()
-        except sqlite3.Error as exc:  # a header so damaged that the check cannot run
-            return [str(exc)]
-        finally:
-            conn.close()
-        if rows == [("ok",)]:
-            return []
-        # a row may hold several lines, under a heading that names the schema ("*** in database main ***")
-        return [line for row in rows for line in str(row[0]).splitlines() if line and not line.startswith("***")]
 
     # ------------------------------------------------------------ life
 
@@ -304,14 +283,85 @@ def _take_group(jobs: collections.deque[_Job]) -> list[_Job]:
 _DAMAGED = (11, 26)  # SQLITE_CORRUPT, SQLITE_NOTADB (an extended code's low byte is its primary code)
 
 
-def refusal_text(exc: sqlite3.DatabaseError, path: str) -> str:
-    """What to tell the user of a database SQLite refused at the server's start (a damaged file: how to go
-    on; anything else, as SQLite says it)."""
+def damaged(exc: BaseException) -> bool:
+    """An error SQLite gives for a bad file (corrupt, or no database at all), not for a lock, a full disk or
+    a bug in a statement."""
     code = getattr(exc, "sqlite_errorcode", None)
-    if (code & 0xFF in _DAMAGED) if code is not None else ("malformed" in str(exc) or "not a database" in str(exc)):
-        return (f"the database {path} is damaged ({exc}): the server cannot start on it; docs/using.md, "
-                '"A damaged database", says how to keep what can be read')
-    return f"cannot use the database {path}: {exc}"
+    return isinstance(exc, sqlite3.DatabaseError) and code is not None and code & 0xFF in _DAMAGED
+
+
+def damaged_text(exc: sqlite3.DatabaseError, path: str) -> str:
+    """What to tell the user of a database that `damaged` says is bad."""
+    return (f"the database {path} is damaged ({exc}); docs/using.md, \"A damaged database\", says how to keep "
+            "what can be read")
+
+
+class QuickCheck:
+    """SQLite's quick_check of a database file: run() in a worker thread, stop() from any other.
+
+    It reads the whole file (44 ms for 6 MB; seconds for one that keeps years of transcripts) without the
+    interpreter's lock, on a read-only connection of its own that never writes or checkpoints (while it
+    reads, the writer's checkpoints cannot pass it: the log grows). run() gives [] for a sound file,
+    SQLite's findings for a damaged one, and None when it could not check (`failed` says why: a locked
+    or unreadable file, a stop), which is never called damage. It raises nothing."""
+
+    MOST = 10  # findings asked for: the first few say what is wrong, the rest would only be longer
+    PROGRESS = 10_000  # SQLite's steps between looks at stop(): 26 for 6 MB, each taking the interpreter's lock
+    BUSY_SECONDS = 5.0  # how long it waits for a lock another process holds (a VACUUM) before it gives up
+
+    def __init__(self, path: str):
+        self.path, self.failed = path, ""
+        self.done = threading.Event()  # set once no connection of its is open, nor will be: run() ended, or never ran
+        self._lock = threading.Lock()
+        self._began = self._stopped = False
+
+    def run(self) -> list[str] | None:
+        with self._lock:
+            if self._stopped:  # stopped before its thread came to it: it never opens the file
+                self.failed = "stopped"
+                return None
+            self._began = True
+        try:
+            return self._check()
+        except Exception as exc:  # advisory: nothing here may take the server down
+            self.failed = f"{type(exc).__name__}: {exc}"
+            return None
+        finally:
+            self.done.set()
+
+    def stop(self) -> None:
+        """End the check within SQLite's next PROGRESS steps (a few times a megabyte), or before it begins: then
+        `done` at once (a thread asked to run it may never have started: trio drops one cancelled before)."""
+        with self._lock:
+            self._stopped = True
+            if not self._began:
+                self.done.set()
+
+    def _look(self) -> bool:
+        """SQLite's progress handler: true ends the statement under way (it raises "interrupted")."""
+        return self._stopped
+
+    def _check(self) -> list[str] | None:
+        # a URI for mode=ro; as_uri() quotes the path's bytes as the file system has them ("?", "#", "%", not UTF-8)
+        conn = sqlite3.connect(f"{Path(self.path).as_uri()}?mode=ro", uri=True, check_same_thread=False,
+                               timeout=self.BUSY_SECONDS)
+        try:
+            conn.set_progress_handler(self._look, self.PROGRESS)
+            rows = [] if self._stopped else conn.execute(f"PRAGMA quick_check({self.MOST})").fetchall()
+        except sqlite3.Error as exc:
+            if damaged(exc):  # a header so bad that the check itself cannot begin
+                return [str(exc)]
+            self.failed = "stopped" if self._stopped else str(exc)
+            return None
+        finally:
+            conn.close()
+        if self._stopped:
+            self.failed = "stopped"
+            return None
+        if rows == [("ok",)]:
+            return []
+        # a row may hold several lines, under a heading that names the schema ("*** in database main ***")
+        return [line for row in rows for line in str(row[0]).splitlines() if line and not line.startswith("***")]
 
 
 def _connect(path: str) -> sqlite3.Connection:

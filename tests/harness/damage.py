@@ -26,3 +26,10 @@ def damage_root(db: Path, table: str) -> None:
     with open(db, "r+b") as f:
         f.seek((root - 1) * page_size)
         f.write(b"\xff" * 16)
+
+
+def damage_schema_page(db: Path) -> None:
+    """The b-tree header of the file's first page (the schema, after SQLite's 100-byte file header)."""
+    with open(db, "r+b") as f:
+        f.seek(100)
+        f.write(b"\xff" * 8)

@@ -12,7 +12,7 @@ import pytest
 import trio
 
 from anvilfs.storage import StorageError
-from anvilfs.storage.database import Database, refusal_text
+from anvilfs.storage.database import Database, QuickCheck, damaged, damaged_text
 from anvilfs.waitable import collecting
 from harness.deadlines import within
 from harness.stored import KV_SCHEMA, hold_writer
@@ -134,9 +134,9 @@ async def test_settled_in_the_event_loop_with_then_callbacks_first(db):
     assert order == [("then", None, True), "woke"]
 
 
-def test_a_database_refused_for_a_lock_is_not_called_damaged(tmp_path):
-    """refusal_text says "damaged" for SQLite's corrupt and not-a-database codes only: a database another
-    process holds is said as SQLite says it (the damaged case: tests/server/test_damaged_database.py)."""
+def test_a_lock_is_no_damage_and_a_file_that_is_no_database_is(tmp_path):
+    """`damaged` is for SQLite's corrupt and not-a-database codes only: a database another process holds is
+    not damaged (a damaged page: tests/server/test_damaged_database.py)."""
     path = tmp_path / "x.db"
     holder = sqlite3.connect(path, isolation_level=None)
     holder.execute("BEGIN EXCLUSIVE")
@@ -145,10 +145,68 @@ def test_a_database_refused_for_a_lock_is_not_called_damaged(tmp_path):
             sqlite3.connect(path, timeout=0).execute("SELECT 1 FROM sqlite_master")
     finally:
         holder.close()
-    assert refusal_text(refused.value, str(path)) == f"cannot use the database {path}: database is locked"
+    assert str(refused.value) == "database is locked" and not damaged(refused.value)
     not_one = tmp_path / "not.db"
     not_one.write_bytes(b"this is no database, and it is longer than SQLite's header of a hundred bytes" * 4)
     with pytest.raises(sqlite3.DatabaseError) as refused:
         sqlite3.connect(not_one).execute("SELECT 1 FROM sqlite_master")
-    assert refusal_text(refused.value, str(not_one)).startswith(f"the database {not_one} is damaged (file is not a database)")
+    assert damaged(refused.value)
+    assert damaged_text(refused.value, "X").startswith('the database X is damaged (file is not a database); docs/using.md')
+    assert QuickCheck(str(not_one)).run() == ["file is not a database"]
+
+
+def test_a_quick_check_of_a_sound_file_under_any_name_finds_nothing(tmp_path):
+    """The check opens its file by URI: "?", "#", "%", a space and bytes that are not UTF-8 are the file's."""
+    odd = tmp_path / os.fsdecode(b"st ?#%20\xff")
+    odd.mkdir()
+    with sqlite3.connect(odd / "anvilfs.db") as conn:
+        conn.execute("CREATE TABLE t (n)")
+    conn.close()
+    check = QuickCheck(str(odd / "anvilfs.db"))
+    assert check.run() == [] and check.failed == "" and check.done.is_set()
+    assert sorted(os.listdir(odd)) == ["anvilfs.db"]  # nothing made beside it: read-only, rollback-journal mode
+
+
+def test_a_quick_check_that_cannot_run_is_no_damage(tmp_path):
+    path = tmp_path / "x.db"
+    with sqlite3.connect(path) as conn:
+        conn.execute("CREATE TABLE t (n)")
+    conn.close()
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("BEGIN EXCLUSIVE")
+    try:
+        check = QuickCheck(str(path))
+        check.BUSY_SECONDS = 0.0
+        assert check.run() is None and check.failed == "database is locked"
+    finally:
+        holder.close()
+    stopped = QuickCheck(str(path))
+    stopped.stop()
+    assert stopped.done.is_set()  # at once: a run never begun holds nothing open (trio may never start its thread)
+    assert stopped.run() is None and stopped.failed == "stopped"
+    missing = QuickCheck(str(tmp_path / "none" / "x.db"))
+    assert missing.run() is None and "unable to open" in missing.failed
+
+
+class _StoppedAtItsFirstLook(QuickCheck):
+    """stop() as if called from another thread while SQLite reads: its first look finds it."""
+
+    PROGRESS = 1
+    looks = 0
+
+    def _look(self) -> bool:
+        self.looks += 1
+        self.stop()
+        return super()._look()
+
+
+def test_a_quick_check_stopped_while_it_reads_ends_there(tmp_path):
+    path = tmp_path / "x.db"
+    with sqlite3.connect(path) as conn:
+        conn.execute("CREATE TABLE t (n, text)")
+        conn.executemany("INSERT INTO t VALUES (?, ?)", [(n, "x" * 100) for n in range(1000)])
+    conn.close()
+    check = _StoppedAtItsFirstLook(str(path))
+    assert check.run() is None and check.failed == "stopped"
+    assert check.looks == 1  # the statement's first look ended it: it did not read on
 
