@@ -214,15 +214,16 @@ class GitHistory:
         self._commits.bump()
 
     async def _start(self) -> None:
-        """This database's id (made once), and the messages of a journal an older anvilfs left."""
+        """This database's id (made once), and the messages of a journal an older anvilfs left. The id is
+        kept only once both are done: a round runs this again until they are (the import is safe to repeat)."""
         found = self._db.read("SELECT value FROM history_meta WHERE key = 'id'")
         if found:
-            self._id = found[0][0]
+            db_id = found[0][0]
         else:
-            made = secrets.token_hex(6)
-            await self._db.execute("INSERT INTO history_meta VALUES ('id', ?)", (made,)).wait()
-            self._id = made
+            db_id = secrets.token_hex(6)
+            await self._db.execute("INSERT INTO history_meta VALUES ('id', ?)", (db_id,)).wait()
         await import_journal(self._root, self._db, self._repo.head_message, self._on_error)
+        self._id = db_id
 
     async def _drop_committed(self) -> None:
         """Rows a killed server had committed to git but not yet deleted: the last commit's trailer says. The

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from anvilfs.storage import PrivateDir
 from anvilfs.storage.history import commit_message
+from harness.apps import until
 from harness.git_history import git, make_history, messages_in_history, pending, subjects, write_bead
 from harness.old_history import COMMITTING, JOURNAL, old_records, write_old
 
@@ -66,3 +67,20 @@ async def test_lines_that_are_not_records_are_said_and_skipped(started, state):
     await started(on_error=errors.append)
     assert messages_in_history(state) == ["Created: a"]
     assert len(errors) == 2 and "not a record: b'garbage'" in errors[0] and "cut off by a crash" in errors[1]
+
+
+async def test_an_import_whose_files_could_not_be_moved_is_finished_by_a_later_round(started, state, db):
+    """A start whose import failed after its rows (the move of the old files refused) is taken up again by
+    the rounds that retry, in the same run: before, they found the database's id set and never imported."""
+    root = PrivateDir(state)
+    make_history(state)
+    write_bead(root, "a")
+    write_old(state, JOURNAL, old_records("old", ["Created: a"]))
+    (state / "imported").write_text("in the way: where the old files go\n")
+    errors = []
+    await started(on_error=errors.append, retry_delay=0.01)
+    assert errors and "imported" in errors[0], errors
+    (state / "imported").unlink()
+    await until(lambda: not (state / JOURNAL).exists(), "the old journal moved aside by a later round")
+    await until(lambda: pending(db) == [], "its message committed")
+    assert messages_in_history(state) == ["Created: a"]  # once
