@@ -243,7 +243,7 @@ def _said(exc: BaseException) -> bool:
 
 def _ending_text(exc: BaseException, options: ServerOptions) -> str:
     if isinstance(exc, sqlite3.DatabaseError):
-        return damaged_text(exc, os.path.join(options.state_dir, "anvilfs.db"))
+        return damaged_text(exc, os.path.join(os.path.abspath(options.state_dir), "anvilfs.db"))  # as Database's
     return str(exc)
 
 

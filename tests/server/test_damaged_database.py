@@ -78,6 +78,9 @@ def test_a_start_on_a_database_too_damaged_to_read_says_so_and_using_md_brings_i
     shown = make_and_show(base, srv.state)
     if where == "schema":  # using.md: stop here; the damaged file stays, untouched
         assert shown.returncode != 0 and "no such table: sessions" in shown.stderr, shown.stdout + shown.stderr
+        _, put = recovery_lines()
+        careless = recover(base, srv.state, put)  # a reader who goes on anyway: the lines themselves refuse
+        assert careless.returncode != 0 and "no such table: sessions" in careless.stderr, careless.stderr
         assert db.read_bytes() == before
         return
     assert shown.returncode == 0 and shown.stdout == "ok\n", shown.stdout + shown.stderr  # no session: their table's top
@@ -101,7 +104,7 @@ def recover(base: Path, state: Path, lines: str) -> subprocess.CompletedProcess:
 def make_and_show(base: Path, state: Path) -> subprocess.CompletedProcess:
     """using.md's first lines: the state saved aside (checked here), the new file made and shown."""
     make, _ = recovery_lines()
-    assert make.startswith('saved="$STATE.damaged-') and "sqlite3 -readonly" in make, make
+    assert make.startswith('saved=$(mktemp -d "$STATE.damaged-') and "sqlite3 -readonly" in make, make
     done = recover(base, state, make)
     saved = list(base.glob(f"{state.name}.damaged-*"))
     assert len(saved) == 1 and (saved[0] / "anvilfs.db").exists(), saved  # everything as it was, aside
@@ -110,7 +113,7 @@ def make_and_show(base: Path, state: Path) -> subprocess.CompletedProcess:
 
 def put_in_place(base: Path, state: Path) -> None:
     _, put = recovery_lines()
-    assert put.startswith("rm -f") and put.splitlines()[-1].startswith("mv "), put
+    assert put.startswith('sqlite3 "$STATE/recovered.db" "SELECT') and put.splitlines()[-1].strip().startswith("mv "), put
     done = recover(base, state, put)
     assert done.returncode == 0 and done.stdout == "", done.stdout + done.stderr
 
