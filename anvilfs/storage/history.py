@@ -45,7 +45,7 @@ from ..journal import one_line
 from ..waitable import Changes
 from .database import Commit, Database
 from .gitrepo import GitFailed, GitRepository
-from .history_import import COMMITTING, JOURNAL, import_journal
+from .history_import import COMMITTING, JOURNAL, import_journal, move_imported
 from .private import PrivateDir, ensure_private_dir
 
 SCHEMA = """
@@ -95,6 +95,8 @@ class GitHistory:
         self._paths: dict[int, str] = {}  # a pending row's seq -> the file its change wrote (set by the writer thread)
         self._paths_lock = threading.Lock()
         self._scanned_at: float | None = None  # trio time of the last whole scan; None: the next round scans
+        self._imported: list[str] = []  # an older anvilfs's journal files, imported, still to be moved aside
+        self._move_said = False  # a refused move is said once
 
     @property
     def stale_locks_removed(self) -> tuple[str, ...]:
@@ -188,6 +190,7 @@ class GitHistory:
             try:
                 if not self._id:
                     await self._start()
+                await self._move_imported()
                 if not self._head_checked:
                     await self._drop_committed()
                 # Records from here on wake the next round. The event run() may be waiting on is set: after a
@@ -215,15 +218,30 @@ class GitHistory:
 
     async def _start(self) -> None:
         """This database's id (made once), and the messages of a journal an older anvilfs left. The id is
-        kept only once both are done: a round runs this again until they are (the import is safe to repeat)."""
+        kept only once both are in the database: a round runs this again until they are (the import is safe
+        to repeat). The journal's files are moved aside after (_move_imported)."""
         found = self._db.read("SELECT value FROM history_meta WHERE key = 'id'")
         if found:
             db_id = found[0][0]
         else:
             db_id = secrets.token_hex(6)
             await self._db.execute("INSERT INTO history_meta VALUES ('id', ?)", (db_id,)).wait()
-        await import_journal(self._root, self._db, self._repo.head_message, self._on_error)
+        self._imported = await import_journal(self._root, self._db, self._repo.head_message, self._on_error)
         self._id = db_id
+
+    async def _move_imported(self) -> None:
+        """The old journal's files, imported, moved aside: tried at each round until done. A refusal (a file
+        where STATE/imported goes) is said once and holds no commit back; the next start tries again too."""
+        if not self._imported:
+            return
+        try:
+            await move_imported(self._root, self._db, self._imported)
+            self._imported = []
+        except OSError as exc:
+            if not self._move_said:
+                self._on_error(f"history: cannot move the imported {', '.join(self._imported)} aside ({exc}); "
+                               "later rounds try again")
+                self._move_said = True
 
     async def _drop_committed(self) -> None:
         """Rows a killed server had committed to git but not yet deleted: the last commit's trailer says. The

@@ -13,7 +13,9 @@ record id the batch's trailer in git). At the first start after the upgrade:
        move is fsynced)
 
 A crash between 1 and 2 (or in 2) leaves files whose digest is their mark:
-they are moved, not imported twice. A crash before 1 leaves them as they
+they are moved, not imported twice. A move refused (a file where
+STATE/imported goes) is tried again at each round of history, and holds
+no commit back (GitHistory._move_imported). A crash before 1 leaves them as they
 were. One-way: an older anvilfs finds no journal afterwards, only the database.
 """
 
@@ -33,10 +35,12 @@ _TRAILER = "Anvilfs-Batch: "
 
 
 async def import_journal(root: PrivateDir, db: Database, head_message: Callable[[], Awaitable[str]],
-                         on_error: Callable[[str], None]) -> None:
+                         on_error: Callable[[str], None]) -> list[str]:
+    """Step 1: the messages in history_pending (once: the marks); returns the files to move aside (step 2,
+    move_imported), none if there were none."""
     found = {name: data for name in (COMMITTING, JOURNAL) if (data := root.read(name)) is not None}
     if not found:
-        return
+        return []
     fresh = {name: data for name, data in found.items() if not _imported(db, name, data)}
     messages = []
     if COMMITTING in fresh:
@@ -47,7 +51,12 @@ async def import_journal(root: PrivateDir, db: Database, head_message: Callable[
         messages += [message for _, message in _records(fresh[JOURNAL], JOURNAL, on_error)]
     if fresh:
         await db.call(lambda conn: _insert(conn, messages, fresh)).wait()
-    await db.call(lambda conn: move_aside(root, list(found)), barrier=True).wait()
+    return list(found)
+
+
+async def move_imported(root: PrivateDir, db: Database, names: list[str]) -> None:
+    """Step 2: the imported files moved to STATE/imported/TIME/ (in the writer thread: a move is fsynced)."""
+    await db.call(lambda conn: move_aside(root, names), barrier=True).wait()
 
 
 def _imported(db: Database, name: str, data: bytes) -> bool:
