@@ -5,6 +5,8 @@ The benchmark itself is run by hand (benchmarks/README.md), never here.
 
 from __future__ import annotations
 
+import os
+import signal
 import socket
 import subprocess
 import sys
@@ -64,11 +66,24 @@ def test_the_flush_probe_times_durable_writes(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
+def run_with_its_servers(args: list[str], timeout: float) -> subprocess.CompletedProcess:
+    """A benchmark that starts servers, run in a process group of its own: on a timeout the group is killed,
+    its servers with it (subprocess.run's timeout kills the benchmark alone, and its servers outlived it)."""
+    proc = subprocess.Popen([sys.executable, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            cwd=BENCHMARKS.parent, start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, err = proc.communicate()
+        pytest.fail(f"{args[0]} did not end within {timeout} s:\n{out}{err}")
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+
 def test_restarts_runs_on_a_small_tree_and_places_each_restart_against_the_hosts_speed():
     """benchmarks/restarts.py end to end: a tree of 40 beads built, two restarts measured (figures not checked)."""
-    proc = subprocess.run([sys.executable, str(BENCHMARKS / "restarts.py"), "--beads", "40", "--convoys", "4",
-                           "--sessions", "3", "--count", "2"], capture_output=True, text=True, timeout=300,
-                          cwd=BENCHMARKS.parent)
+    proc = run_with_its_servers([str(BENCHMARKS / "restarts.py"), "--beads", "40", "--convoys", "4", "--sessions", "3",
+                                 "--count", "2"], timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     for words in ("restart   1: ", "restart   2: ", "ms before, ", "2 restarts: median ", "restart under 2 s: "):
         assert words in proc.stdout, proc.stdout
@@ -76,9 +91,8 @@ def test_restarts_runs_on_a_small_tree_and_places_each_restart_against_the_hosts
 
 def test_reads_runs_on_a_small_tree_and_reads_the_servers_own_stall_log():
     """benchmarks/reads.py end to end on a tree of 40 beads, without the web (its figures are not checked)."""
-    proc = subprocess.run([sys.executable, str(BENCHMARKS / "reads.py"), "--beads", "40", "--convoys", "4",
-                           "--sessions", "3", "--no-web"], capture_output=True, text=True, timeout=300,
-                          cwd=BENCHMARKS.parent)
+    proc = run_with_its_servers([str(BENCHMARKS / "reads.py"), "--beads", "40", "--convoys", "4", "--sessions", "3",
+                                 "--no-web"], timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     for words in ("built 3 sessions, 4 convoys, 40 beads", "restart:", "beads/graph", "longest stall of the server's loop",
                   "host speed: a fixed Python workload took", "ms before,"):  # benchmarks/host.py's lines
