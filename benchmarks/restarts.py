@@ -16,7 +16,6 @@ the parse cache: no restart) and one restart (the rows the copy's start made are
 from __future__ import annotations
 
 import argparse
-import json
 import shutil
 import signal
 import statistics
@@ -25,7 +24,7 @@ import time
 from pathlib import Path
 
 from host import SLOWER, REFERENCE_MS, workload_ms  # benchmarks/host.py
-from reads import build, connect, cpu_s, restart, start, up  # benchmarks/reads.py
+from tree_server import build, connect, copy_tree, cpu_s, restart, start, up  # benchmarks/tree_server.py
 
 TARGET_S = 2.0
 
@@ -42,8 +41,7 @@ def main() -> None:
     proc = None
     try:
         if args.tree:
-            shutil.copytree(args.tree / "state", base / "state", symlinks=True)
-            args.sessions = json.loads((args.tree / "ids.json").read_text())["sessions"]
+            args.sessions = copy_tree(args.tree, base)["sessions"]
             proc = start(base)
             up(base, args.sessions, time.perf_counter())
         else:
