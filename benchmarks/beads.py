@@ -22,7 +22,6 @@ import argparse
 import os
 import shutil
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -30,27 +29,14 @@ import tempfile
 import time
 from pathlib import Path
 
-from anvilfs.client import Client
 from anvilfs.ninep import consts as c
+from tree_server import connect  # benchmarks/tree_server.py
 
 
 def start(base: Path) -> subprocess.Popen:
     env = os.environ | {"XDG_CONFIG_HOME": str(base / "xdg")}
     return subprocess.Popen([sys.executable, "-m", "anvilfs", "serve", "--namespace", str(base / "ns"),
                              "--state", str(base / "state")], env=env, stderr=open(base / "server.log", "a"))
-
-
-def connect(base: Path, deadline: float) -> Client:
-    while True:
-        try:
-            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            sock.connect(str(base / "ns" / "agent"))
-            return Client(sock)
-        except OSError:
-            sock.close()
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.01)
 
 
 def rss(pid: int) -> str:
