@@ -17,9 +17,10 @@ committed (anvilfs/waitable.py); nothing fsyncs in the event loop.
 """
 
 from .database import Commit as DbCommit
-from .database import Database, QuickCheck, damaged, damaged_text
+from .database import Database
 from .history import SCHEMA as HISTORY_SCHEMA
 from .history import GitHistory
+from .integrity import QuickCheck, damaged, damaged_text
 from .objects import BrokenFile, TomlObjects
 from .private import PrivateDir, StorageError, ensure_private_dir
 

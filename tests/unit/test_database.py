@@ -15,7 +15,8 @@ import pytest
 import trio
 
 from anvilfs.storage import StorageError
-from anvilfs.storage.database import Database, QuickCheck, damaged, damaged_text
+from anvilfs.storage.database import Database
+from anvilfs.storage.integrity import QuickCheck, damaged, damaged_text
 from anvilfs.waitable import collecting
 from harness.deadlines import within
 from harness.stored import KV_SCHEMA, hold_writer
