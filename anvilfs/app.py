@@ -249,17 +249,18 @@ class App:
                 with trio.CancelScope(shield=True):
                     await trio.to_thread.run_sync(check.done.wait, 10)
             raise
-        said = "nothing wrong" if problems == [] else "damaged, see errors" if problems else f"not done ({check.failed})"
-        log.info("database %s checked (SQLite's quick_check): %s", self.db.path, said)
         if problems == []:
+            log.info("database %s checked (SQLite's quick_check): nothing wrong", self.db.path)
             self.events.append(f"- database: {self.db.path}: SQLite's quick_check found nothing wrong")
         elif problems:
+            log.info("database %s checked (SQLite's quick_check): damaged, see errors", self.db.path)
             more = " (and more)" if len(problems) > 3 else ""
             self.record_error("database", f"{self.db.path} is damaged: SQLite's quick_check says "
                                           f"{'; '.join(problems[:3])}{more}. Sessions, mail and approvals kept in it may "
                                           "be lost or wrong (beads and convoys are files): stop the server and see "
                                           "docs/using.md, \"A damaged database\"")
         else:  # never called damage: a locked or unreadable file says nothing of what it holds
+            log.info("database %s checked (SQLite's quick_check): not done (%s)", self.db.path, check.failed)
             self.record_error("database", f"could not check {self.db.path} (SQLite's quick_check): {check.failed}")
 
     async def _flush_history(self) -> None:
